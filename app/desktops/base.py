@@ -1,0 +1,181 @@
+"""The Desktop contract: the one seam between the lab and a live graphical session.
+
+Every backend (local Xvnc, libvirt VMs) implements `Desktop` and `Guest`. Callers
+(the runner, scoring, setup) only use these shapes, so tasks, runner, store and
+checks never change when a backend is added. All methods are async, cancellable
+and bounded in time; a method that cannot finish in its timeout raises
+`DesktopError` / `GuestError` naming the operation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from app.actions import GuiAction
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One screen image: raw RGB pixels (height × width × 3, uint8) and when it was read.
+
+    Pixels stay raw on the hot path; PNG encoding happens only when the store
+    writes a frame to disk.
+    """
+
+    pixels: npt.NDArray[np.uint8]
+    monotonic: float
+    wall: float
+
+    @property
+    def width(self) -> int:
+        return int(self.pixels.shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.pixels.shape[0])
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def stdout_text(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class SettleResult:
+    """What `Desktop.settle` saw: whether the screen changed and then went quiet."""
+
+    changed: bool
+    settled: bool
+    seconds: float
+
+
+class Guest(Protocol):
+    """The command and file channel into a desktop's session.
+
+    Paths may start with '~/' (the session user's home). Commands are argv lists,
+    never shell strings. Backends confine file access as documented for each.
+    """
+
+    @property
+    def home(self) -> str:
+        """The session user's home directory, as the guest sees it."""
+        ...
+
+    async def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
+        """Run a program in the session (DISPLAY set) and wait for it.
+
+        Raises:
+            GuestError: the program could not be started or ran past `timeout`.
+        """
+        ...
+
+    async def launch(self, argv: list[str]) -> None:
+        """Start a program in the session and return without waiting for it.
+
+        Raises:
+            GuestError: the program could not be started.
+        """
+        ...
+
+    async def read_file(self, path: str, max_bytes: int = 64 * 1024 * 1024) -> bytes:
+        """The file's bytes.
+
+        Raises:
+            GuestError: missing, unreadable, outside the allowed area, or over max_bytes.
+        """
+        ...
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        """Create or replace a file, making parent folders.
+
+        Raises:
+            GuestError: the path is outside the allowed area or cannot be written.
+        """
+        ...
+
+    async def exists(self, path: str) -> bool:
+        """Whether a file or folder exists at `path`."""
+        ...
+
+
+@dataclass(frozen=True)
+class VncEndpoint:
+    """Where a person's VNC viewer can reach the desktop (always loopback)."""
+
+    host: str
+    port: int
+    password: str
+
+
+@dataclass
+class DesktopInfo:
+    """What the UI and CLI show about a desktop."""
+
+    name: str
+    backend: str
+    state: str
+    width: int
+    height: int
+    vnc: VncEndpoint | None = None
+    details: dict[str, str] = field(default_factory=dict)
+
+
+class Desktop(Protocol):
+    """One live graphical session an agent can see and drive."""
+
+    @property
+    def guest(self) -> Guest: ...
+
+    def info(self) -> DesktopInfo: ...
+
+    async def reset(self) -> None:
+        """Bring the desktop to a clean start state (fresh session, no leftovers).
+
+        Task setup steps are run afterwards by `app.setup.run_setup` over `guest`.
+
+        Raises:
+            DesktopError: the session could not be (re)started.
+        """
+        ...
+
+    async def frame(self, timeout: float = 5.0) -> Frame:
+        """The current screen, read after this call began (never a stale frame).
+
+        Raises:
+            DesktopError: no frame within `timeout`.
+        """
+        ...
+
+    async def act(self, action: GuiAction) -> None:
+        """Deliver one GUI action (Wait sleeps). Returns once the input was sent.
+
+        Raises:
+            DesktopError: the input could not be delivered.
+        """
+        ...
+
+    async def settle(
+        self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
+    ) -> SettleResult:
+        """Wait for the screen to change (up to `change_wait`) and then stay quiet
+        for `quiet` seconds, never longer than `timeout` in all. Tiny changes
+        (blinking text cursors) do not count."""
+        ...
+
+    async def close(self) -> None:
+        """Stop the session and remove everything it made. Safe to call twice."""
+        ...

@@ -1,0 +1,63 @@
+"""One error base class for the lab; one subclass per subsystem.
+
+Library errors (OSError from a socket, yaml errors, sqlite errors) are translated
+into these where they enter the app, so the CLI and the UI can show a title and a
+message without knowing which library failed.
+"""
+
+from __future__ import annotations
+
+
+class DeskLoopError(Exception):
+    """Base of every error DeskLoop raises on purpose."""
+
+    title = "DeskLoop error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class TaskError(DeskLoopError):
+    """A task file is missing, malformed or refers to something that is not there."""
+
+    title = "Invalid task"
+
+
+class ActionError(DeskLoopError):
+    """An agent action is malformed (unknown key name, bad coordinates...)."""
+
+    title = "Invalid action"
+
+
+class VNCError(DeskLoopError):
+    """The VNC connection failed, timed out or the server spoke nonsense."""
+
+    title = "VNC error"
+
+
+class DesktopError(DeskLoopError):
+    """A desktop could not be started, reset or driven."""
+
+    title = "Desktop error"
+
+
+class GuestError(DeskLoopError):
+    """A command or file operation in the desktop's guest failed or was refused."""
+
+    title = "Guest error"
+
+
+class StoreError(DeskLoopError):
+    """The episode database could not be opened, migrated or queried."""
+
+    title = "Store error"
+
+
+class AgentError(DeskLoopError):
+    """An agent could not be built or produced an unusable answer."""
+
+    title = "Agent error"
