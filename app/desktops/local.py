@@ -1,0 +1,503 @@
+"""The local desktop backend: Xvnc + openbox on this host, one throw-away HOME per session.
+
+A session is a private directory (mode 0700) holding the HOME (with its own TMPDIR
+and XDG dirs), the VNC password file and logs; an Xvnc on 127.0.0.1 with a random
+port, a free display number and a random VNC password; openbox as window manager;
+and a VNC connection for frames and input. `reset()` throws the whole session
+away and starts a new one, so nothing from one episode reaches the next.
+
+Nothing is left behind: every process of a session carries a marker in its
+environment, and a watchdog (app/desktops/reaper.py) fed by a pipe from this
+process kills them all and removes the session directory when this process
+dies, however it dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pwd
+import secrets
+import socket
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from Crypto.Cipher import DES
+
+from app.actions import GuiAction, Wait
+from app.desktops import reaper
+from app.desktops.base import DesktopInfo, Frame, SettleResult, VncEndpoint
+from app.desktops.local_guest import LocalGuest, _die_with_parent
+from app.desktops.reaper import reap_orphans
+from app.errors import DesktopError, VNCError
+from app.vnc import VNCSession
+
+__all__ = ["LocalDesktop", "reap_orphans", "vnc_password_file_bytes"]
+
+XVNC = "Xvnc"
+OPENBOX = "openbox"
+
+# The fixed key VNC uses to obfuscate stored passwords, as written in VNC's
+# sources (d3des). d3des takes key bits in the reverse order of standard DES,
+# so for a standard DES implementation each key byte is bit-reversed.
+_VNC_FILE_KEY = bytes([0x17, 0x52, 0x6B, 0x06, 0x23, 0x4E, 0x58, 0x07])
+_STD_DES_KEY = bytes(int(f"{b:08b}"[::-1], 2) for b in _VNC_FILE_KEY)
+
+_BIND_ATTEMPTS = 5
+_VNC_CONNECT_TIMEOUT = 5.0
+_PASSWORD_ALPHABET = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+# Openbox with only what a session needs: focus on click and for new windows, no
+# menus, no keyboard shortcuts that could swallow the agent's keys.
+_OPENBOX_MOUSE: list[tuple[str, str, str, str]] = [
+    # (context, button, event, actions)
+    ("Frame", "A-Left", "Press", "Focus Raise"),
+    ("Frame", "A-Left", "Drag", "Move"),
+    ("Titlebar", "Left", "Press", "Focus Raise"),
+    ("Titlebar", "Left", "Drag", "Move"),
+    ("Titlebar", "Left", "DoubleClick", "ToggleMaximize"),
+    ("Client", "Left", "Press", "Focus Raise"),
+    ("Client", "Middle", "Press", "Focus Raise"),
+    ("Client", "Right", "Press", "Focus Raise"),
+    ("Close", "Left", "Click", "Close"),
+    ("Maximize", "Left", "Click", "ToggleMaximize"),
+    ("Iconify", "Left", "Click", "Iconify"),
+    *[
+        (edge, "Left", "Drag", "Resize")
+        for edge in ("Top", "Bottom", "Left", "Right", "BLCorner", "BRCorner")
+    ],
+]
+
+
+def _openbox_rc() -> str:
+    contexts: dict[str, list[str]] = {}
+    for context, button, event, actions in _OPENBOX_MOUSE:
+        inner = "".join(f'<action name="{a}"/>' for a in actions.split())
+        contexts.setdefault(context, []).append(
+            f'<mousebind button="{button}" action="{event}">{inner}</mousebind>'
+        )
+    mouse = "\n".join(
+        f'<context name="{name}">{"".join(binds)}</context>' for name, binds in contexts.items()
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<openbox_config xmlns="http://openbox.org/3.4/rc">\n'
+        "<focus><focusNew>yes</focusNew><followMouse>no</followMouse></focus>\n"
+        "<placement><policy>Smart</policy><center>yes</center></placement>\n"
+        "<desktops><number>1</number></desktops>\n"
+        "<keyboard/>\n"
+        f"<mouse>\n{mouse}\n</mouse>\n"
+        "</openbox_config>\n"
+    )
+
+
+def vnc_password_file_bytes(password: str) -> bytes:
+    """The contents of a VNC password file (what `vncpasswd -f` writes) for `password`.
+
+    VNC keeps only the first 8 bytes of a password.
+    """
+    raw = password.encode("latin-1")[:8].ljust(8, b"\0")
+    return bytes(DES.new(_STD_DES_KEY, DES.MODE_ECB).encrypt(raw))
+
+
+def _free_port() -> int:
+    # Racy by nature (another process may take it before Xvnc binds): the caller
+    # retries on a bind failure.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _read_display_number(fd: int) -> str:
+    """Read Xvnc's `-displayfd` answer: the display number and a newline, or '' on EOF."""
+    os.set_blocking(fd, False)
+    loop = asyncio.get_running_loop()
+    data = b""
+    while not data.endswith(b"\n"):
+        readable: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(fd, _wake, readable)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(fd)
+        chunk = os.read(fd, 64)
+        if not chunk:
+            return ""
+        data += chunk
+    return data.decode().strip()
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _log_tail(path: Path, start: int = 0, limit: int = 1500) -> str:
+    try:
+        with open(path, "rb") as log:
+            log.seek(start)
+            text = log.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return text[-limit:].strip()
+
+
+@dataclass
+class _Session:
+    """Everything one desktop session owns; filled in as it starts."""
+
+    marker: str
+    dir: Path
+    home: Path
+    password: str
+    env: dict[str, str]
+    reaper: asyncio.subprocess.Process | None = None
+    xvnc: asyncio.subprocess.Process | None = None
+    openbox: asyncio.subprocess.Process | None = None
+    display: str = ""
+    port: int = 0
+    guest: LocalGuest | None = None
+    vnc: VNCSession | None = None
+    children: list[asyncio.subprocess.Process] = field(default_factory=list)
+
+
+class LocalDesktop:
+    """A `Desktop` on this host: Xvnc + openbox, fresh HOME per `reset()`.
+
+    Several can run at once (each has its own display, port and HOME). Use
+    `async with LocalDesktop() as desktop:` or call `reset()` and `close()`.
+    """
+
+    def __init__(
+        self,
+        name: str | None = None,
+        width: int = 1280,
+        height: int = 800,
+        root: Path | None = None,
+        start_timeout: float = 30.0,
+    ) -> None:
+        if width < 64 or height < 64:
+            raise DesktopError(f"local desktop size {width}x{height} is too small")
+        self.name = name or f"local-{uuid.uuid4().hex[:6]}"
+        self.width = width
+        self.height = height
+        self.root = root
+        self.start_timeout = start_timeout
+        self._session: _Session | None = None
+        self._state = "stopped"
+        self._lock = asyncio.Lock()
+
+    # ------------------------------------------------------------ contract
+
+    @property
+    def guest(self) -> LocalGuest:
+        session = self._running()
+        assert session.guest is not None
+        return session.guest
+
+    @property
+    def marker(self) -> str | None:
+        """The environment marker of the current session's processes (None when stopped)."""
+        return self._session.marker if self._session else None
+
+    @property
+    def session_dir(self) -> Path | None:
+        return self._session.dir if self._session else None
+
+    def info(self) -> DesktopInfo:
+        session = self._session
+        vnc = None
+        details: dict[str, str] = {}
+        if session is not None and self._state == "running":
+            vnc = VncEndpoint("127.0.0.1", session.port, session.password)
+            details = {"display": session.display, "home": str(session.home)}
+        return DesktopInfo(
+            name=self.name,
+            backend="local",
+            state=self._state,
+            width=self.width,
+            height=self.height,
+            vnc=vnc,
+            details=details,
+        )
+
+    async def reset(self) -> None:
+        async with self._lock:
+            await self._stop()
+            self._state = "starting"
+            session = self._new_session()
+            self._session = session
+            try:
+                async with asyncio.timeout(self.start_timeout):
+                    await self._start(session)
+            except TimeoutError:
+                await self._stop(state="failed")
+                raise DesktopError(
+                    f"local desktop {self.name} did not start within {self.start_timeout:g} s"
+                ) from None
+            except BaseException:
+                await self._stop(state="failed")
+                raise
+            self._state = "running"
+
+    async def frame(self, timeout: float = 5.0) -> Frame:
+        vnc = self._vnc()
+        try:
+            return await vnc.frame(timeout)
+        except VNCError as exc:
+            raise DesktopError(f"local desktop {self.name}: {exc}") from exc
+
+    async def act(self, action: GuiAction) -> None:
+        if isinstance(action, Wait):
+            await asyncio.sleep(action.seconds)
+            return
+        vnc = self._vnc()
+        try:
+            await vnc.perform(action)
+        except VNCError as exc:
+            raise DesktopError(f"local desktop {self.name}: {exc}") from exc
+
+    async def settle(
+        self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
+    ) -> SettleResult:
+        vnc = self._vnc()
+        try:
+            return await vnc.settle(timeout, quiet, change_wait)
+        except VNCError as exc:
+            raise DesktopError(f"local desktop {self.name}: {exc}") from exc
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._stop(state="closed")
+
+    async def __aenter__(self) -> LocalDesktop:
+        await self.reset()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------ session
+
+    def _running(self) -> _Session:
+        if self._session is None or self._state != "running":
+            raise DesktopError(f"local desktop {self.name} is {self._state}; call reset() first")
+        return self._session
+
+    def _vnc(self) -> VNCSession:
+        session = self._running()
+        assert session.vnc is not None
+        return session.vnc
+
+    def _new_session(self) -> _Session:
+        base = self.root if self.root is not None else Path(tempfile.gettempdir())
+        base.mkdir(parents=True, exist_ok=True)
+        # mkdtemp makes the directory 0700: the VNC password file and HOME are private.
+        session_dir = Path(tempfile.mkdtemp(prefix=reaper.SESSION_PREFIX, dir=base))
+        owner_pid = os.getpid()
+        owner_start = reaper.process_start_time(owner_pid) or ""
+        reaper.write_owner_file(session_dir, owner_pid, owner_start)
+        home = session_dir / "home"
+        dirs = {
+            "TMPDIR": home / ".tmp",
+            "XDG_RUNTIME_DIR": home / ".run",
+            "XDG_CONFIG_HOME": home / ".config",
+            "XDG_CACHE_HOME": home / ".cache",
+            "XDG_DATA_HOME": home / ".local" / "share",
+            "XDG_STATE_HOME": home / ".local" / "state",
+        }
+        for path in (home, session_dir / "logs", *dirs.values()):
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        marker = uuid.uuid4().hex
+        user = pwd.getpwuid(os.getuid()).pw_name
+        # A clean environment, not ours: the lab's own variables (API keys for the
+        # agent endpoint, say) must not be visible to programs in the desktop.
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "HOME": str(home),
+            "USER": user,
+            "LOGNAME": user,
+            "SHELL": "/bin/sh",
+            **{key: str(path) for key, path in dirs.items()},
+            reaper.MARKER_ENV: marker,
+            reaper.OWNER_PID_ENV: str(owner_pid),
+            reaper.OWNER_START_ENV: owner_start,
+            reaper.SESSION_DIR_ENV: str(session_dir),
+        }
+        password = "".join(secrets.choice(_PASSWORD_ALPHABET) for _ in range(8))
+        password_file = session_dir / "vncpasswd"
+        password_file.write_bytes(vnc_password_file_bytes(password))
+        password_file.chmod(0o600)
+        (session_dir / "openbox-rc.xml").write_text(_openbox_rc())
+        return _Session(marker=marker, dir=session_dir, home=home, password=password, env=env)
+
+    async def _spawn(
+        self, session: _Session, argv: list[str], log_name: str, pass_fds: tuple[int, ...] = ()
+    ) -> asyncio.subprocess.Process:
+        with open(session.dir / "logs" / log_name, "ab") as log:
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *argv,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    env=session.env,
+                    cwd=session.home,
+                    pass_fds=pass_fds,
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent,
+                )
+            except OSError as exc:
+                raise DesktopError(
+                    f"local desktop {self.name}: cannot start {argv[0]!r}: {exc}"
+                ) from exc
+        session.children.append(proc)
+        return proc
+
+    async def _start(self, session: _Session) -> None:
+        # The watchdog first: from here on nothing can outlive this process.
+        with open(session.dir / "logs" / "reaper.log", "ab") as log:
+            # Its own session, not dying with us: it must outlive this process.
+            session.reaper = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-I",
+                reaper.__file__,
+                "--marker",
+                session.marker,
+                "--dir",
+                str(session.dir),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
+        await self._start_xvnc(session)
+        session.env["DISPLAY"] = session.display
+        session.guest = LocalGuest(session.home, session.env, session.dir / "logs")
+        session.openbox = await self._spawn(
+            session,
+            [OPENBOX, "--sm-disable", "--config-file", str(session.dir / "openbox-rc.xml")],
+            "openbox.log",
+        )
+        await self._wait_window_manager(session)
+        session.vnc = VNCSession("127.0.0.1", session.port, session.password)
+        try:
+            await session.vnc.connected()
+        except VNCError as exc:
+            raise DesktopError(f"local desktop {self.name}: {exc}") from exc
+
+    async def _start_xvnc(self, session: _Session) -> None:
+        log_path = session.dir / "logs" / "xvnc.log"
+        for _ in range(_BIND_ATTEMPTS):
+            port = _free_port()
+            log_start = log_path.stat().st_size if log_path.exists() else 0
+            read_fd, write_fd = os.pipe()
+            try:
+                proc = await self._spawn(
+                    session,
+                    [
+                        XVNC,
+                        "-displayfd",
+                        str(write_fd),
+                        "-geometry",
+                        f"{self.width}x{self.height}",
+                        "-depth",
+                        "24",
+                        "-rfbport",
+                        str(port),
+                        "-localhost",
+                        "-interface",
+                        "127.0.0.1",
+                        "-nolisten",
+                        "tcp",
+                        "-AlwaysShared",
+                        "-SecurityTypes",
+                        "VncAuth",
+                        "-PasswordFile",
+                        str(session.dir / "vncpasswd"),
+                        "-desktop",
+                        self.name,
+                    ],
+                    "xvnc.log",
+                    pass_fds=(write_fd,),
+                )
+                os.close(write_fd)
+                write_fd = -1
+                number = await _read_display_number(read_fd)
+            finally:
+                os.close(read_fd)
+                if write_fd >= 0:
+                    os.close(write_fd)
+            if number:
+                session.xvnc = proc
+                session.display = f":{number}"
+                session.port = port
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 5.0)
+            output = _log_tail(log_path, log_start)
+            if "Address already in use" not in output:
+                raise DesktopError(
+                    f"local desktop {self.name}: Xvnc exited before its display was "
+                    f"ready (log {log_path}): {output}"
+                )
+        raise DesktopError(
+            f"local desktop {self.name}: Xvnc could not bind a free port in "
+            f"{_BIND_ATTEMPTS} attempts (log {log_path})"
+        )
+
+    async def _wait_window_manager(self, session: _Session) -> None:
+        """Wait until the display answers and openbox manages it (EWMH check window set)."""
+        assert session.guest is not None and session.openbox is not None
+        while True:
+            if session.openbox.returncode is not None:
+                log = session.dir / "logs" / "openbox.log"
+                raise DesktopError(
+                    f"local desktop {self.name}: openbox exited with status "
+                    f"{session.openbox.returncode}: {_log_tail(log)}"
+                )
+            result = await session.guest.run(["xprop", "-root", "_NET_SUPPORTING_WM_CHECK"], 5.0)
+            if result.ok and b"window id" in result.stdout:
+                return
+            await asyncio.sleep(0.02)
+
+    async def _stop(self, state: str = "stopped") -> None:
+        """End the current session (if any) and remove its files; never raises."""
+        session = self._session
+        self._session = None
+        if session is not None:
+            if session.vnc is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(session.vnc.close(), 2.0)
+            await asyncio.to_thread(reaper.kill_marked, session.marker)
+            await asyncio.to_thread(reaper.remove_session_dir, session.dir)
+            for proc in session.children:
+                with contextlib.suppress(TimeoutError, ProcessLookupError):
+                    await asyncio.wait_for(proc.wait(), 2.0)
+            if session.reaper is not None:
+                await _stop_reaper(session.reaper)
+        self._state = state
+
+
+async def _stop_reaper(proc: asyncio.subprocess.Process) -> None:
+    """Close the watchdog's pipe; with the session already cleaned it exits at once."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        await asyncio.wait_for(proc.wait(), 5.0)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 2.0)
