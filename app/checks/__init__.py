@@ -1,0 +1,67 @@
+"""Pure checks of a desktop's final state, their registry, and the evaluate tree.
+
+Floor 0: nothing here imports from `app` except `app.errors`, so the task loader
+can validate check names and parameters without anything that touches a desktop.
+Importing this package registers every built-in check.
+"""
+
+from app.checks import files, images
+from app.checks.base import (
+    AssetPath,
+    CheckParams,
+    CheckResult,
+    CheckState,
+    FileState,
+    GuestPath,
+)
+from app.checks.registry import (
+    REGISTRY,
+    CheckDefinitionError,
+    CheckSpec,
+    UnknownCheck,
+    get_check,
+    register,
+    run_check,
+)
+from app.checks.tree import (
+    CheckGroup,
+    CheckLeaf,
+    EvalNode,
+    LeafOutcome,
+    TreeError,
+    TreeResult,
+    evaluate,
+    leaves,
+    parse_tree,
+    tree_assets,
+    tree_files,
+)
+
+__all__ = [
+    "REGISTRY",
+    "AssetPath",
+    "CheckDefinitionError",
+    "CheckGroup",
+    "CheckLeaf",
+    "CheckParams",
+    "CheckResult",
+    "CheckSpec",
+    "CheckState",
+    "EvalNode",
+    "FileState",
+    "GuestPath",
+    "LeafOutcome",
+    "TreeError",
+    "TreeResult",
+    "UnknownCheck",
+    "evaluate",
+    "files",
+    "get_check",
+    "images",
+    "leaves",
+    "parse_tree",
+    "register",
+    "run_check",
+    "tree_assets",
+    "tree_files",
+]

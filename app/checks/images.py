@@ -1,0 +1,347 @@
+"""Checks on image files: size, mode/format, similarity to a reference, region colour.
+
+Every image check decodes the guest file with Pillow; a file that is missing,
+unreadable or not an image fails the check with that reason. Where colours are
+compared (similarity, pixel colour) transparency is first composited onto white,
+as an image viewer shows it, so "the same picture" does not depend on how an app
+stored its alpha channel.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable
+from typing import Annotated, Literal
+
+import numpy as np
+from PIL import Image
+from pydantic import (
+    BeforeValidator,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
+from skimage.metrics import structural_similarity as _untyped_ssim
+
+from app.checks.base import (
+    AssetPath,
+    CheckParams,
+    CheckResult,
+    CheckState,
+    GuestPath,
+    failed,
+    passed,
+)
+from app.checks.files import file_bytes
+from app.checks.registry import register
+
+Image.init()  # fills Image.ID with every format plugin, for validating `format`
+
+_ALPHA_MODES = frozenset({"RGBA", "RGBa", "LA", "La", "PA"})
+
+
+def decode_image(data: bytes, name: str) -> Image.Image | CheckResult:
+    """Decode `data` fully, or return the failed result saying it is not a readable image."""
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()
+    except Image.DecompressionBombError as exc:
+        return failed(f"{name} is too large to decode safely ({exc})")
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+        # Pillow reports truncated or foreign data with any of these.
+        return failed(f"{name} is not a readable image ({len(data)} bytes: {exc})")
+    return image
+
+
+def load_image(state: CheckState, path: str) -> Image.Image | CheckResult:
+    """The decoded guest image at `path`, or the failed result saying why not."""
+    data = file_bytes(state, path)
+    if isinstance(data, CheckResult):
+        return data
+    return decode_image(data, path)
+
+
+def load_asset_image(state: CheckState, asset: str) -> Image.Image | CheckResult:
+    """The decoded task asset `asset`, or the failed result saying why not."""
+    data = state.assets.get(asset)
+    if data is None:
+        return failed(f"task asset {asset} was not provided to the check")
+    return decode_image(data, f"task asset {asset}")
+
+
+def on_white(image: Image.Image) -> Image.Image:
+    """`image` as 8-bit RGB, transparency composited onto white."""
+    if image.mode in _ALPHA_MODES or "transparency" in image.info:
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return image.convert("RGB")
+
+
+def _size(image: Image.Image) -> str:
+    return f"{image.width}×{image.height}"
+
+
+# --- image_size -------------------------------------------------------------------
+
+
+class ImageSizeParams(CheckParams):
+    path: GuestPath
+    """The guest image file, e.g. '~/Desktop/out.png'."""
+    width: Annotated[StrictInt, Field(gt=0)] | None = None
+    """Expected width in pixels; omit to accept any width."""
+    height: Annotated[StrictInt, Field(gt=0)] | None = None
+    """Expected height in pixels; omit to accept any height."""
+    tolerance: Annotated[StrictInt, Field(ge=0)] = 0
+    """How many pixels each dimension may differ from the expected value."""
+
+    @model_validator(mode="after")
+    def _needs_a_dimension(self) -> ImageSizeParams:
+        if self.width is None and self.height is None:
+            raise ValueError("give width, height or both")
+        return self
+
+
+@register("image_size", ImageSizeParams, files=("path",))
+def image_size(state: CheckState, params: ImageSizeParams) -> CheckResult:
+    """Passes when the image's width and/or height match, each within `tolerance` pixels."""
+    image = load_image(state, params.path)
+    if isinstance(image, CheckResult):
+        return image
+    width = "any" if params.width is None else str(params.width)
+    height = "any" if params.height is None else str(params.height)
+    expected = f"{width}×{height}"
+    if params.tolerance:
+        expected += f" (±{params.tolerance} px)"
+    ok = all(
+        want is None or abs(got - want) <= params.tolerance
+        for got, want in ((image.width, params.width), (image.height, params.height))
+    )
+    if ok:
+        return passed(f"{params.path} is {_size(image)}, expected {expected}")
+    return failed(f"{params.path} is {_size(image)}, expected {expected}")
+
+
+# --- image_mode -------------------------------------------------------------------
+
+
+class ImageModeParams(CheckParams):
+    path: GuestPath
+    """The guest image file, e.g. '~/Desktop/out.png'."""
+    mode: str
+    """Expected Pillow mode: 'RGB', 'RGBA', 'L' (grayscale), 'LA', 'P' (indexed), '1', ..."""
+    format: str | None = None
+    """Expected file format as Pillow names it ('PNG', 'JPEG', 'GIF', 'TIFF', 'WEBP', ...);
+    omit to accept any. Checks the bytes, not the file name's extension."""
+
+    @field_validator("mode")
+    @classmethod
+    def _known_mode(cls, value: str) -> str:
+        if value not in Image.MODES:
+            raise ValueError(f"unknown Pillow mode {value!r}; known: {', '.join(Image.MODES)}")
+        return value
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str | None) -> str | None:
+        if value is not None and value not in Image.ID:
+            raise ValueError(
+                f"unknown image format {value!r}; known: {', '.join(sorted(Image.ID))}"
+            )
+        return value
+
+
+@register("image_mode", ImageModeParams, files=("path",))
+def image_mode(state: CheckState, params: ImageModeParams) -> CheckResult:
+    """Passes when the image has the Pillow mode (and, if given, file format) expected."""
+    image = load_image(state, params.path)
+    if isinstance(image, CheckResult):
+        return image
+    got = f"mode {image.mode}, format {image.format}"
+    expected = f"mode {params.mode}"
+    if params.format is not None:
+        expected += f", format {params.format}"
+    ok = image.mode == params.mode and params.format in (None, image.format)
+    if ok:
+        return passed(f"{params.path} is {got}, expected {expected}")
+    return failed(f"{params.path} is {got}, expected {expected}")
+
+
+# --- image_similarity -------------------------------------------------------------
+
+Transform = Literal[
+    "none", "flip_horizontal", "flip_vertical", "rotate_90", "rotate_180", "rotate_270"
+]
+
+# Rotations are clockwise, as GIMP's Image ▸ Transform menu names them; Pillow's
+# ROTATE_* constants turn counter-clockwise, hence 90 ↔ 270.
+_TRANSPOSE: dict[Transform, Image.Transpose | None] = {
+    "none": None,
+    "flip_horizontal": Image.Transpose.FLIP_LEFT_RIGHT,
+    "flip_vertical": Image.Transpose.FLIP_TOP_BOTTOM,
+    "rotate_90": Image.Transpose.ROTATE_270,
+    "rotate_180": Image.Transpose.ROTATE_180,
+    "rotate_270": Image.Transpose.ROTATE_90,
+}
+
+_TRANSFORM_WORDS: dict[Transform, str] = {
+    "none": "",
+    "flip_horizontal": " flipped horizontally",
+    "flip_vertical": " flipped vertically",
+    "rotate_90": " rotated 90° clockwise",
+    "rotate_180": " rotated 180°",
+    "rotate_270": " rotated 270° clockwise",
+}
+
+# skimage ships without type hints; pin the one signature used here.
+_ssim: Callable[..., float] = _untyped_ssim
+
+_SSIM_WINDOW = 7  # skimage's default window; smaller images get a smaller odd window
+_SSIM_MAX_SIDE = 2048  # larger images are compared downscaled, to bound scoring time
+
+
+class ImageSimilarityParams(CheckParams):
+    path: GuestPath
+    """The guest image file the agent produced, e.g. '~/Desktop/out.png'."""
+    reference: AssetPath
+    """The task asset to compare with, relative to the task folder, e.g. 'assets/in.png'."""
+    threshold: Annotated[StrictFloat, Field(gt=0.0, le=1.0)] = 0.95
+    """Lowest SSIM (structural similarity, 1 = identical) that passes; in (0, 1]."""
+    transform: Transform = "none"
+    """Applied to the reference before comparing, so the check reads "the output is the
+    reference <transformed>": none, flip_horizontal, flip_vertical, rotate_90,
+    rotate_180, rotate_270 (rotations clockwise, as GIMP names them)."""
+    resize_to_reference: StrictBool = True
+    """When the sizes differ, resize the output to the reference's size (Lanczos) and
+    compare; when false, a size difference fails the check."""
+
+
+@register("image_similarity", ImageSimilarityParams, files=("path",), assets=("reference",))
+def image_similarity(state: CheckState, params: ImageSimilarityParams) -> CheckResult:
+    """Passes when the output's SSIM against the (transformed) reference is at least
+    `threshold`.
+
+    SSIM is computed on 8-bit RGB (alpha composited onto white) per channel and
+    averaged (scikit-image `structural_similarity`, 7×7 window); images longer than
+    2048 px are compared downscaled to 2048 px on their longer side. Score: 1.0 when
+    the check passes; otherwise the SSIM clamped to [0, 1], which is below the
+    threshold, so a near miss earns more partial credit than an unrelated image.
+    """
+    output = load_image(state, params.path)
+    if isinstance(output, CheckResult):
+        return output
+    reference = load_asset_image(state, params.reference)
+    if isinstance(reference, CheckResult):
+        return reference
+    transpose = _TRANSPOSE[params.transform]
+    if transpose is not None:
+        reference = reference.transpose(transpose)
+    what = f"{params.path} vs {params.reference}{_TRANSFORM_WORDS[params.transform]}"
+
+    compared = on_white(output)
+    size_note = f"{_size(output)}"
+    if output.size != reference.size:
+        if not params.resize_to_reference:
+            return failed(
+                f"{what}: output is {_size(output)}, reference is {_size(reference)} "
+                "(resize_to_reference is off)"
+            )
+        compared = compared.resize(reference.size, Image.Resampling.LANCZOS)
+        size_note = f"output {_size(output)} resized to {_size(reference)}"
+
+    flat_reference = on_white(reference)
+    longest = max(reference.size)
+    if longest > _SSIM_MAX_SIDE:
+        # SSIM costs ~0.7 s per megapixel here; both sides shrink by the same factor.
+        scale = _SSIM_MAX_SIDE / longest
+        small = (max(1, round(reference.width * scale)), max(1, round(reference.height * scale)))
+        compared = compared.resize(small, Image.Resampling.LANCZOS)
+        flat_reference = flat_reference.resize(small, Image.Resampling.LANCZOS)
+        size_note += f", compared at {small[0]}×{small[1]}"
+
+    window = min(_SSIM_WINDOW, flat_reference.width, flat_reference.height)
+    if window % 2 == 0:
+        window -= 1
+    if window < 3:
+        return failed(f"{what}: reference is {_size(reference)}, too small for SSIM (min 3×3)")
+
+    ssim = float(
+        _ssim(
+            np.asarray(compared),
+            np.asarray(flat_reference),
+            win_size=window,
+            channel_axis=2,
+            data_range=255,
+        )
+    )
+    if ssim >= params.threshold:
+        return passed(f"{what}: SSIM {ssim:.4f} ≥ {params.threshold} ({size_note})")
+    return failed(
+        f"{what}: SSIM {ssim:.4f} < {params.threshold} ({size_note})",
+        score=min(1.0, max(0.0, ssim)),
+    )
+
+
+# --- pixel_color ------------------------------------------------------------------
+
+_HEX_COLOR = re.compile(r"#([0-9a-fA-F]{2})([0-9a-fA-F]{2})([0-9a-fA-F]{2})")
+
+
+def _parse_color(value: object) -> object:
+    # '#rrggbb' is how colours appear in GIMP's colour dialog; lists pass through
+    # to the tuple validation below.
+    if isinstance(value, str):
+        match = _HEX_COLOR.fullmatch(value.strip())
+        if match is None:
+            raise ValueError(f"colour must be '#rrggbb' or [r, g, b], got {value!r}")
+        return tuple(int(part, 16) for part in match.groups())
+    return value
+
+
+Channel = Annotated[StrictInt, Field(ge=0, le=255)]
+Color = Annotated[tuple[Channel, Channel, Channel], BeforeValidator(_parse_color)]
+Coordinate = Annotated[StrictInt, Field(ge=0)]
+Extent = Annotated[StrictInt, Field(gt=0)]
+
+
+def _hex(color: tuple[float, float, float]) -> str:
+    return "#" + "".join(f"{round(c):02x}" for c in color)
+
+
+class PixelColorParams(CheckParams):
+    path: GuestPath
+    """The guest image file, e.g. '~/Desktop/out.png'."""
+    region: tuple[Coordinate, Coordinate, Extent, Extent]
+    """The rectangle [x, y, width, height] in pixels, from the top-left corner."""
+    color: Color
+    """Expected mean colour of the region: [r, g, b] (0-255) or '#rrggbb'."""
+    tolerance: Annotated[StrictFloat, Field(ge=0.0)] = 10.0
+    """Largest allowed difference of the mean from `color` on any one channel (0-255)."""
+
+
+@register("pixel_color", PixelColorParams, files=("path",))
+def pixel_color(state: CheckState, params: PixelColorParams) -> CheckResult:
+    """Passes when the mean colour of a region is within `tolerance` of `color` on every
+    channel (transparency composited onto white first)."""
+    image = load_image(state, params.path)
+    if isinstance(image, CheckResult):
+        return image
+    x, y, w, h = params.region
+    region = f"region [{x}, {y}, {w}, {h}]"
+    if x + w > image.width or y + h > image.height:
+        return failed(f"{region} lies outside {params.path}, which is {_size(image)}")
+    pixels = np.asarray(on_white(image).crop((x, y, x + w, y + h)), dtype=np.float64)
+    mean = pixels.reshape(-1, 3).mean(axis=0)
+    r, g, b = (float(c) for c in mean)
+    diff = float(np.max(np.abs(mean - np.array(params.color, dtype=np.float64))))
+    got = f"mean colour of {region} in {params.path} is {_hex((r, g, b))}"
+    expected = f"expected {_hex(params.color)}"
+    if diff <= params.tolerance:
+        return passed(
+            f"{got}, {expected} (max channel difference {diff:.1f} ≤ {params.tolerance:g})"
+        )
+    return failed(f"{got}, {expected} (max channel difference {diff:.1f} > {params.tolerance:g})")

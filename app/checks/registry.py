@@ -1,0 +1,131 @@
+"""Checks by name: what parameters each takes and what state it needs.
+
+A check is a plain function `(CheckState, Params) -> CheckResult` registered with
+`@register(name, Params, files=(...), assets=(...))`. `files` names the params
+fields that hold guest paths (scoring fetches them), `assets` the fields that
+hold task-folder paths (scoring reads them). The task loader uses this registry
+to validate a task's check names and parameters without touching a desktop.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from app.checks.base import CheckParams, CheckResult, CheckState, failed
+from app.errors import DeskLoopError, TaskError
+
+P = TypeVar("P", bound=CheckParams)
+CheckFn = Callable[[CheckState, P], CheckResult]
+
+LEAF_KEYS = frozenset({"check", "weight", "required", "label"})
+"""Keys a check-tree leaf uses for itself; no check parameter may take these names."""
+
+
+class UnknownCheck(TaskError):
+    """A task names a check that is not registered."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        super().__init__(f"unknown check {name!r}; {hint}known checks: {', '.join(known)}")
+        self.name = name
+        self.known = known
+
+
+class CheckDefinitionError(DeskLoopError):
+    """A check was registered wrongly (a programming error, found at import time)."""
+
+    title = "Check definition error"
+
+
+@dataclass(frozen=True)
+class CheckSpec(Generic[P]):
+    """A registered check: its name, parameter model, function and documentation."""
+
+    name: str
+    params: type[P]
+    run: Callable[[CheckState, P], CheckResult]
+    file_fields: tuple[str, ...]
+    asset_fields: tuple[str, ...]
+    doc: str
+
+    def files(self, params: CheckParams) -> list[str]:
+        """Guest paths scoring must fetch for this check, in field order."""
+        return [str(getattr(params, name)) for name in self.file_fields]
+
+    def assets(self, params: CheckParams) -> list[str]:
+        """Task-folder paths scoring must read for this check, in field order."""
+        return [str(getattr(params, name)) for name in self.asset_fields]
+
+    def parse_params(self, raw: Mapping[str, object]) -> P:
+        """Validate raw parameters (pydantic.ValidationError on bad input)."""
+        return self.params.model_validate(dict(raw))
+
+
+REGISTRY: dict[str, CheckSpec[Any]] = {}
+
+
+def register(
+    name: str,
+    params: type[P],
+    *,
+    files: tuple[str, ...] = (),
+    assets: tuple[str, ...] = (),
+) -> Callable[[CheckFn[P]], CheckFn[P]]:
+    """Register the decorated function as check `name`; its docstring is the check's doc."""
+
+    def decorate(fn: CheckFn[P]) -> CheckFn[P]:
+        where = f"check {name!r} ({fn.__module__}.{fn.__qualname__})"
+        if name in REGISTRY:
+            raise CheckDefinitionError(f"{where}: the name is already registered")
+        if not name.isidentifier() or name != name.lower():
+            raise CheckDefinitionError(f"{where}: names are lowercase identifiers")
+        fields = params.model_fields
+        for field in (*files, *assets):
+            if field not in fields:
+                raise CheckDefinitionError(f"{where}: {field!r} is not a field of {params}")
+        clash = LEAF_KEYS & fields.keys()
+        if clash:
+            raise CheckDefinitionError(
+                f"{where}: parameter names {sorted(clash)} are reserved for tree leaves"
+            )
+        undocumented = [f for f, info in fields.items() if not info.description]
+        if undocumented:
+            raise CheckDefinitionError(f"{where}: undocumented parameters {undocumented}")
+        doc = inspect.getdoc(fn)
+        if not doc:
+            raise CheckDefinitionError(f"{where}: a check needs a docstring")
+        REGISTRY[name] = CheckSpec(
+            name=name, params=params, run=fn, file_fields=files, asset_fields=assets, doc=doc
+        )
+        return fn
+
+    return decorate
+
+
+def get_check(name: str) -> CheckSpec[Any]:
+    """The check registered as `name`; UnknownCheck (with suggestions) otherwise."""
+    spec = REGISTRY.get(name)
+    if spec is None:
+        raise UnknownCheck(name, sorted(REGISTRY))
+    return spec
+
+
+def run_check(spec: CheckSpec[P], state: CheckState, params: P) -> CheckResult:
+    """Run one check; a check that raises becomes a failed result, never a dead scorer."""
+    try:
+        result = spec.run(state, params)
+    except Exception as exc:  # a bug in one check must not lose the other checks' scores
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return failed(
+            f"check crashed: {type(exc).__name__}: {exc} "
+            f"(in {spec.name}, {where.filename}:{where.lineno})"
+        )
+    if not isinstance(result, CheckResult):
+        return failed(f"check crashed: {spec.name} returned {type(result).__name__}")
+    return result

@@ -1,0 +1,541 @@
+"""The built-in checks and their registry, on real images made with Pillow."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+from pydantic import ValidationError
+
+from app.checks import (
+    REGISTRY,
+    CheckDefinitionError,
+    CheckParams,
+    CheckResult,
+    CheckSpec,
+    CheckState,
+    FileState,
+    UnknownCheck,
+    get_check,
+    register,
+    run_check,
+)
+from app.checks.base import GuestPath
+from app.checks.files import FileExistsParams
+
+OUT = "~/Desktop/out.png"
+REF = "assets/in.png"
+
+
+def scene(width: int = 400, height: int = 300, seed: int = 0) -> Image.Image:
+    """A picture with a gradient, shapes and text: structure SSIM can see, nothing symmetric."""
+    pixels = np.zeros((height, width, 3), np.uint8)
+    pixels[..., 0] = np.linspace(0, 255, width)[None, :]
+    pixels[..., 1] = np.linspace(0, 200, height)[:, None]
+    pixels[..., 2] = 90
+    image = Image.fromarray(pixels)
+    draw = ImageDraw.Draw(image)
+    rng = np.random.default_rng(seed)
+    for _ in range(12):
+        x = int(rng.integers(0, max(1, width - 60)))
+        y = int(rng.integers(0, max(1, height - 60)))
+        side = int(rng.integers(15, 60))
+        fill = (int(rng.integers(256)), int(rng.integers(256)), int(rng.integers(256)))
+        shape = draw.ellipse if rng.random() < 0.5 else draw.rectangle
+        shape((x, y, x + side, y + side), fill=fill)
+    draw.text((10, 10), "DeskLoop", fill=(255, 255, 255))
+    return image
+
+
+def encode(image: Image.Image, fmt: str = "PNG", **options: Any) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, fmt, **options)
+    return buffer.getvalue()
+
+
+def state_with(
+    files: dict[str, bytes | FileState] | None = None, assets: dict[str, bytes] | None = None
+) -> CheckState:
+    gathered = {
+        path: value if isinstance(value, FileState) else FileState.found(path, value)
+        for path, value in (files or {}).items()
+    }
+    return CheckState(files=gathered, assets=assets or {})
+
+
+def check(name: str, state: CheckState, **params: Any) -> CheckResult:
+    spec = get_check(name)
+    return run_check(spec, state, spec.parse_params(params))
+
+
+# --- file_exists --------------------------------------------------------------------
+
+
+def test_file_exists_passes_for_a_found_file_even_when_empty() -> None:
+    result = check("file_exists", state_with({OUT: b""}), path=OUT)
+    assert result.passed and result.score == 1.0
+    assert result.evidence == f"{OUT} exists (0 bytes)"
+
+
+def test_file_exists_fails_for_a_missing_file() -> None:
+    result = check("file_exists", state_with({OUT: FileState.missing(OUT)}), path=OUT)
+    assert not result.passed and result.score == 0.0
+    assert result.evidence == f"{OUT} does not exist"
+
+
+def test_file_exists_passes_for_a_file_too_large_to_fetch() -> None:
+    state = state_with({OUT: FileState.too_large(OUT, "64 MiB")})
+    result = check("file_exists", state, path=OUT)
+    assert result.passed
+    assert "larger than 64 MiB" in result.evidence
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        state_with({OUT: FileState.unreadable(OUT, "permission denied")}),
+        state_with({}),  # scoring did not gather the file at all
+    ],
+)
+def test_file_exists_fails_when_existence_is_unknown(state: CheckState) -> None:
+    result = check("file_exists", state, path=OUT)
+    assert not result.passed
+    assert result.evidence.startswith(f"could not tell whether {OUT} exists")
+
+
+def test_file_state_requires_exactly_one_of_data_and_error() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        FileState(path=OUT, data=b"x", error="not found")
+    with pytest.raises(ValueError, match="exactly one"):
+        FileState(path=OUT, data=None, error=None)
+
+
+@pytest.mark.parametrize("path", ["out.png", "Desktop/out.png", "~", "~/", "/", ""])
+def test_guest_paths_must_be_absolute_or_home_relative(path: str) -> None:
+    with pytest.raises(ValidationError, match="guest path"):
+        FileExistsParams.model_validate({"path": path})
+
+
+# --- image_size ---------------------------------------------------------------------
+
+
+def test_image_size_passes_on_the_exact_size() -> None:
+    state = state_with({OUT: encode(scene(512, 512))})
+    result = check("image_size", state, path=OUT, width=512, height=512)
+    assert result.passed and result.score == 1.0
+
+
+def test_image_size_evidence_names_the_file_and_both_sizes() -> None:
+    state = state_with({OUT: encode(Image.new("RGB", (1024, 768), "white"))})
+    result = check("image_size", state, path=OUT, width=512, height=512)
+    assert not result.passed and result.score == 0.0
+    assert result.evidence == f"{OUT} is 1024×768, expected 512×512"
+
+
+def test_image_size_checks_only_the_dimension_given() -> None:
+    state = state_with({OUT: encode(Image.new("RGB", (400, 333)))})
+    assert check("image_size", state, path=OUT, width=400).passed
+    result = check("image_size", state, path=OUT, height=300)
+    assert not result.passed
+    assert result.evidence == f"{OUT} is 400×333, expected any×300"
+
+
+def test_image_size_tolerance_is_inclusive_per_dimension() -> None:
+    state = state_with({OUT: encode(Image.new("RGB", (402, 298)))})
+    assert check("image_size", state, path=OUT, width=400, height=300, tolerance=2).passed
+    result = check("image_size", state, path=OUT, width=400, height=300, tolerance=1)
+    assert not result.passed
+    assert result.evidence == f"{OUT} is 402×298, expected 400×300 (±1 px)"
+
+
+def test_image_size_needs_width_or_height() -> None:
+    with pytest.raises(ValidationError, match="give width, height or both"):
+        get_check("image_size").parse_params({"path": OUT})
+
+
+@pytest.mark.parametrize("width", [0, -5, "512", 512.0, True])
+def test_image_size_rejects_widths_that_are_not_positive_integers(width: object) -> None:
+    with pytest.raises(ValidationError):
+        get_check("image_size").parse_params({"path": OUT, "width": width})
+
+
+def test_image_checks_fail_on_a_missing_file() -> None:
+    state = state_with({OUT: FileState.missing(OUT)})
+    result = check("image_size", state, path=OUT, width=10)
+    assert not result.passed and result.score == 0.0
+    assert result.evidence == f"{OUT} does not exist"
+
+
+def test_image_checks_fail_on_bytes_that_are_not_an_image() -> None:
+    state = state_with({OUT: b"%PDF-1.4 not a picture"}, {REF: encode(scene())})
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("image_size", {"width": 10}),
+        ("image_mode", {"mode": "RGB"}),
+        ("pixel_color", {"region": [0, 0, 1, 1], "color": [0, 0, 0]}),
+        ("image_similarity", {"reference": REF}),
+    ]
+    for name, params in cases:
+        result = check(name, state, path=OUT, **params)
+        assert not result.passed and result.score == 0.0, name
+        assert result.evidence.startswith(f"{OUT} is not a readable image (22 bytes"), name
+
+
+def test_image_checks_fail_on_a_truncated_png() -> None:
+    data = encode(scene())
+    state = state_with({OUT: data[: len(data) // 2]})
+    result = check("image_size", state, path=OUT, width=400)
+    assert not result.passed
+    assert "is not a readable image" in result.evidence
+
+
+# --- image_mode ---------------------------------------------------------------------
+
+
+def test_image_mode_compares_mode_and_format() -> None:
+    rgba_png = state_with({OUT: encode(Image.new("RGBA", (8, 8)))})
+    assert check("image_mode", rgba_png, path=OUT, mode="RGBA", format="PNG").passed
+    result = check("image_mode", rgba_png, path=OUT, mode="RGB")
+    assert not result.passed
+    assert result.evidence == f"{OUT} is mode RGBA, format PNG, expected mode RGB"
+
+
+def test_image_mode_checks_the_bytes_not_the_file_name() -> None:
+    # A JPEG saved under a .png name is still a JPEG.
+    jpeg = state_with({OUT: encode(scene(64, 48), "JPEG", quality=90)})
+    result = check("image_mode", jpeg, path=OUT, mode="RGB", format="PNG")
+    assert not result.passed
+    assert result.evidence == f"{OUT} is mode RGB, format JPEG, expected mode RGB, format PNG"
+    assert check("image_mode", jpeg, path=OUT, mode="RGB", format="JPEG").passed
+
+
+def test_image_mode_sees_grayscale_and_indexed_images() -> None:
+    gray = state_with({OUT: encode(scene(32, 32).convert("L"))})
+    assert check("image_mode", gray, path=OUT, mode="L").passed
+    indexed = state_with({OUT: encode(scene(32, 32).convert("P"))})
+    assert check("image_mode", indexed, path=OUT, mode="P").passed
+    assert not check("image_mode", indexed, path=OUT, mode="RGB").passed
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [({"mode": "rgb"}, "unknown Pillow mode 'rgb'"), ({"mode": "RGB", "format": "JPG"}, "JPG")],
+)
+def test_image_mode_rejects_unknown_modes_and_formats(params: dict[str, str], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        get_check("image_mode").parse_params({"path": OUT, **params})
+
+
+# --- image_similarity ---------------------------------------------------------------
+
+
+def similarity(output: Image.Image | bytes, reference: Image.Image, **params: Any) -> CheckResult:
+    data = output if isinstance(output, bytes) else encode(output)
+    state = state_with({OUT: data}, {REF: encode(reference)})
+    return check("image_similarity", state, path=OUT, reference=REF, **params)
+
+
+def test_similarity_passes_for_the_same_picture() -> None:
+    result = similarity(scene(), scene())
+    assert result.passed and result.score == 1.0
+    assert result.evidence == f"{OUT} vs {REF}: SSIM 1.0000 ≥ 0.95 (400×300)"
+
+
+def test_similarity_fails_for_a_flipped_picture_without_the_transform() -> None:
+    source = scene()
+    flipped = source.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    result = similarity(flipped, source)
+    assert not result.passed
+    assert 0.0 <= result.score < 0.9
+    assert result.evidence.startswith(f"{OUT} vs {REF}: SSIM 0.")
+
+
+def test_similarity_transform_says_the_output_is_the_source_flipped() -> None:
+    source = scene()
+    flipped = source.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    result = similarity(flipped, source, transform="flip_horizontal")
+    assert result.passed
+    assert "flipped horizontally: SSIM 1.0000" in result.evidence
+    # The unflipped source is now the wrong answer.
+    assert not similarity(source, source, transform="flip_horizontal").passed
+    upside_down = source.transpose(Image.Transpose.FLIP_TOP_BOTTOM)
+    assert similarity(upside_down, source, transform="flip_vertical").passed
+    assert not similarity(upside_down, source, transform="flip_horizontal").passed
+
+
+def test_similarity_rotations_are_clockwise_as_in_gimp() -> None:
+    source = scene()
+    clockwise = source.rotate(-90, expand=True)  # Pillow's rotate() turns counter-clockwise
+    assert similarity(clockwise, source, transform="rotate_90").passed
+    assert not similarity(clockwise, source, transform="rotate_270").passed
+    counter = source.rotate(90, expand=True)
+    assert similarity(counter, source, transform="rotate_270").passed
+    assert similarity(source.rotate(180), source, transform="rotate_180").passed
+
+
+@pytest.mark.parametrize("size", [(200, 150), (800, 600), (300, 300)])
+def test_similarity_survives_lanczos_resizing(size: tuple[int, int]) -> None:
+    source = scene()
+    resized = source.resize(size, Image.Resampling.LANCZOS)
+    result = similarity(resized, source, threshold=0.9)
+    assert result.passed, result.evidence
+    assert f"output {size[0]}×{size[1]} resized to 400×300" in result.evidence
+
+
+def test_similarity_without_resizing_fails_on_a_size_difference_naming_both() -> None:
+    source = scene()
+    result = similarity(source.resize((200, 150)), source, resize_to_reference=False)
+    assert not result.passed and result.score == 0.0
+    assert result.evidence == (
+        f"{OUT} vs {REF}: output is 200×150, reference is 400×300 (resize_to_reference is off)"
+    )
+
+
+def test_similarity_of_a_different_picture_is_below_threshold() -> None:
+    result = similarity(scene(seed=7), scene(seed=0))
+    assert not result.passed
+    assert result.score < 0.95
+    ssim = float(result.evidence.split("SSIM ")[1].split(" ")[0])
+    assert result.score == pytest.approx(ssim, abs=1e-4)
+
+
+def test_similarity_threshold_decides() -> None:
+    source = scene()
+    noisy = np.asarray(source).astype(np.int16)
+    noisy += np.random.default_rng(1).integers(-12, 13, noisy.shape, dtype=np.int16)
+    output = Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8))
+    loose = similarity(output, source, threshold=0.5)
+    strict = similarity(output, source, threshold=0.99)
+    assert loose.passed and not strict.passed
+    assert loose.evidence.split("SSIM ")[1][:6] == strict.evidence.split("SSIM ")[1][:6]
+
+
+def test_similarity_composites_transparency_on_white() -> None:
+    source = scene()
+    # The same picture with a fully transparent border, whose hidden colour is black.
+    rgba = source.convert("RGBA")
+    alpha = Image.new("L", source.size, 0)
+    ImageDraw.Draw(alpha).rectangle((20, 20, 379, 279), fill=255)
+    rgba.putalpha(alpha)
+    on_white = source.copy()
+    ImageDraw.Draw(on_white).rectangle((0, 0, 399, 19), fill="white")
+    ImageDraw.Draw(on_white).rectangle((0, 280, 399, 299), fill="white")
+    ImageDraw.Draw(on_white).rectangle((0, 0, 19, 299), fill="white")
+    ImageDraw.Draw(on_white).rectangle((380, 0, 399, 299), fill="white")
+    assert similarity(rgba, on_white, threshold=0.999).passed
+    assert not similarity(rgba, source, threshold=0.95).passed
+
+
+def test_similarity_fails_when_the_reference_asset_is_missing() -> None:
+    state = state_with({OUT: encode(scene())}, {})
+    result = check("image_similarity", state, path=OUT, reference=REF)
+    assert not result.passed
+    assert result.evidence == f"task asset {REF} was not provided to the check"
+
+
+def test_similarity_fails_when_the_output_is_missing() -> None:
+    state = state_with({OUT: FileState.missing(OUT)}, {REF: encode(scene())})
+    result = check("image_similarity", state, path=OUT, reference=REF)
+    assert not result.passed
+    assert result.evidence == f"{OUT} does not exist"
+
+
+def test_similarity_refuses_images_too_small_to_compare() -> None:
+    tiny = Image.new("RGB", (2, 2), "red")
+    result = similarity(tiny, tiny)
+    assert not result.passed
+    assert "too small for SSIM" in result.evidence
+    assert similarity(Image.new("RGB", (5, 5), "red"), Image.new("RGB", (5, 5), "red")).passed
+
+
+def test_similarity_compares_very_large_images_downscaled() -> None:
+    wide = scene(3000, 120)
+    result = similarity(wide, wide)
+    assert result.passed
+    assert "compared at 2048×82" in result.evidence
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"threshold": 0},
+        {"threshold": 1.5},
+        {"transform": "mirror"},
+        {"reference": "../secret.png"},
+        {"reference": "/etc/passwd"},
+        {"resize_to_reference": "yes"},
+    ],
+)
+def test_similarity_rejects_bad_parameters(params: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        get_check("image_similarity").parse_params({"path": OUT, "reference": REF, **params})
+
+
+# --- pixel_color --------------------------------------------------------------------
+
+
+def two_colour_image() -> Image.Image:
+    image = Image.new("RGB", (100, 50), (200, 30, 30))
+    ImageDraw.Draw(image).rectangle((50, 0, 99, 49), fill=(10, 120, 240))
+    return image
+
+
+def test_pixel_color_passes_on_the_mean_colour_of_a_region() -> None:
+    state = state_with({OUT: encode(two_colour_image())})
+    result = check("pixel_color", state, path=OUT, region=[0, 0, 50, 50], color=[200, 30, 30])
+    assert result.passed
+    assert result.evidence == (
+        f"mean colour of region [0, 0, 50, 50] in {OUT} is #c81e1e, expected #c81e1e "
+        "(max channel difference 0.0 ≤ 10)"
+    )
+    assert check("pixel_color", state, path=OUT, region=[60, 10, 5, 5], color="#0A78F0").passed
+
+
+def test_pixel_color_averages_across_a_mixed_region() -> None:
+    state = state_with({OUT: encode(two_colour_image())})
+    # Half red, half blue: the mean is neither colour.
+    mean = [105, 75, 135]
+    assert check("pixel_color", state, path=OUT, region=[25, 0, 50, 50], color=mean).passed
+    result = check("pixel_color", state, path=OUT, region=[25, 0, 50, 50], color=[200, 30, 30])
+    assert not result.passed
+    assert result.evidence.endswith("(max channel difference 105.0 > 10)")
+
+
+def test_pixel_color_tolerance_is_per_channel() -> None:
+    state = state_with({OUT: encode(Image.new("RGB", (10, 10), (100, 100, 100)))})
+    assert check(
+        "pixel_color", state, path=OUT, region=[0, 0, 10, 10], color=[105, 95, 100], tolerance=5
+    ).passed
+    assert not check(
+        "pixel_color", state, path=OUT, region=[0, 0, 10, 10], color=[106, 100, 100], tolerance=5
+    ).passed
+
+
+def test_pixel_color_composites_transparency_on_white() -> None:
+    state = state_with({OUT: encode(Image.new("RGBA", (10, 10), (0, 0, 0, 0)))})
+    assert check("pixel_color", state, path=OUT, region=[0, 0, 10, 10], color="#ffffff").passed
+
+
+def test_pixel_color_region_outside_the_image_fails_with_sizes() -> None:
+    state = state_with({OUT: encode(two_colour_image())})
+    result = check("pixel_color", state, path=OUT, region=[90, 40, 20, 5], color=[0, 0, 0])
+    assert not result.passed and result.score == 0.0
+    assert result.evidence == f"region [90, 40, 20, 5] lies outside {OUT}, which is 100×50"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"region": [-1, 0, 5, 5], "color": [0, 0, 0]},
+        {"region": [0, 0, 0, 5], "color": [0, 0, 0]},
+        {"region": [0, 0, 5], "color": [0, 0, 0]},
+        {"region": [0, 0, 5, 5], "color": [0, 0, 256]},
+        {"region": [0, 0, 5, 5], "color": "#12345"},
+        {"region": [0, 0, 5, 5], "color": "red"},
+        {"region": [0, 0, 5, 5], "color": [0, 0, 0], "tolerance": -1},
+    ],
+)
+def test_pixel_color_rejects_bad_parameters(params: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        get_check("pixel_color").parse_params({"path": OUT, **params})
+
+
+# --- the registry -------------------------------------------------------------------
+
+
+def test_builtin_checks_are_registered_with_documented_parameters() -> None:
+    assert {"file_exists", "image_size", "image_mode", "image_similarity", "pixel_color"} <= set(
+        REGISTRY
+    )
+    for spec in REGISTRY.values():
+        assert spec.doc
+        for name, field in spec.params.model_fields.items():
+            assert field.description, f"{spec.name}.{name} has no description"
+
+
+def test_specs_say_which_files_and_assets_to_gather() -> None:
+    spec = get_check("image_similarity")
+    params = spec.parse_params({"path": OUT, "reference": REF})
+    assert spec.files(params) == [OUT]
+    assert spec.assets(params) == [REF]
+    size = get_check("image_size")
+    assert size.assets(size.parse_params({"path": OUT, "width": 3})) == []
+
+
+def test_unknown_check_suggests_close_names_and_lists_all() -> None:
+    with pytest.raises(UnknownCheck) as caught:
+        get_check("image_similarty")
+    message = str(caught.value)
+    assert "did you mean 'image_similarity'" in message
+    for name in REGISTRY:
+        assert name in message
+
+
+def test_unknown_check_without_a_close_name_just_lists() -> None:
+    with pytest.raises(UnknownCheck) as caught:
+        get_check("zzz")
+    assert "did you mean" not in str(caught.value)
+    assert "known checks: " in str(caught.value)
+
+
+class _Params(CheckParams):
+    path: GuestPath
+    """A file."""
+
+
+def _crashing(state: CheckState, params: _Params) -> CheckResult:
+    return CheckResult(passed=True, score=1.0, evidence=str(1 / len(state.assets)))
+
+
+def test_a_crashing_check_becomes_a_failed_result() -> None:
+    spec = CheckSpec("crashy", _Params, _crashing, ("path",), (), "crashes")
+    result = run_check(spec, state_with(), _Params(path=OUT))
+    assert not result.passed and result.score == 0.0
+    assert result.evidence.startswith("check crashed: ZeroDivisionError: division by zero")
+    assert "crashy" in result.evidence
+
+
+def test_a_check_returning_an_out_of_range_score_is_a_crash() -> None:
+    def overconfident(state: CheckState, params: _Params) -> CheckResult:
+        return CheckResult(passed=True, score=1.5, evidence="great")
+
+    spec = CheckSpec("over", _Params, overconfident, ("path",), (), "over")
+    result = run_check(spec, state_with(), _Params(path=OUT))
+    assert not result.passed
+    assert "score must be in [0, 1]" in result.evidence
+
+
+def test_register_refuses_duplicates_reserved_names_and_missing_docs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("app.checks.registry.REGISTRY", dict(REGISTRY))
+
+    def documented(state: CheckState, params: _Params) -> CheckResult:
+        """Does nothing."""
+        return CheckResult(True, 1.0, "ok")
+
+    def undocumented(state: CheckState, params: _Params) -> CheckResult:
+        return CheckResult(True, 1.0, "ok")
+
+    with pytest.raises(CheckDefinitionError, match="already registered"):
+        register("file_exists", _Params)(documented)
+    with pytest.raises(CheckDefinitionError, match="needs a docstring"):
+        register("fresh", _Params)(undocumented)
+    with pytest.raises(CheckDefinitionError, match="not a field"):
+        register("fresh", _Params, files=("nope",))(documented)
+
+    class Clashing(CheckParams):
+        weight: int
+        """Collides with the leaf's own weight."""
+
+    def clashing(state: CheckState, params: Clashing) -> CheckResult:
+        """Never registered."""
+        return CheckResult(True, 1.0, "ok")
+
+    with pytest.raises(CheckDefinitionError, match="reserved"):
+        register("fresh", Clashing)(clashing)
+
+    register("fresh", _Params, files=("path",))(documented)
+    assert get_check("fresh").files(_Params(path=OUT)) == [OUT]
