@@ -1,0 +1,183 @@
+"""The episode database's schema, as an ordered list of migrations.
+
+Migrations are sqlite-utils `Migrations` recorded in its `_sqlite_migrations` table.
+Each one is frozen SQL: once a database has applied it, editing it would make old
+and new databases disagree, so a change to the schema is always a new migration
+appended at the end.
+
+Tables are STRICT (SQLite checks column types) and carry CHECK constraints for the
+vocabulary below, so a runner bug is refused at the write instead of surfacing as a
+puzzling row in the TUI weeks later. The Literal types are the Python side of the
+same vocabulary; tests/test_store.py checks that both sides agree.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+EpisodeStatus = Literal["running", "finished", "error"]
+EndReason = Literal["done", "fail", "step_budget", "time_budget", "error", "aborted"]
+UserMode = Literal["simulated", "person"]
+Role = Literal["user", "agent"]
+UserMessageKind = Literal["instruction", "clarification", "interruption", "feedback", "answer"]
+AgentMessageKind = Literal["question", "done", "fail"]
+MessageKind = UserMessageKind | AgentMessageKind
+# 'agent' is for the agent's own messages (ASK / DONE / FAIL), which none of the
+# user-side sources describe.
+MessageSource = Literal["task", "phase", "simulated", "person", "agent"]
+PhaseStatus = Literal["pending", "delivered", "never_delivered"]
+PhaseKind = Literal["clarification", "interruption", "feedback", "answer"]
+
+MIGRATIONS = Migrations("deskloop")
+
+# Timestamps are ISO 8601 UTC text ('2025-01-31T12:00:00.123456+00:00'), which sorts
+# in time order as text. Booleans are INTEGER 0/1 (STRICT tables have no BOOLEAN).
+_SCHEMA_V1 = (
+    """
+    CREATE TABLE episodes (
+        id INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        task_path TEXT NOT NULL,
+        task_sha256 TEXT NOT NULL,
+        app TEXT NOT NULL,
+        level TEXT NOT NULL,
+        interactive INTEGER NOT NULL CHECK (interactive IN (0, 1)),
+        agent TEXT NOT NULL,
+        user_mode TEXT NOT NULL CHECK (user_mode IN ('simulated', 'person')),
+        backend TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'running'
+            CHECK (status IN ('running', 'finished', 'error')),
+        end_reason TEXT CHECK (end_reason IN
+            ('done', 'fail', 'step_budget', 'time_budget', 'error', 'aborted')),
+        error TEXT,
+        passed INTEGER CHECK (passed IN (0, 1)),
+        score REAL CHECK (score BETWEEN 0.0 AND 1.0),
+        steps INTEGER NOT NULL DEFAULT 0 CHECK (steps >= 0),
+        started_at TEXT NOT NULL,
+        ended_at TEXT,
+        pid INTEGER NOT NULL,
+        hostname TEXT NOT NULL,
+        config TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(config)),
+        batch_id TEXT,
+        -- relative path of the frame of the final desktop state, when one was saved
+        final_frame TEXT,
+        -- an episode has an end reason and an end time exactly when it has ended
+        CHECK ((status = 'running') = (end_reason IS NULL)),
+        CHECK ((status = 'running') = (ended_at IS NULL)),
+        CHECK (end_reason IS NOT 'error' OR status = 'error'),
+        -- an episode that ended in an error is never a pass
+        CHECK (status IS NOT 'error' OR passed IS NOT 1)
+    ) STRICT
+    """,
+    "CREATE INDEX episodes_task ON episodes (task_id, id)",
+    "CREATE INDEX episodes_status ON episodes (status, id)",
+    "CREATE INDEX episodes_batch ON episodes (batch_id) WHERE batch_id IS NOT NULL",
+    """
+    CREATE TABLE phases (
+        episode_id INTEGER NOT NULL REFERENCES episodes (id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL CHECK (idx >= 0),
+        message TEXT NOT NULL,
+        trigger TEXT NOT NULL CHECK (json_valid(trigger)),
+        kind TEXT CHECK (kind IN ('clarification', 'interruption', 'feedback', 'answer')),
+        status TEXT NOT NULL DEFAULT 'pending'
+            CHECK (status IN ('pending', 'delivered', 'never_delivered')),
+        delivered_step INTEGER CHECK (delivered_step >= 0),
+        delivered_at TEXT,
+        PRIMARY KEY (episode_id, idx),
+        CHECK ((status = 'delivered') = (delivered_step IS NOT NULL)),
+        CHECK ((status = 'delivered') = (delivered_at IS NOT NULL))
+    ) STRICT
+    """,
+    """
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        episode_id INTEGER NOT NULL REFERENCES episodes (id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL CHECK (idx >= 0),
+        role TEXT NOT NULL CHECK (role IN ('user', 'agent')),
+        kind TEXT NOT NULL,
+        text TEXT NOT NULL,
+        step INTEGER NOT NULL CHECK (step >= 0),
+        phase_index INTEGER,
+        source TEXT NOT NULL
+            CHECK (source IN ('task', 'phase', 'simulated', 'person', 'agent')),
+        created_at TEXT NOT NULL,
+        UNIQUE (episode_id, idx),
+        -- the parent key for steps.active_message_id, so a step can only point at a
+        -- message of its own episode
+        UNIQUE (episode_id, id),
+        FOREIGN KEY (episode_id, phase_index) REFERENCES phases (episode_id, idx),
+        CHECK (
+            (role = 'user' AND kind IN
+                ('instruction', 'clarification', 'interruption', 'feedback', 'answer'))
+            OR (role = 'agent' AND kind IN ('question', 'done', 'fail'))
+        )
+    ) STRICT
+    """,
+    """
+    CREATE TABLE steps (
+        episode_id INTEGER NOT NULL REFERENCES episodes (id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL CHECK (idx >= 0),
+        action TEXT NOT NULL CHECK (json_valid(action)),
+        kind TEXT NOT NULL,
+        description TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        agent_seconds REAL NOT NULL CHECK (agent_seconds >= 0),
+        act_seconds REAL NOT NULL CHECK (act_seconds >= 0),
+        settle_seconds REAL NOT NULL CHECK (settle_seconds >= 0),
+        frame TEXT,
+        phase_index INTEGER,
+        active_message_id INTEGER,
+        error TEXT,
+        PRIMARY KEY (episode_id, idx),
+        FOREIGN KEY (episode_id, phase_index) REFERENCES phases (episode_id, idx),
+        FOREIGN KEY (episode_id, active_message_id) REFERENCES messages (episode_id, id)
+    ) STRICT
+    """,
+    """
+    CREATE TABLE checks (
+        episode_id INTEGER NOT NULL REFERENCES episodes (id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL CHECK (idx >= 0),
+        path TEXT NOT NULL,
+        name TEXT NOT NULL,
+        params TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(params)),
+        weight REAL NOT NULL DEFAULT 1.0 CHECK (weight >= 0),
+        required INTEGER NOT NULL DEFAULT 1 CHECK (required IN (0, 1)),
+        passed INTEGER NOT NULL CHECK (passed IN (0, 1)),
+        score REAL NOT NULL CHECK (score BETWEEN 0.0 AND 1.0),
+        evidence TEXT NOT NULL DEFAULT '',
+        phase INTEGER CHECK (phase >= 0),
+        PRIMARY KEY (episode_id, idx)
+    ) STRICT
+    """,
+)
+
+
+@MIGRATIONS(name="0001_episodes_steps_messages_phases_checks")
+def _v1(db: Database) -> None:
+    for statement in _SCHEMA_V1:
+        db.execute(statement)
+
+
+def migrate(db: Database) -> None:
+    """Apply pending migrations, in order, all in one IMMEDIATE transaction.
+
+    IMMEDIATE takes the write lock before reading which migrations are applied, so
+    two processes opening a fresh database at once serialize (the second waits on
+    busy_timeout, then finds nothing pending) instead of both creating the tables.
+    The connection must be in autocommit mode (isolation_level=None); each
+    migration still runs in its own savepoint via sqlite-utils.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        MIGRATIONS.apply(db)
+    except BaseException:
+        db.rollback()
+        raise
+    db.execute("COMMIT")
+
+
+def applied_migrations(db: Database) -> list[str]:
+    return [migration.name for migration in MIGRATIONS.applied(db)]
