@@ -1,0 +1,62 @@
+"""The Agent contract: observe, decide, act.
+
+An agent gets an `Observation` per step and returns one action of the protocol
+(a GUI action, DONE, ASK or FAIL). Model agents, scripted replays and people all
+fit this shape. `AgentContext.probe` gives privileged read access to the desktop
+(window titles, file existence); only scripted reference solutions use it, to wait
+on meaning ("the Export dialog is open") instead of on time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from app.actions import Action
+from app.desktops.base import Frame
+from app.protocol import Message
+
+
+@dataclass(frozen=True)
+class Observation:
+    frame: Frame
+    active_message: Message
+    conversation: tuple[Message, ...]
+    """Every message so far, first instruction included, oldest first."""
+    steps_taken: int
+
+
+class Probe(Protocol):
+    """Read-only questions about the live desktop, for privileged (scripted) agents."""
+
+    async def active_window_title(self) -> str:
+        """The focused window's title, '' when none."""
+        ...
+
+    async def file_exists(self, path: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    task_id: str
+    screen_width: int
+    screen_height: int
+    probe: Probe
+
+
+class Agent(Protocol):
+    name: str
+
+    async def start(self, context: AgentContext) -> None:
+        """Called once at the start of each episode, after setup."""
+        ...
+
+    async def decide(self, observation: Observation) -> Action:
+        """The next action.
+
+        Raises:
+            AgentError: the agent cannot produce an action (recorded as an error).
+        """
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,19 @@
+"""The null agent: claims DONE at once. Every shipped task must score 0 with it."""
+
+from __future__ import annotations
+
+from app.actions import Action, Done
+from app.agents.base import AgentContext, Observation
+
+
+class NullAgent:
+    name = "null"
+
+    async def start(self, context: AgentContext) -> None:
+        return None
+
+    async def decide(self, observation: Observation) -> Action:
+        return Done()
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,202 @@
+"""The scripted agent: replays a list of actions; also the reference-solution format.
+
+A script is YAML (a list, or a mapping with ``steps:``) or JSONL (one entry per
+line). Each entry is an action in the compact form of `app.actions.parse_action`
+(``- click: [120, 40]``, ``- key: ctrl+shift+e``, ``- type: hello``, ``- done``,
+``- ask: Which size?``) or a guard the agent waits on before its next action:
+
+- ``- wait_for: {window: REGEX, timeout: 30}`` — the focused window's title matches;
+- ``- wait_for: {no_window: REGEX, timeout: 30}`` — the focused window's title does
+  not match (a dialog closed);
+- ``- wait_for: {file: ~/Desktop/out.png, timeout: 30}`` — a file exists;
+- ``- expect: {message: REGEX}`` — the active user message matches, else the agent
+  FAILs (a replay that lost sync with the task's phases says so instead of
+  typing into the wrong dialog).
+
+A guard that times out makes the agent FAIL with the reason, so a broken
+reference solution shows up as a failed episode naming the step. When the script
+runs out without DONE the agent FAILs ("script ended").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from app.actions import Action, Fail, parse_action
+from app.agents.base import AgentContext, Observation, Probe
+from app.errors import ActionError, AgentError
+
+GUARD_POLL_SECONDS = 0.1
+DEFAULT_GUARD_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class WaitFor:
+    what: Literal["window", "no_window", "file"]
+    value: str
+    timeout: float
+    where: str
+
+
+@dataclass(frozen=True)
+class Expect:
+    message: str
+    where: str
+
+
+Entry = Action | WaitFor | Expect
+
+
+def _parse_guard(key: str, raw: Any, where: str) -> WaitFor | Expect:
+    if not isinstance(raw, dict):
+        raise AgentError(f"{where}: {key} expects a mapping, got {raw!r}")
+    if key == "expect":
+        if set(raw) != {"message"} or not isinstance(raw["message"], str):
+            raise AgentError(f"{where}: expect takes exactly {{message: REGEX}}")
+        try:
+            re.compile(raw["message"])
+        except re.error as exc:
+            raise AgentError(f"{where}: expect.message is not a valid regex: {exc}") from None
+        return Expect(raw["message"], where)
+    allowed = {"window", "no_window", "file", "timeout"}
+    unknown = set(raw) - allowed
+    if unknown:
+        raise AgentError(f"{where}: wait_for has unknown key(s) {', '.join(sorted(unknown))}")
+    kinds = [k for k in ("window", "no_window", "file") if k in raw]
+    if len(kinds) != 1:
+        raise AgentError(f"{where}: wait_for needs exactly one of window, no_window, file")
+    kind = kinds[0]
+    value = raw[kind]
+    if not isinstance(value, str) or not value:
+        raise AgentError(f"{where}: wait_for.{kind} must be a non-empty string")
+    if kind != "file":
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise AgentError(f"{where}: wait_for.{kind} is not a valid regex: {exc}") from None
+    timeout = raw.get("timeout", DEFAULT_GUARD_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise AgentError(f"{where}: wait_for.timeout must be a positive number")
+    return WaitFor(kind, value, float(timeout), where)  # type: ignore[arg-type]
+
+
+def parse_script(raw_entries: list[Any], source: str) -> list[Entry]:
+    entries: list[Entry] = []
+    for i, raw in enumerate(raw_entries):
+        where = f"{source}: steps[{i}]"
+        if isinstance(raw, dict) and len(raw) == 1:
+            key = next(iter(raw))
+            if key in ("wait_for", "expect"):
+                entries.append(_parse_guard(key, raw[key], where))
+                continue
+        try:
+            entries.append(parse_action(raw, where))
+        except ActionError as exc:
+            raise AgentError(str(exc)) from None
+    return entries
+
+
+def load_script(path: Path) -> list[Entry]:
+    """Read a script file (YAML or JSONL).
+
+    Raises:
+        AgentError: unreadable file or an invalid entry, naming the file and entry.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise AgentError(f"{path}: cannot read script: {exc.strerror or exc}") from None
+    raw: Any
+    if path.suffix == ".jsonl":
+        raw = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    raw.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise AgentError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
+    else:
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise AgentError(f"{path}: YAML syntax error: {exc}") from None
+        if isinstance(raw, dict):
+            extra = set(raw) - {"steps", "kind", "description"}
+            if extra or "steps" not in raw:
+                raise AgentError(
+                    f"{path}: a script mapping has 'steps' (and optional 'kind', "
+                    f"'description'); unknown: {', '.join(sorted(extra)) or 'steps missing'}"
+                )
+            raw = raw["steps"]
+    if not isinstance(raw, list) or not raw:
+        raise AgentError(f"{path}: a script is a non-empty list of steps")
+    return parse_script(raw, str(path))
+
+
+class ScriptedAgent:
+    def __init__(self, entries: list[Entry], name: str = "scripted") -> None:
+        self.name = name
+        self._entries = entries
+        self._cursor = 0
+        self._probe: Probe | None = None
+
+    @classmethod
+    def from_file(cls, path: Path, name: str | None = None) -> ScriptedAgent:
+        return cls(load_script(path), name or f"scripted:{path}")
+
+    async def start(self, context: AgentContext) -> None:
+        self._cursor = 0
+        self._probe = context.probe
+
+    async def decide(self, observation: Observation) -> Action:
+        while self._cursor < len(self._entries):
+            entry = self._entries[self._cursor]
+            self._cursor += 1
+            if isinstance(entry, Expect):
+                active = observation.active_message.text
+                if not re.search(entry.message, active):
+                    return Fail(
+                        f"{entry.where}: expected the active message to match "
+                        f"{entry.message!r}, but it is {active!r}"
+                    )
+                continue
+            if isinstance(entry, WaitFor):
+                problem = await self._wait(entry)
+                if problem is not None:
+                    return Fail(problem)
+                continue
+            return entry
+        return Fail("script ended without DONE")
+
+    async def _wait(self, guard: WaitFor) -> str | None:
+        if self._probe is None:
+            raise AgentError("scripted agent used before start()")
+        deadline = time.monotonic() + guard.timeout
+        last = ""
+        while True:
+            if guard.what == "file":
+                if await self._probe.file_exists(guard.value):
+                    return None
+            else:
+                last = await self._probe.active_window_title()
+                found = re.search(guard.value, last) is not None
+                if found == (guard.what == "window"):
+                    return None
+            if time.monotonic() >= deadline:
+                seen = f"; the focused window was {last!r}" if guard.what != "file" else ""
+                return (
+                    f"{guard.where}: wait_for {guard.what} {guard.value!r} timed out "
+                    f"after {guard.timeout:g} s{seen}"
+                )
+            await asyncio.sleep(GUARD_POLL_SECONDS)
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,241 @@
+"""The interaction protocol: phases, triggers, budgets and the conversation.
+
+Pure logic with no I/O and no clock: the runner tells the engine what the agent
+did and how many seconds have passed, and the engine answers what happens next
+(a phase is delivered, the user must answer, the episode ends). DESIGN.md's
+"interaction protocol" section is the specification; in short:
+
+- GUI action: counted; then the pending phase fires if its trigger holds.
+- DONE: if the pending phase's trigger holds, that phase is delivered and the
+  episode goes on; otherwise the episode ends.
+- ASK: if the pending phase's trigger holds, its message is the answer; otherwise
+  the user must answer (`answer`). ASK never ends the episode and is not a GUI action.
+- FAIL: ends the episode; never advances a phase.
+- Every agent turn counts against the step budget; the time budget is checked at
+  every turn (the runner also bounds the agent's thinking time).
+
+A message's `step` is the number of agent turns completed when it arrived, so the
+agent sees it from step index `step` on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Literal
+
+from app.actions import Action, Ask, Done, Fail, is_gui_action
+from app.tasks.triggers import Event, Trigger, describe_trigger, holds
+
+UserKind = Literal["instruction", "clarification", "interruption", "feedback", "answer"]
+AgentKind = Literal["question", "done", "fail"]
+Source = Literal["task", "phase", "simulated", "person", "agent"]
+
+
+class EndReason(str, Enum):
+    DONE = "done"
+    FAIL = "fail"
+    STEP_BUDGET = "step_budget"
+    TIME_BUDGET = "time_budget"
+    ERROR = "error"
+    ABORTED = "aborted"
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    message: str
+    trigger: Trigger
+    kind: UserKind | None = None
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["user", "agent"]
+    kind: str
+    text: str
+    step: int
+    source: Source
+    phase_index: int | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the runner must do after an agent turn."""
+
+    messages: tuple[Message, ...] = ()
+    """New conversation entries, in order (the agent's own words first)."""
+    delivered_phase: int | None = None
+    needs_answer: bool = False
+    """An ASK no phase answered: the user (simulated or person) must call `answer`."""
+    ended: EndReason | None = None
+
+
+@dataclass
+class Protocol:
+    instruction: str
+    phases: list[PhaseSpec]
+    max_steps: int
+    max_seconds: float
+    conversation: list[Message] = field(default_factory=list)
+    steps: int = 0
+    actions_since_active: int = 0
+    next_phase: int = 0
+    delivered: list[int] = field(default_factory=list)
+    ended: EndReason | None = None
+    awaiting_answer: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.conversation.append(
+            Message(role="user", kind="instruction", text=self.instruction, step=0, source="task")
+        )
+
+    # -- state the agent and UI see -------------------------------------------------
+
+    @property
+    def active_message(self) -> Message:
+        """The latest user message: the active instruction."""
+        return next(m for m in reversed(self.conversation) if m.role == "user")
+
+    @property
+    def pending_phase(self) -> int | None:
+        return self.next_phase if self.next_phase < len(self.phases) else None
+
+    def pending_description(self) -> str:
+        index = self.pending_phase
+        if index is None:
+            return "no phases left"
+        return f"phase {index + 1}: {describe_trigger(self.phases[index].trigger)}"
+
+    # -- events ---------------------------------------------------------------------
+
+    def on_agent(self, action: Action, elapsed: float) -> Outcome:
+        """Process one agent output (a GUI action already executed, DONE, ASK, FAIL).
+
+        Raises:
+            RuntimeError: the episode already ended, or an ASK is still unanswered.
+        """
+        if self.ended is not None:
+            raise RuntimeError(f"episode already ended ({self.ended.value})")
+        if self.awaiting_answer:
+            raise RuntimeError("the previous ASK has not been answered")
+        self.steps += 1
+        new: list[Message] = []
+        delivered: int | None = None
+        needs_answer = False
+        ended: EndReason | None = None
+
+        if is_gui_action(action):
+            self.actions_since_active += 1
+            delivered = self._maybe_deliver(Event.ACTION, "interruption", new)
+        elif isinstance(action, Done):
+            new.append(self._agent_message("done", "DONE"))
+            delivered = self._maybe_deliver(Event.DONE, "feedback", new)
+            if delivered is None:
+                ended = EndReason.DONE
+        elif isinstance(action, Ask):
+            new.append(self._agent_message("question", action.question))
+            delivered = self._maybe_deliver(Event.ASK, "answer", new)
+            if delivered is None:
+                needs_answer = True
+                self.awaiting_answer = True
+        elif isinstance(action, Fail):
+            new.append(self._agent_message("fail", action.reason))
+            ended = EndReason.FAIL
+
+        if ended is None and not needs_answer:
+            ended = self._budget_end(elapsed)
+        if ended is not None:
+            self.ended = ended
+        return Outcome(tuple(new), delivered, needs_answer, ended)
+
+    def on_rejected(self, elapsed: float) -> Outcome:
+        """An agent turn whose action could not be executed (recorded with its reason).
+
+        It uses a step of the budget but is not a GUI action, so it never fires a
+        trigger: the agent may retry within the budget.
+        """
+        if self.ended is not None:
+            raise RuntimeError(f"episode already ended ({self.ended.value})")
+        self.steps += 1
+        ended = self._budget_end(elapsed)
+        if ended is not None:
+            self.ended = ended
+        return Outcome((), None, False, ended)
+
+    def answer(self, text: str, source: Source, elapsed: float) -> Outcome:
+        """The user's answer to an ASK that no phase answered."""
+        if not self.awaiting_answer:
+            raise RuntimeError("no question is waiting for an answer")
+        self.awaiting_answer = False
+        message = self._user_message("answer", text, source)
+        ended = self._budget_end(elapsed)
+        if ended is not None:
+            self.ended = ended
+        return Outcome((message,), None, False, ended)
+
+    def inject(self, text: str, kind: UserKind, source: Source = "person") -> Message:
+        """A message the person sends at any moment; it becomes the active instruction.
+
+        It does not reset the step count of `step_count` triggers: those count from the
+        episode start or the previous phase delivery.
+        """
+        if self.ended is not None:
+            raise RuntimeError(f"episode already ended ({self.ended.value})")
+        if kind == "answer" and self.awaiting_answer:
+            self.awaiting_answer = False
+        return self._user_message(kind, text, source)
+
+    def check_time(self, elapsed: float) -> EndReason | None:
+        """End the episode if the time budget is spent (between turns)."""
+        if self.ended is None and elapsed >= self.max_seconds:
+            self.ended = EndReason.TIME_BUDGET
+        return self.ended
+
+    def end(self, reason: EndReason) -> None:
+        """Force an end (error, abort) unless already ended."""
+        if self.ended is None:
+            self.ended = reason
+
+    def undelivered_phases(self) -> list[int]:
+        return list(range(self.next_phase, len(self.phases)))
+
+    # -- internals ------------------------------------------------------------------
+
+    def _budget_end(self, elapsed: float) -> EndReason | None:
+        if self.steps >= self.max_steps:
+            return EndReason.STEP_BUDGET
+        if elapsed >= self.max_seconds:
+            return EndReason.TIME_BUDGET
+        return None
+
+    def _maybe_deliver(self, event: Event, default_kind: UserKind, out: list[Message]) -> int | None:
+        index = self.pending_phase
+        if index is None:
+            return None
+        phase = self.phases[index]
+        if not holds(phase.trigger, event, self.actions_since_active):
+            return None
+        self.next_phase += 1
+        self.delivered.append(index)
+        self.actions_since_active = 0
+        out.append(
+            self._user_message(phase.kind or default_kind, phase.message, "phase", index)
+        )
+        return index
+
+    def _agent_message(self, kind: AgentKind, text: str) -> Message:
+        message = Message(role="agent", kind=kind, text=text, step=self.steps, source="agent")
+        self.conversation.append(message)
+        return message
+
+    def _user_message(
+        self, kind: UserKind, text: str, source: Source, phase_index: int | None = None
+    ) -> Message:
+        message = Message(
+            role="user", kind=kind, text=text, step=self.steps, source=source,
+            phase_index=phase_index,
+        )
+        self.conversation.append(message)
+        return message

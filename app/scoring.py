@@ -1,0 +1,101 @@
+"""Score a task on a desktop's final state: gather files, run checks, walk the tree.
+
+Scoring reads every file the task's checks name once through the guest channel,
+reads the assets from the task folder, and hands plain bytes to the pure check
+functions (app.checks). A missing or unreadable file is a failed check with the
+reason; nothing here raises because one check could not run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from app.checks.base import CheckResult, CheckState, FileState
+from app.checks.registry import run_check
+from app.checks.tree import CheckLeaf, evaluate, leaves
+from app.desktops.base import Guest
+from app.errors import GuestError
+from app.tasks.loader import resolve_asset
+from app.tasks.model import Task
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One check's outcome as the store records it."""
+
+    path: str
+    name: str
+    params: dict[str, Any]
+    weight: float
+    required: bool
+    passed: bool
+    score: float
+    evidence: str
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    passed: bool
+    score: float
+    checks: list[CheckRow]
+
+
+async def _gather_file(guest: Guest, path: str) -> FileState:
+    try:
+        if not await guest.exists(path):
+            return FileState.missing(path)
+        return FileState.found(path, await guest.read_file(path, MAX_FILE_BYTES))
+    except GuestError as exc:
+        text = str(exc)
+        if "larger than" in text:
+            return FileState.too_large(path, f"{MAX_FILE_BYTES // (1024 * 1024)} MiB")
+        return FileState.unreadable(path, text)
+
+
+async def gather_state(task: Task, guest: Guest) -> CheckState:
+    files: dict[str, FileState] = {}
+    assets: dict[str, bytes] = {}
+    for leaf in leaves(task.eval_tree):
+        for path in leaf.spec.files(leaf.params):
+            if path not in files:
+                files[path] = await _gather_file(guest, path)
+        for rel in leaf.spec.assets(leaf.params):
+            if rel not in assets:
+                try:
+                    asset = resolve_asset(task.folder, rel, f"{leaf.path}")
+                    assets[rel] = await asyncio.to_thread(asset.read_bytes)
+                except (ValueError, OSError):
+                    # Left out: the check reports the missing asset as its failure.
+                    continue
+    return CheckState(files=files, assets=assets)
+
+
+def score_state(task: Task, state: CheckState) -> ScoreResult:
+    """Run every check of the task on gathered state (pure)."""
+    results: dict[str, CheckResult] = {}
+    tree_leaves: list[CheckLeaf] = list(leaves(task.eval_tree))
+    for leaf in tree_leaves:
+        results[leaf.path] = run_check(leaf.spec, state, leaf.params)
+    outcome = evaluate(task.eval_tree, results)
+    rows = [
+        CheckRow(
+            path=leaf.path,
+            name=leaf.spec.name,
+            params=leaf.params.model_dump(mode="json"),
+            weight=leaf.weight,
+            required=leaf.required,
+            passed=results[leaf.path].passed,
+            score=results[leaf.path].score,
+            evidence=results[leaf.path].evidence,
+        )
+        for leaf in tree_leaves
+    ]
+    return ScoreResult(passed=outcome.passed, score=outcome.score, checks=rows)
+
+
+async def score_task(task: Task, guest: Guest) -> ScoreResult:
+    return score_state(task, await gather_state(task, guest))

@@ -1,0 +1,202 @@
+"""Load and validate task files; find tasks in the library.
+
+Every error names the file, the field path and what was expected, e.g.
+``tasks/gimp/x.yaml: phases[1].trigger: unknown trigger 'agent_dne'``. Asset paths
+are resolved inside the task's folder and can never escape it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from app.checks.tree import TreeError, leaves, parse_tree
+from app.errors import TaskError
+from app.tasks.model import Task, UploadStep
+
+TASK_SUFFIXES = (".yaml", ".yml")
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("upload", "launch", "wait_window", "sleep") and out.endswith("]"):
+            # Discriminated-union tags repeat the step kind; keep it, it reads well.
+            out += f".{part}"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _pydantic_problems(exc: ValidationError) -> list[str]:
+    problems = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (not part of the task format)"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        problems.append(f"{_format_loc(loc) or '<top>'}: {msg}")
+    return problems
+
+
+def resolve_asset(folder: Path, relative: str, field: str) -> Path:
+    """The asset's path inside `folder`; raises ValueError naming `field` otherwise."""
+    pure = PurePosixPath(relative)
+    if pure.is_absolute() or relative.startswith("~"):
+        raise ValueError(f"{field}: asset path {relative!r} must be relative to the task folder")
+    if ".." in pure.parts:
+        raise ValueError(f"{field}: asset path {relative!r} must not contain '..'")
+    root = folder.resolve()
+    path = (root / pure).resolve()
+    if not path.is_relative_to(root):
+        raise ValueError(f"{field}: asset path {relative!r} escapes the task folder (symlink?)")
+    if not path.is_file():
+        raise ValueError(f"{field}: asset {relative!r} not found in {folder}")
+    return path
+
+
+def _asset_problems(task: Task) -> list[str]:
+    problems: list[str] = []
+
+    def check(relative: str, field: str) -> None:
+        try:
+            resolve_asset(task.folder, relative, field)
+        except ValueError as exc:
+            problems.append(str(exc))
+
+    for i, step in enumerate(task.setup):
+        if isinstance(step, UploadStep):
+            check(step.upload.src, f"setup[{i}].upload.src")
+    for leaf in leaves(task.eval_tree):
+        for name in leaf.spec.asset_fields:
+            value = getattr(leaf.params, name)
+            if value is not None:
+                check(str(value), f"{leaf.path}.{name}")
+    if task.reference is not None:
+        check(task.reference, "reference")
+    return problems
+
+
+def parse_task(raw: Any, source: Path, data: bytes = b"") -> Task:
+    """Validate an already-parsed YAML document as the task stored at `source`."""
+    if not isinstance(raw, dict):
+        raise TaskError(f"{source}: a task file is a mapping of fields, got {type(raw).__name__}")
+    fields = dict(raw)
+    problems: list[str] = [
+        f"{key}: unknown key (not part of the task format)"
+        for key in ("folder", "source", "sha256")
+        if key in fields
+    ]
+    tree = None
+    if "evaluate" in fields:
+        try:
+            tree = parse_tree(fields.pop("evaluate"), "evaluate")
+        except TreeError as exc:
+            problems.append(f"{exc.field_path}: {exc.message}")
+    else:
+        problems.append("evaluate: required field is missing")
+    fields["evaluate"] = tree
+    fields["folder"] = source.parent
+    fields["source"] = source
+    fields["sha256"] = hashlib.sha256(data).hexdigest()
+    task: Task | None = None
+    try:
+        task = Task.model_validate(fields)
+    except ValidationError as exc:
+        problems.extend(
+            p for p in _pydantic_problems(exc) if not (tree is None and p.startswith("evaluate"))
+        )
+    if task is not None:
+        stem = source.stem
+        if source.suffix in TASK_SUFFIXES and task.id != stem:
+            problems.append(f"id: {task.id!r} must equal the file name {stem!r}")
+        problems.extend(_asset_problems(task))
+    if problems:
+        raise TaskError("\n".join(f"{source}: {p}" for p in problems))
+    assert task is not None
+    return task
+
+
+def load_task(path: Path | str) -> Task:
+    """Read and validate one task file.
+
+    Raises:
+        TaskError: unreadable file, YAML syntax error, or any invalid field — one
+            line per problem, each naming the file and the field path.
+    """
+    source = Path(path)
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise TaskError(f"{source}: cannot read task file: {exc.strerror or exc}") from None
+    try:
+        raw = yaml.safe_load(data)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise TaskError(f"{source}: YAML syntax error{where}: {problem}") from None
+    return parse_task(raw, source, data)
+
+
+def task_files(root: Path | str) -> list[Path]:
+    """Task files under `root`: `root/<app>/<id>.yaml` (a file may also be given).
+
+    Only files directly in an app folder count; subfolders such as `assets/` and
+    `references/` hold other YAML.
+    """
+    base = Path(root)
+    if base.is_file():
+        return [base]
+    if not base.is_dir():
+        raise TaskError(f"{base}: no such task file or folder")
+    found: list[Path] = []
+    direct = [p for p in base.iterdir() if p.is_file() and p.suffix in TASK_SUFFIXES]
+    if direct:
+        found.extend(direct)
+    else:
+        for app_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+            found.extend(
+                p for p in app_dir.iterdir() if p.is_file() and p.suffix in TASK_SUFFIXES
+            )
+    return sorted(found)
+
+
+def load_tasks(root: Path | str) -> tuple[list[Task], list[TaskError]]:
+    """Every task under `root`, and the errors of those that failed to load."""
+    tasks: list[Task] = []
+    errors: list[TaskError] = []
+    for path in task_files(root):
+        try:
+            tasks.append(load_task(path))
+        except TaskError as exc:
+            errors.append(exc)
+    return tasks, errors
+
+
+def find_task(ref: str, roots: Iterable[Path | str]) -> Task:
+    """A task by file path or by id (searched in `roots`), with 'did you mean'."""
+    as_path = Path(ref)
+    if as_path.suffix in TASK_SUFFIXES or as_path.is_file():
+        return load_task(as_path)
+    known: dict[str, Path] = {}
+    for root in roots:
+        if Path(root).exists():
+            for path in task_files(root):
+                known.setdefault(path.stem, path)
+    if ref in known:
+        return load_task(known[ref])
+    close = difflib.get_close_matches(ref, list(known), n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    listing = ", ".join(sorted(known)) or "none"
+    raise TaskError(f"no task with id {ref!r}{hint} (known tasks: {listing})")

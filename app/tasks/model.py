@@ -1,0 +1,200 @@
+"""The task model: τ = (s0, u0, Φ, E, R) as validated data.
+
+Models reject unknown keys. Field docstrings are the reference for the task
+format (docs/task-format.md follows them). Paths to task assets are checked by the
+loader, which knows the task's folder.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+from app.checks.tree import CheckGroup, CheckLeaf, EvalNode
+from app.tasks.triggers import Trigger, parse_trigger, possible_events, trigger_to_raw
+
+TASK_ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+APPS = ("gimp", "blender", "kdenlive")
+MESSAGE_KINDS = ("clarification", "interruption", "feedback", "answer")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class UploadSpec(_Strict):
+    src: str
+    """Asset path relative to the task's folder (must stay inside it)."""
+    dest: str
+    """Destination in the desktop's session, usually under '~/'."""
+
+
+class UploadStep(_Strict):
+    upload: UploadSpec
+    """Copy a task asset into the desktop."""
+
+
+class LaunchStep(_Strict):
+    launch: Annotated[list[str], Field(min_length=1)]
+    """A program and its arguments (argv list, never a shell string); '~/' expands to
+    the session's home. The program is started and not waited for."""
+
+    @field_validator("launch")
+    @classmethod
+    def _no_empty(cls, value: list[str]) -> list[str]:
+        if any(not part for part in value):
+            raise ValueError("argv items must be non-empty strings")
+        return value
+
+
+class WaitWindowSpec(_Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    wm_class: str | None = Field(default=None, alias="class")
+    """Window class to wait for (as `xdotool search --class`)."""
+    name: str | None = None
+    """Window title (regular expression) to wait for."""
+    timeout: Annotated[float, Field(gt=0, le=600)] = 60.0
+    """Seconds to wait before setup fails."""
+
+    @model_validator(mode="after")
+    def _one_of(self) -> WaitWindowSpec:
+        if self.wm_class is None and self.name is None:
+            raise ValueError("give 'class' or 'name' (or both)")
+        return self
+
+
+class WaitWindowStep(_Strict):
+    wait_window: WaitWindowSpec
+    """Wait until a matching window is visible, then until the screen settles."""
+
+
+class SleepStep(_Strict):
+    sleep: Annotated[float, Field(gt=0, le=120)]
+    """Pause, in seconds. Prefer wait_window: it waits on meaning, not time."""
+
+
+def _setup_kind(raw: Any) -> str | None:
+    if isinstance(raw, dict) and len(raw) == 1:
+        key = next(iter(raw))
+        return key if key in ("upload", "launch", "wait_window", "sleep") else None
+    if isinstance(raw, BaseModel):
+        return next(iter(type(raw).model_fields))
+    return None
+
+
+SetupStep = Annotated[
+    Annotated[UploadStep, Tag("upload")]
+    | Annotated[LaunchStep, Tag("launch")]
+    | Annotated[WaitWindowStep, Tag("wait_window")]
+    | Annotated[SleepStep, Tag("sleep")],
+    Discriminator(
+        _setup_kind,
+        custom_error_type="setup_step",
+        custom_error_message=(
+            "a setup step is a mapping with exactly one of: upload, launch, wait_window, sleep"
+        ),
+    ),
+]
+
+
+class Phase(_Strict):
+    message: Annotated[str, Field(min_length=1)]
+    """The user message delivered when the trigger holds."""
+    trigger: Any
+    """agent_done | agent_ask | {step_count: N} | {any: [...]} | {all: [...]}"""
+    kind: Literal["clarification", "interruption", "feedback", "answer"] | None = None
+    """How the message is recorded. Default: 'answer' when delivered at an ASK,
+    'feedback' at a DONE, 'interruption' after a GUI action."""
+
+    _trigger: Trigger = PrivateAttr()
+
+    @field_validator("trigger", mode="before")
+    @classmethod
+    def _check_trigger(cls, raw: Any) -> Any:
+        trigger = parse_trigger(raw)
+        if not possible_events(trigger):
+            raise ValueError(
+                f"trigger {raw!r} can never hold: its parts need different events at once "
+                "(a DONE and an ASK are never the same event)"
+            )
+        return trigger_to_raw(trigger)
+
+    def model_post_init(self, context: Any) -> None:
+        self._trigger = parse_trigger(self.trigger)
+
+    @property
+    def parsed_trigger(self) -> Trigger:
+        return self._trigger
+
+
+class Budget(_Strict):
+    steps: Annotated[int, Field(ge=1, le=10_000)] = 100
+    """Most agent turns (GUI actions, ASKs and DONEs) before the episode ends."""
+    seconds: Annotated[float, Field(gt=0, le=86_400)] = 1800.0
+    """Most wall-clock seconds from the end of setup before the episode ends."""
+
+
+class Task(_Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    id: str
+    """Unique, lowercase letters, digits and dashes; equals the file name."""
+    app: Literal["gimp", "blender", "kdenlive"]
+    level: Literal["L1", "L2", "L3"]
+    title: Annotated[str, Field(min_length=1)]
+    instruction: Annotated[str, Field(min_length=1)]
+    """u0: what to deliver, not which buttons to press."""
+    setup: list[SetupStep] = []
+    """s0: steps run in order after the desktop is reset."""
+    phases: list[Phase] = []
+    """Φ: later user messages, delivered in order by their triggers."""
+    budget: Budget = Budget()
+    evaluate: Any
+    """R: a tree of checks (see docs/task-format.md); parsed by the loader into
+    `app.checks.tree` nodes before the model is built."""
+    reference: str | None = None
+    """The reference solution (scripted-agent file) relative to the task folder."""
+
+    folder: Path = Path(".")
+    """Set by the loader: the folder asset paths are relative to."""
+    source: Path = Path("<memory>")
+    """Set by the loader: the task file."""
+    sha256: str = ""
+    """Set by the loader: hash of the task file's bytes."""
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not TASK_ID_PATTERN.match(value):
+            raise ValueError(
+                f"{value!r} is not a valid id: use lowercase letters, digits and single dashes"
+            )
+        return value
+
+    @field_validator("evaluate")
+    @classmethod
+    def _parsed_tree(cls, value: Any) -> Any:
+        if not isinstance(value, CheckLeaf | CheckGroup):
+            raise ValueError("internal: evaluate must be parsed with app.checks.tree.parse_tree")
+        return value
+
+    @property
+    def eval_tree(self) -> EvalNode:
+        node: EvalNode = self.evaluate
+        return node
+
+    @property
+    def interactive(self) -> bool:
+        return bool(self.phases)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The README's second command: set up, then lint, type-check and run the whole
+# test suite, real desktop tests included. Exits non-zero if anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+echo "== ruff"
+.venv/bin/ruff check app tests bench scripts
+echo "== mypy"
+.venv/bin/mypy
+echo "== pytest"
+set +e
+.venv/bin/pytest "$@"
+code=$?
+set -e
+if [ "$code" -eq 5 ]; then
+  echo "pytest collected no tests: that is a failure here" >&2
+  exit 1
+fi
+exit "$code"

@@ -1,0 +1,151 @@
+"""Task files: the shipped library loads; bad input names file, field and problem."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.errors import TaskError
+from app.tasks.loader import find_task, load_task, load_tasks
+from app.tasks.triggers import AgentDone, AllOf, StepCount
+
+ROOT = Path(__file__).resolve().parent.parent
+GOOD = """\
+id: demo-task
+app: gimp
+level: L1
+title: Demo
+instruction: Flip it.
+setup:
+  - upload: {src: assets/a.png, dest: ~/Desktop/a.png}
+  - launch: [gimp, ~/Desktop/a.png]
+  - wait_window: {class: Gimp, timeout: 30}
+phases:
+  - message: Make it smaller.
+    trigger: {all: [agent_done, {step_count: 2}]}
+evaluate:
+  all:
+    - {check: file_exists, path: ~/Desktop/out.png}
+    - {check: image_similarity, path: ~/Desktop/out.png, reference: assets/a.png}
+"""
+
+
+def write_task(folder: Path, text: str, name: str = "demo-task.yaml") -> Path:
+    (folder / "assets").mkdir(exist_ok=True)
+    (folder / "assets" / "a.png").write_bytes(b"png")
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def problems_of(folder: Path, text: str) -> str:
+    with pytest.raises(TaskError) as info:
+        load_task(write_task(folder, text))
+    return str(info.value)
+
+
+def test_shipped_tasks_all_load() -> None:
+    tasks, errors = load_tasks(ROOT / "tasks")
+    assert errors == []
+    assert {t.app for t in tasks} >= {"gimp"}
+    interactive = [t for t in tasks if t.interactive]
+    assert interactive, "the library ships at least one interactive task"
+
+
+def test_good_task_parses_fields(tmp_path: Path) -> None:
+    task = load_task(write_task(tmp_path, GOOD))
+    assert task.id == "demo-task" and task.interactive
+    assert task.phases[0].parsed_trigger == AllOf((AgentDone(), StepCount(2)))
+    assert task.folder == tmp_path and len(task.sha256) == 64
+
+
+def test_unknown_key_names_file_and_field(tmp_path: Path) -> None:
+    text = problems_of(tmp_path, GOOD.replace("title: Demo", "title: Demo\ncolour: red"))
+    assert "demo-task.yaml" in text and "colour: unknown key" in text
+
+
+def test_bad_trigger_names_phase_path(tmp_path: Path) -> None:
+    text = problems_of(tmp_path, GOOD.replace("{all: [agent_done, {step_count: 2}]}", "agent_dne"))
+    assert "phases[0].trigger" in text and "agent_dne" in text
+
+
+def test_impossible_composition_rejected(tmp_path: Path) -> None:
+    text = problems_of(tmp_path, GOOD.replace("{step_count: 2}", "agent_ask"))
+    assert "phases[0].trigger" in text and "never hold" in text
+
+
+@pytest.mark.parametrize("src", ["../secret.png", "/etc/passwd", "assets/../../x.png", "~/a.png"])
+def test_asset_paths_cannot_escape(tmp_path: Path, src: str) -> None:
+    text = problems_of(tmp_path, GOOD.replace("src: assets/a.png", f"src: {src}"))
+    assert "setup[0].upload.src" in text
+
+
+def test_symlinked_asset_escaping_folder_rejected(tmp_path: Path) -> None:
+    task_dir = tmp_path / "t"
+    task_dir.mkdir()
+    outside = tmp_path / "outside.png"
+    outside.write_bytes(b"x")
+    path = write_task(task_dir, GOOD.replace("src: assets/a.png", "src: assets/link.png"))
+    (task_dir / "assets" / "link.png").symlink_to(outside)
+    with pytest.raises(TaskError, match=r"setup\[0\]\.upload\.src.*escapes"):
+        load_task(path)
+
+
+def test_missing_asset_and_check_asset(tmp_path: Path) -> None:
+    text = problems_of(tmp_path, GOOD.replace("reference: assets/a.png", "reference: assets/b.png"))
+    assert "evaluate.all[1].reference" in text and "not found" in text
+
+
+def test_unknown_check_suggests(tmp_path: Path) -> None:
+    text = problems_of(tmp_path, GOOD.replace("check: file_exists", "check: file_exist"))
+    assert "evaluate.all[0]" in text and "file_exists" in text
+
+
+def test_bad_setup_step(tmp_path: Path) -> None:
+    text = problems_of(tmp_path, GOOD.replace("- launch: [gimp, ~/Desktop/a.png]", "- run: ls"))
+    assert "setup[1]" in text and "upload, launch, wait_window, sleep" in text
+
+
+def test_launch_must_be_argv_list(tmp_path: Path) -> None:
+    text = problems_of(tmp_path, GOOD.replace("[gimp, ~/Desktop/a.png]", "gimp ~/Desktop/a.png"))
+    assert "setup[1].launch.launch" in text or "setup[1].launch" in text
+
+
+def test_id_must_match_file_name(tmp_path: Path) -> None:
+    text = problems_of(tmp_path, GOOD.replace("id: demo-task", "id: other-task"))
+    assert "must equal the file name" in text
+
+
+def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
+    text = problems_of(tmp_path, GOOD + "  - [unclosed\n")
+    assert "YAML syntax error (line" in text
+
+
+def test_several_problems_reported_together(tmp_path: Path) -> None:
+    bad = GOOD.replace("level: L1", "level: L9").replace("check: file_exists", "check: nope")
+    text = problems_of(tmp_path, bad)
+    assert "level" in text and "evaluate.all[0]" in text
+
+
+def test_find_task_did_you_mean(tmp_path: Path) -> None:
+    app_dir = tmp_path / "gimp"
+    app_dir.mkdir()
+    write_task(app_dir, GOOD)
+    assert find_task("demo-task", [tmp_path]).id == "demo-task"
+    with pytest.raises(TaskError, match="did you mean demo-task"):
+        find_task("demo-tsk", [tmp_path])
+
+
+def test_cli_validate_reports_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copytree(ROOT / "tasks" / "gimp", tmp_path / "gimp")
+    bad = tmp_path / "gimp" / "gimp-flip-export.yaml"
+    bad.write_text(bad.read_text().replace("src: assets/photo.png", "src: ../photo.png"))
+    code = main(["tasks", "validate", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "INVALID" in out and "gimp-flip-export.yaml: setup[0].upload.src" in out
+    assert "2 valid, 1 invalid" in out
