@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import io
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -539,3 +541,22 @@ def test_register_refuses_duplicates_reserved_names_and_missing_docs(
 
     register("fresh", _Params, files=("path",))(documented)
     assert get_check("fresh").files(_Params(path=OUT)) == [OUT]
+
+
+def test_checks_import_nothing_from_the_app_but_errors() -> None:
+    """Floor 0: the task loader imports checks, so checks must not import upwards."""
+    package = Path(__file__).parent.parent / "app" / "checks"
+    sources = sorted(package.glob("*.py"))
+    assert len(sources) >= 6
+    for source in sources:
+        for node in ast.walk(ast.parse(source.read_text(), str(source))):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            for name in names:
+                if name == "app" or name.startswith("app."):
+                    assert name == "app.errors" or name.startswith("app.checks"), (
+                        f"{source.name} imports {name}"
+                    )

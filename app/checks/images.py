@@ -9,6 +9,7 @@ stored its alpha channel.
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 from collections.abc import Callable
@@ -25,7 +26,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from skimage.metrics import structural_similarity as _untyped_ssim
 
 from app.checks.base import (
     AssetPath,
@@ -149,8 +149,10 @@ class ImageModeParams(CheckParams):
     @classmethod
     def _known_format(cls, value: str | None) -> str | None:
         if value is not None and value not in Image.ID:
+            close = difflib.get_close_matches(value.upper(), sorted(Image.ID), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             raise ValueError(
-                f"unknown image format {value!r}; known: {', '.join(sorted(Image.ID))}"
+                f"unknown image format {value!r}; {hint}known: {', '.join(sorted(Image.ID))}"
             )
         return value
 
@@ -196,9 +198,6 @@ _TRANSFORM_WORDS: dict[Transform, str] = {
     "rotate_180": " rotated 180°",
     "rotate_270": " rotated 270° clockwise",
 }
-
-# skimage ships without type hints; pin the one signature used here.
-_ssim: Callable[..., float] = _untyped_ssim
 
 _SSIM_WINDOW = 7  # skimage's default window; smaller images get a smaller odd window
 _SSIM_MAX_SIDE = 2048  # larger images are compared downscaled, to bound scoring time
@@ -269,8 +268,14 @@ def image_similarity(state: CheckState, params: ImageSimilarityParams) -> CheckR
     if window < 3:
         return failed(f"{what}: reference is {_size(reference)}, too small for SSIM (min 3×3)")
 
+    # Imported here: scikit-image and scipy take ~0.25 s to import, and the task
+    # loader imports this module only to validate parameters.
+    from skimage.metrics import structural_similarity
+
+    # skimage ships without type hints; pin the one signature used here.
+    compare: Callable[..., float] = structural_similarity
     ssim = float(
-        _ssim(
+        compare(
             np.asarray(compared),
             np.asarray(flat_reference),
             win_size=window,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import os
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -124,7 +125,7 @@ def run_check(spec: CheckSpec[P], state: CheckState, params: P) -> CheckResult:
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return failed(
             f"check crashed: {type(exc).__name__}: {exc} "
-            f"(in {spec.name}, {where.filename}:{where.lineno})"
+            f"(in {spec.name}, {os.path.basename(where.filename)}:{where.lineno})"
         )
     if not isinstance(result, CheckResult):
         return failed(f"check crashed: {spec.name} returned {type(result).__name__}")

@@ -208,8 +208,10 @@ def _param_error(exc: ValidationError, spec: CheckSpec[Any], path: str) -> TreeE
             f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]
         )
         kind = error["type"]
-        if kind == "missing":
+        if kind == "missing" and len(error["loc"]) == 1:
             message = f"{spec.name} needs this parameter"
+        elif kind == "missing":
+            message = "expected a value here (too few items?)"
         elif kind == "extra_forbidden":
             key = str(error["loc"][-1])
             message = (
@@ -218,7 +220,9 @@ def _param_error(exc: ValidationError, spec: CheckSpec[Any], path: str) -> TreeE
             )
         else:
             message = error["msg"].removeprefix("Value error, ")
-            message += f" (got {error['input']!r})" if error["loc"] else ""
+            # Our own validators (value_error) already quote the input.
+            if error["loc"] and kind != "value_error":
+                message += f" (got {error['input']!r})"
         problems.append((where, message))
     first_path, first_message = problems[0]
     more = "".join(f"; also {p}: {m}" for p, m in problems[1:])
