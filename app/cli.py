@@ -142,7 +142,7 @@ async def _run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list
             desktop = make_desktop(args.backend)
             verbose = not args.json
 
-            def progress(text: str, task_id: str = task.id) -> None:
+            def progress(text: str, task_id: str = task.id, verbose: bool = verbose) -> None:
                 if verbose:
                     print(f"[{task_id}] {text}", file=sys.stderr, flush=True)
 
@@ -223,7 +223,7 @@ def cmd_episodes_list(args: argparse.Namespace) -> int:
     rows = [
         [str(e.id), e.task_id, e.agent, e.user_mode, e.status, e.end_reason or "",
          str(e.steps), "" if e.passed is None else ("yes" if e.passed else "no"),
-         "" if e.score is None else f"{e.score:.2f}", e.started_at[:19]]
+         "" if e.score is None else f"{e.score:.2f}", e.started_at.strftime("%Y-%m-%d %H:%M:%S")]
         for e in episodes
     ]
     _table(["id", "task", "agent", "user", "status", "end", "steps", "passed", "score",

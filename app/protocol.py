@@ -21,7 +21,7 @@ agent sees it from step index `step` on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Literal
 
 from app.actions import Action, Ask, Done, Fail, is_gui_action
@@ -32,7 +32,7 @@ AgentKind = Literal["question", "done", "fail"]
 Source = Literal["task", "phase", "simulated", "person", "agent"]
 
 
-class EndReason(str, Enum):
+class EndReason(StrEnum):
     DONE = "done"
     FAIL = "fail"
     STEP_BUDGET = "step_budget"
@@ -51,7 +51,7 @@ class PhaseSpec:
 @dataclass(frozen=True)
 class Message:
     role: Literal["user", "agent"]
-    kind: str
+    kind: UserKind | AgentKind
     text: str
     step: int
     source: Source
@@ -210,7 +210,9 @@ class Protocol:
             return EndReason.TIME_BUDGET
         return None
 
-    def _maybe_deliver(self, event: Event, default_kind: UserKind, out: list[Message]) -> int | None:
+    def _maybe_deliver(
+        self, event: Event, default_kind: UserKind, out: list[Message]
+    ) -> int | None:
         index = self.pending_phase
         if index is None:
             return None

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from app.actions import Action, Ask, action_kind, action_to_dict, describe_action, is_gui_action
 from app.agents.base import Agent, AgentContext, Observation
@@ -150,33 +150,32 @@ class EpisodeRunner:
             max_seconds=task.budget.seconds,
         )
         self.protocol = protocol
+        final_frame: str | None = None
+        stage = "episode"
         try:
-            await self._play(episode_id, protocol)
+            final_frame = await self._play(episode_id, protocol)
+            stage = "scoring"
+            self._say("scoring the final state")
+            score = await score_task(task, self.desktop.guest)
         except asyncio.CancelledError:
             protocol.end(EndReason.ABORTED)
-            self._finish(episode_id, protocol, "error", "aborted by the user")
+            self._finish(episode_id, protocol, "error", f"aborted during {stage}", final_frame)
             raise
-        except Exception as exc:  # noqa: BLE001 - every failure is recorded, then reported
+        except Exception as exc:
             reason = _describe_error(exc)
-            log.exception("episode %s failed", episode_id)
+            if stage == "scoring":
+                reason = f"scoring failed: {reason}"
+            log.debug("episode %s failed", episode_id, exc_info=True)
             protocol.end(EndReason.ERROR)
-            self._finish(episode_id, protocol, "error", reason)
+            self._finish(episode_id, protocol, "error", reason, final_frame)
             return EpisodeResult(
-                episode_id, task.id, "error", "error", None, None, protocol.steps, reason
+                episode_id, task.id, "error", protocol.ended.value if protocol.ended else None,
+                None, None, protocol.steps, reason,
             )
         finally:
             await self.agent.close()
-        self._finish(episode_id, protocol, "finished", None)
-        self._say("scoring the final state")
-        try:
-            score = await score_task(task, self.desktop.guest)
-        except Exception as exc:  # noqa: BLE001 - a scoring crash is an infrastructure error
-            reason = f"scoring failed: {_describe_error(exc)}"
-            self.store.mark_error(episode_id, reason)
-            return EpisodeResult(
-                episode_id, task.id, "error", "error", None, None, protocol.steps, reason
-            )
         self._record_score(episode_id, score)
+        self._finish(episode_id, protocol, "finished", None, final_frame)
         ended = protocol.ended.value if protocol.ended else None
         return EpisodeResult(
             episode_id, task.id, "finished", ended, score.passed, score.score, protocol.steps,
@@ -185,7 +184,8 @@ class EpisodeRunner:
 
     # -- the loop ---------------------------------------------------------------------
 
-    async def _play(self, episode_id: int, protocol: Protocol) -> None:
+    async def _play(self, episode_id: int, protocol: Protocol) -> str | None:
+        """Reset, set up and run the agent loop; returns the final frame's path."""
         task = self.task
         self._say(f"resetting the {self.backend} desktop")
         await self.desktop.reset()
@@ -260,7 +260,7 @@ class EpisodeRunner:
             self._say(f"step {step}: {describe_action(action)}" + (f" — {error}" if error else ""))
             await self._apply_outcome(episode_id, protocol, action, outcome, started)
         final = await self.desktop.frame()
-        await self._save_frame(episode_id, "final", final)
+        return await self._save_frame(episode_id, "final", final)
 
     async def _apply_outcome(
         self, episode_id: int, protocol: Protocol, action: Action, outcome: Outcome,
@@ -300,11 +300,21 @@ class EpisodeRunner:
         return self.store.save_frame(episode_id, name, png)
 
     def _finish(
-        self, episode_id: int, protocol: Protocol, status: str, error: str | None
+        self,
+        episode_id: int,
+        protocol: Protocol,
+        status: Literal["finished", "error"],
+        error: str | None,
+        final_frame: str | None,
     ) -> None:
-        reason = protocol.ended.value if protocol.ended else None
+        reason = (protocol.ended or EndReason.ERROR).value
         self.store.finish_episode(
-            episode_id, status=status, end_reason=reason, error=error, steps=protocol.steps
+            episode_id,
+            status=status,
+            end_reason=reason,  # type: ignore[arg-type]
+            error=error,
+            steps=protocol.steps,
+            final_frame=final_frame,
         )
 
     def _record_score(self, episode_id: int, score: ScoreResult) -> None:

@@ -7,7 +7,7 @@ by the user object. A simulated user answers a free question with a fixed
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Literal, Protocol
 
 from app.protocol import Source
 
@@ -17,8 +17,8 @@ NO_FURTHER_INFORMATION = (
 
 
 class User(Protocol):
-    mode: str
-    """'simulated' or 'person': recorded with the episode."""
+    mode: Literal["simulated", "person"]
+    """Recorded with the episode."""
 
     async def answer(self, question: str) -> tuple[str, Source]:
         """The answer to an ASK that no phase answered, and who gave it."""
@@ -26,7 +26,7 @@ class User(Protocol):
 
 
 class SimulatedUser:
-    mode = "simulated"
+    mode: Literal["simulated", "person"] = "simulated"
 
     async def answer(self, question: str) -> tuple[str, Source]:
         return NO_FURTHER_INFORMATION, "simulated"

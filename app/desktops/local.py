@@ -1,10 +1,11 @@
 """The local desktop backend: Xvnc + openbox on this host, one throw-away HOME per session.
 
 A session is a private directory (mode 0700) holding the HOME (with its own TMPDIR
-and XDG dirs), the VNC password file and logs; an Xvnc on 127.0.0.1 with a random
-port, a free display number and a random VNC password; openbox as window manager;
-and a VNC connection for frames and input. `reset()` throws the whole session
-away and starts a new one, so nothing from one episode reaches the next.
+and XDG dirs), the VNC password file and logs; a D-Bus session bus; an Xvnc on
+127.0.0.1 with a random port, a free display number and a random VNC password;
+openbox as window manager; and a VNC connection for frames and input. `reset()`
+throws the whole session away and starts a new one, so nothing from one episode
+reaches the next.
 
 Nothing is left behind: every process of a session carries a marker in its
 environment, and a watchdog (app/desktops/reaper.py) fed by a pipe from this
@@ -19,6 +20,7 @@ import contextlib
 import os
 import pwd
 import secrets
+import shutil
 import socket
 import sys
 import tempfile
@@ -34,13 +36,14 @@ from app.desktops import reaper
 from app.desktops.base import DesktopInfo, Frame, SettleResult, VncEndpoint
 from app.desktops.local_guest import LocalGuest, _die_with_parent
 from app.desktops.reaper import reap_orphans
-from app.errors import DesktopError, VNCError
+from app.errors import DesktopError, GuestError, VNCError
 from app.vnc import VNCSession
 
 __all__ = ["LocalDesktop", "reap_orphans", "vnc_password_file_bytes"]
 
 XVNC = "Xvnc"
 OPENBOX = "openbox"
+DBUS_DAEMON = "dbus-daemon"
 
 # The fixed key VNC uses to obfuscate stored passwords, as written in VNC's
 # sources (d3des). d3des takes key bits in the reverse order of standard DES,
@@ -382,6 +385,7 @@ class LocalDesktop:
                 stderr=log,
                 start_new_session=True,
             )
+        await self._start_session_bus(session)
         await self._start_xvnc(session)
         session.env["DISPLAY"] = session.display
         session.guest = LocalGuest(session.home, session.env, session.dir / "logs")
@@ -396,6 +400,31 @@ class LocalDesktop:
             await session.vnc.connected()
         except VNCError as exc:
             raise DesktopError(f"local desktop {self.name}: {exc}") from exc
+
+    async def _start_session_bus(self, session: _Session) -> None:
+        """A D-Bus session bus per desktop.
+
+        Without one, GIMP autolaunches a bus through `dbus-launch`, which ignores
+        SIGTERM (every close then waits out the kill grace), and Kdenlive needs
+        one anyway. Its socket lives in XDG_RUNTIME_DIR, inside the session.
+        """
+        daemon = shutil.which(DBUS_DAEMON, path=session.env["PATH"])
+        if daemon is None:
+            return
+        socket_path = Path(session.env["XDG_RUNTIME_DIR"]) / "bus"
+        proc = await self._spawn(
+            session,
+            [daemon, "--session", "--nofork", "--nopidfile", f"--address=unix:path={socket_path}"],
+            "dbus.log",
+        )
+        while not socket_path.is_socket():
+            if proc.returncode is not None:
+                raise DesktopError(
+                    f"local desktop {self.name}: dbus-daemon exited with status "
+                    f"{proc.returncode}: {_log_tail(session.dir / 'logs' / 'dbus.log')}"
+                )
+            await asyncio.sleep(0.005)
+        session.env["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={socket_path}"
 
     async def _start_xvnc(self, session: _Session) -> None:
         log_path = session.dir / "logs" / "xvnc.log"
@@ -467,7 +496,15 @@ class LocalDesktop:
                     f"local desktop {self.name}: openbox exited with status "
                     f"{session.openbox.returncode}: {_log_tail(log)}"
                 )
-            result = await session.guest.run(["xprop", "-root", "_NET_SUPPORTING_WM_CHECK"], 5.0)
+            try:
+                result = await session.guest.run(
+                    ["xprop", "-root", "_NET_SUPPORTING_WM_CHECK"], 5.0
+                )
+            except GuestError as exc:
+                raise DesktopError(
+                    f"local desktop {self.name}: cannot ask the display for its window "
+                    f"manager (xprop, package x11-utils): {exc}"
+                ) from exc
             if result.ok and b"window id" in result.stdout:
                 return
             await asyncio.sleep(0.02)
@@ -477,6 +514,8 @@ class LocalDesktop:
         session = self._session
         self._session = None
         if session is not None:
+            if session.guest is not None:
+                session.guest.close()
             if session.vnc is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(session.vnc.close(), 2.0)

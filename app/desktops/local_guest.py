@@ -57,6 +57,16 @@ class LocalGuest:
         self._log_dir = log_dir
         self._launch_counter = itertools.count(1)
         self._launched: list[asyncio.subprocess.Process] = []
+        self._closed = False
+
+    def close(self) -> None:
+        """Refuse every later call: the session is gone, and a program started now
+        would outlive the cleanup that already ran."""
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise GuestError(f"the local desktop session of {str(self._home)!r} has ended")
 
     @property
     def home(self) -> str:
@@ -80,6 +90,7 @@ class LocalGuest:
         return arg
 
     def _argv(self, argv: list[str]) -> list[str]:
+        self._check_open()
         if not argv or not all(isinstance(a, str) for a in argv):
             raise GuestError(f"a command must be a non-empty list of strings, got {argv!r}")
         return [self.expand(a) for a in argv]
@@ -139,6 +150,7 @@ class LocalGuest:
         Raises:
             GuestError: the path leads outside the home.
         """
+        self._check_open()
         if not isinstance(path, str) or not path:
             raise GuestError(f"a guest path must be a non-empty string, got {path!r}")
         expanded = Path(self.expand(path))

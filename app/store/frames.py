@@ -1,7 +1,8 @@
 """Frame images on disk: PNG encoding and atomic, deduplicated writes.
 
-`encode_png` is pure (no I/O, no shared state), so the runner can call it from a
-worker thread and keep the asyncio loop free; the store then only writes bytes.
+`encode_png` is pure (no I/O, no shared state) and takes tens of milliseconds for a
+full screen, so the runner calls it from a worker thread and keeps the asyncio loop
+free; the store then only hashes and writes bytes (~1.5 ms for a 680 KiB frame).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from PIL import Image
 
 from app.errors import StoreError
 
-# Level 1 is ~5-10x faster than Pillow's default (6) on screenshots for files
-# ~1.5x larger; frames are written every step, so speed wins.
+# Measured on a 1280×800 GIMP screenshot: level 1 takes 38-56 ms, the default (6)
+# 50-146 ms for files only ~10% smaller; frames are written every step.
 PNG_COMPRESS_LEVEL = 1
 
 FRAME_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -78,6 +79,9 @@ class FrameDir:
         relative = target.relative_to(self.relative_to).as_posix()
         seen[digest] = relative
         return relative
+
+    def forget(self, episode_id: int) -> None:
+        self._seen.pop(episode_id, None)
 
     def resolve(self, relative: str) -> Path:
         return self.relative_to / relative

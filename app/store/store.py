@@ -155,7 +155,7 @@ def _parse_time(text: str) -> datetime:
 
 def _json(value: Any, what: str) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{what} is not JSON-serializable: {exc}") from None
 
@@ -524,6 +524,8 @@ class Store:
                     " WHERE episode_id = ? AND status = 'pending'",
                     (episode_id,),
                 )
+                # No more steps will come: the dedupe index of its frames can go.
+                self.frames.forget(episode_id)
                 return
             row = conn.execute("SELECT status FROM episodes WHERE id = ?", (episode_id,)).fetchone()
         if row is None:
@@ -627,9 +629,9 @@ class Store:
         status: EpisodeStatus | None = None,
         agent: str | None = None,
         batch_id: str | None = None,
-        limit: int = 100,
+        limit: int | None = 100,
     ) -> list[EpisodeRecord]:
-        """Episodes matching every filter given, newest first."""
+        """Episodes matching every filter given, newest first; limit=None for all."""
         where: list[str] = []
         params: list[Any] = []
         for column, value in (
@@ -645,7 +647,8 @@ class Store:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id DESC LIMIT ?"
-        rows = self._rows("listing episodes", sql, [*params, limit])
+        # SQLite reads a negative LIMIT as no limit.
+        rows = self._rows("listing episodes", sql, [*params, -1 if limit is None else limit])
         return [_episode(row) for row in rows]
 
     def get_episode(self, episode_id: int) -> EpisodeRecord:

@@ -17,11 +17,11 @@ when the task loads: `possible_events` computes at which events a trigger can ho
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class Event(str, Enum):
+class Event(StrEnum):
     ACTION = "action"
     DONE = "done"
     ASK = "ask"
