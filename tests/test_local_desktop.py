@@ -7,6 +7,7 @@ bug in the reaper's scan cannot hide its own leftovers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -251,6 +252,18 @@ async def _check_session_environment(desktop: LocalDesktop, secret_name: str) ->
     assert env["TMPDIR"].startswith(home + "/")
     assert env["XDG_RUNTIME_DIR"].startswith(home + "/")
     assert env["DESKLOOP_DESKTOP"] == desktop.marker
+    assert env["DBUS_SESSION_BUS_ADDRESS"] == f"unix:path={env['XDG_RUNTIME_DIR']}/bus"
+    bus = await desktop.guest.run(
+        [
+            "dbus-send",
+            "--session",
+            "--print-reply",
+            "--dest=org.freedesktop.DBus",
+            "/org/freedesktop/DBus",
+            "org.freedesktop.DBus.GetId",
+        ]
+    )
+    assert bus.ok, bus.stderr
     # The lab's own environment (API keys...) does not leak into the desktop.
     assert secret_name in os.environ and secret_name not in env
     pwd = await desktop.guest.run(["pwd"])
@@ -405,6 +418,7 @@ async def test_close_leaves_nothing_and_is_idempotent(xterm: str) -> None:
     await d.guest.launch([xterm])
     await d.guest.launch(["sleep", "600"])
     await wait_window(d.guest, wm_class="XTerm", timeout=20)
+    old_guest = d.guest
     await d.close()
     assert not pids_with_marker(marker)
     assert not session_dir.exists()
@@ -412,10 +426,43 @@ async def test_close_leaves_nothing_and_is_idempotent(xterm: str) -> None:
     assert not Path(f"/tmp/.X{display[1:]}-lock").exists()
     assert d.info().state == "closed" and d.info().vnc is None
     await d.close()
+    with pytest.raises(GuestError, match="ended"):
+        await old_guest.launch(["sleep", "600"])
+    with pytest.raises(GuestError, match="ended"):
+        await old_guest.exists("~/x")
     with pytest.raises(DesktopError, match="closed"):
         _ = d.guest
     with pytest.raises(DesktopError, match="closed"):
         await d.frame()
+
+
+def process_names(pids: list[int]) -> list[str]:
+    names = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            names.append(Path(f"/proc/{pid}/comm").read_text().strip())
+    return names
+
+
+@pytest.mark.desktop
+async def test_gimp_runs_on_the_session_bus_and_leaves_nothing() -> None:
+    gimp = shutil.which("gimp")
+    assert gimp, "GIMP is needed by the desktop tests: apt-get install gimp"
+    d = LocalDesktop()
+    await d.reset()
+    marker, session_dir = d.marker, d.session_dir
+    assert marker is not None and session_dir is not None
+    try:
+        await d.guest.launch([gimp, "-n", "--no-splash"])
+        await wait_window(d.guest, wm_class="Gimp", timeout=90)
+        names = process_names(pids_with_marker(marker))
+        assert "gimp" in names and "dbus-daemon" in names
+        # GIMP found our bus: it did not autolaunch its own (dbus-launch ignores SIGTERM).
+        assert "dbus-launch" not in names
+    finally:
+        await d.close()
+    assert not pids_with_marker(marker)
+    assert not session_dir.exists()
 
 
 _CRASHING_OWNER = """
