@@ -276,6 +276,37 @@ async def _check_session_environment(desktop: LocalDesktop, secret_name: str) ->
     assert session_dir.stat().st_mode & 0o777 == 0o700
     geometry = await desktop.guest.run(["xdotool", "getdisplaygeometry"])
     assert geometry.stdout_text().split() == ["1280", "800"]
+    # The display takes only clients holding the session's cookie.
+    stranger = subprocess.run(
+        ["xdotool", "getdisplaygeometry"],
+        env={"PATH": os.environ["PATH"], "DISPLAY": env["DISPLAY"], "HOME": "/nonexistent"},
+        capture_output=True,
+        timeout=10,
+    )
+    assert stranger.returncode != 0
+
+
+@pytest.mark.desktop
+async def test_a_failed_start_is_reported_and_cleaned_up(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    d = LocalDesktop(name="broken", root=tmp_path)
+    with pytest.raises(DesktopError, match="stopped; call reset"):
+        await d.frame()
+    monkeypatch.setattr(local, "XVNC", "no-such-xvnc-binary")
+    with pytest.raises(DesktopError, match=r"broken.*no-such-xvnc-binary"):
+        await d.reset()
+    assert d.info().state == "failed"
+    # The watchdog and the bus had started before Xvnc failed: all gone now.
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    await d.reset()
+    try:
+        assert d.info().state == "running"
+        assert d.session_dir is not None and d.session_dir.parent == tmp_path
+    finally:
+        await d.close()
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.desktop

@@ -22,6 +22,7 @@ import pwd
 import secrets
 import shutil
 import socket
+import struct
 import sys
 import tempfile
 import uuid
@@ -39,7 +40,7 @@ from app.desktops.reaper import reap_orphans
 from app.errors import DesktopError, GuestError, VNCError
 from app.vnc import VNCSession
 
-__all__ = ["LocalDesktop", "reap_orphans", "vnc_password_file_bytes"]
+__all__ = ["LocalDesktop", "reap_orphans", "vnc_password_file_bytes", "xauthority_bytes"]
 
 XVNC = "Xvnc"
 OPENBOX = "openbox"
@@ -106,6 +107,26 @@ def vnc_password_file_bytes(password: str) -> bytes:
     """
     raw = password.encode("latin-1")[:8].ljust(8, b"\0")
     return bytes(DES.new(_STD_DES_KEY, DES.MODE_ECB).encrypt(raw))
+
+
+def xauthority_bytes(cookie: bytes) -> bytes:
+    """An Xauthority file with one MIT-MAGIC-COOKIE-1 entry for any host and display.
+
+    The wildcard entry serves both sides: Xvnc reads it with `-auth` before its
+    display number is known, and clients match it whatever the number turns out to be.
+    """
+
+    def counted(data: bytes) -> bytes:
+        return struct.pack(">H", len(data)) + data
+
+    family_wild = 0xFFFF
+    return (
+        struct.pack(">H", family_wild)
+        + counted(b"")
+        + counted(b"")
+        + counted(b"MIT-MAGIC-COOKIE-1")
+        + counted(cookie)
+    )
 
 
 def _free_port() -> int:
@@ -342,6 +363,12 @@ class LocalDesktop:
         password_file = session_dir / "vncpasswd"
         password_file.write_bytes(vnc_password_file_bytes(password))
         password_file.chmod(0o600)
+        # Without an auth file Xvnc lets every local user onto the display; the
+        # VNC password alone would protect only the VNC side.
+        xauthority = session_dir / "xauthority"
+        xauthority.write_bytes(xauthority_bytes(secrets.token_bytes(16)))
+        xauthority.chmod(0o600)
+        env["XAUTHORITY"] = str(xauthority)
         (session_dir / "openbox-rc.xml").write_text(_openbox_rc())
         return _Session(marker=marker, dir=session_dir, home=home, password=password, env=env)
 
@@ -439,6 +466,8 @@ class LocalDesktop:
                         XVNC,
                         "-displayfd",
                         str(write_fd),
+                        "-auth",
+                        session.env["XAUTHORITY"],
                         "-geometry",
                         f"{self.width}x{self.height}",
                         "-depth",
