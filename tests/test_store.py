@@ -393,6 +393,7 @@ def test_list_episodes_filters_newest_first(tmp_path: Path) -> None:
         assert [e.id for e in store.list_episodes(agent="reference", task_id="a")] == [c]
         assert [e.id for e in store.list_episodes(batch_id="nightly")] == [c, b]
         assert [e.id for e in store.list_episodes(limit=1)] == [c]
+        assert [e.id for e in store.list_episodes(limit=None)] == [c, b, a]
         assert store.list_episodes(task_id="zzz") == []
 
 
@@ -426,27 +427,32 @@ CHILD = textwrap.dedent(
 
 def test_killed_runner_leaves_committed_steps_and_is_recovered(tmp_path: Path) -> None:
     db = tmp_path / "lab.db"
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(db)],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    errors = tmp_path / "child-stderr.txt"
+    with errors.open("w") as stderr:
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(db)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
     try:
         assert child.stdout is not None
-        episode = int(child.stdout.readline())
+        episode = int(child.stdout.readline() or errors.read_text())
         acked = -1
         while acked < 40:
             line = child.stdout.readline()
-            assert line, child.stderr.read() if child.stderr else ""
+            assert line, errors.read_text()
             acked = int(line)
         # A second store on the same file while the runner writes: opening it must
         # neither block the runner nor "recover" an episode whose runner is alive.
         with Store(db) as reader:
             assert reader.get_episode(episode).status == "running"
         child.send_signal(signal.SIGKILL)
-        rest, _ = child.communicate(timeout=30)
+        # Read through the same buffered reader as above: communicate() would read
+        # the raw pipe and miss lines this reader has already buffered.
+        rest = child.stdout.read()
+        child.wait(timeout=30)
     finally:
         if child.poll() is None:
             child.kill()
