@@ -98,4 +98,6 @@ def score_state(task: Task, state: CheckState) -> ScoreResult:
 
 
 async def score_task(task: Task, guest: Guest) -> ScoreResult:
-    return score_state(task, await gather_state(task, guest))
+    state = await gather_state(task, guest)
+    # Decoding and SSIM of large images take seconds: keep them off the event loop.
+    return await asyncio.to_thread(score_state, task, state)

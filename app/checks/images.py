@@ -285,10 +285,9 @@ def image_similarity(state: CheckState, params: ImageSimilarityParams) -> CheckR
     )
     if ssim >= params.threshold:
         return passed(f"{what}: SSIM {ssim:.4f} ≥ {params.threshold} ({size_note})")
-    return failed(
-        f"{what}: SSIM {ssim:.4f} < {params.threshold} ({size_note})",
-        score=min(1.0, max(0.0, ssim)),
-    )
+    # A failed similarity earns no credit: an untouched image already has SSIM ~0.5-0.75
+    # against most transformed references, which is not partial success.
+    return failed(f"{what}: SSIM {ssim:.4f} < {params.threshold} ({size_note})")
 
 
 # --- pixel_color ------------------------------------------------------------------
