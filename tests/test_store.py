@@ -494,6 +494,23 @@ def test_killed_runner_leaves_committed_steps_and_is_recovered(tmp_path: Path) -
         assert store.recover_interrupted() == []
 
 
+def test_opening_an_up_to_date_database_takes_no_write_lock(tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    with Store(db) as store:
+        episode = new_episode(store)
+    writer = sqlite3.connect(db, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+        start = time.perf_counter()
+        with Store(db) as viewer:
+            assert viewer.get_episode(episode).status == "running"
+        # Waiting for the lock would take the whole busy timeout (5 s).
+        assert time.perf_counter() - start < 2.0
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
+
+
 def test_episode_of_a_live_runner_is_not_recovered(tmp_path: Path) -> None:
     db = tmp_path / "lab.db"
     with Store(db) as store:

@@ -167,9 +167,12 @@ def migrate(db: Database) -> None:
     IMMEDIATE takes the write lock before reading which migrations are applied, so
     two processes opening a fresh database at once serialize (the second waits on
     busy_timeout, then finds nothing pending) instead of both creating the tables.
-    The connection must be in autocommit mode (isolation_level=None); each
-    migration still runs in its own savepoint via sqlite-utils.
+    An up-to-date database is only read, never locked. The connection must be in
+    autocommit mode (isolation_level=None); each migration still runs in its own
+    savepoint via sqlite-utils.
     """
+    if not MIGRATIONS.pending(db):
+        return
     db.execute("BEGIN IMMEDIATE")
     try:
         MIGRATIONS.apply(db)

@@ -585,19 +585,23 @@ class Store:
         Episodes of live runners, and of other hosts (whose processes this host
         cannot see), are left alone. Returns the ids marked.
         """
-        recovered: list[int] = []
-        with self._write("recovering interrupted episodes") as conn:
+        # Read first, so opening a database with nothing to recover (the usual case,
+        # and every read-only viewer) never takes the write lock.
+        with self._op("looking for interrupted episodes") as conn:
             running = conn.execute(
                 "SELECT id, pid FROM episodes WHERE status = 'running' AND hostname = ?",
                 (socket.gethostname(),),
             ).fetchall()
-            for episode_id, pid in running:
-                if _pid_alive(pid):
-                    continue
+        dead = [(episode_id, pid) for episode_id, pid in running if not _pid_alive(pid)]
+        if not dead:
+            return []
+        recovered: list[int] = []
+        with self._write("recovering interrupted episodes") as conn:
+            for episode_id, pid in dead:
                 # ended_at is the last thing the runner recorded, so durations stay
                 # honest however long after the crash the store is reopened. An
                 # interrupted episode is never a pass, even if it was scored early.
-                conn.execute(
+                cursor = conn.execute(
                     """UPDATE episodes SET status = 'error', end_reason = 'error', error = :error,
                            passed = CASE WHEN passed = 1 THEN 0 ELSE passed END,
                            steps = (SELECT COUNT(*) FROM steps WHERE episode_id = :id),
@@ -606,13 +610,15 @@ class Store:
                                          WHERE episode_id = :id), ''),
                                COALESCE((SELECT MAX(created_at) FROM messages
                                          WHERE episode_id = :id), ''))
-                       WHERE id = :id""",
+                       WHERE id = :id AND status = 'running'""",
                     {
                         "id": episode_id,
                         "error": f"interrupted: runner process {pid} ended without "
                         "finishing the episode",
                     },
                 )
+                if cursor.rowcount == 0:
+                    continue  # another process recovered it in the meantime
                 conn.execute(
                     "UPDATE phases SET status = 'never_delivered'"
                     " WHERE episode_id = ? AND status = 'pending'",
