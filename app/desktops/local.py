@@ -254,7 +254,13 @@ class LocalDesktop:
         async with self._lock:
             await self._stop()
             self._state = "starting"
-            session = self._new_session()
+            try:
+                session = await asyncio.to_thread(self._new_session)
+            except OSError as exc:
+                self._state = "failed"
+                raise DesktopError(
+                    f"local desktop {self.name}: cannot create its session directory: {exc}"
+                ) from exc
             self._session = session
             try:
                 async with asyncio.timeout(self.start_timeout):
@@ -277,6 +283,7 @@ class LocalDesktop:
             raise DesktopError(f"local desktop {self.name}: {exc}") from exc
 
     async def act(self, action: GuiAction) -> None:
+        """Deliver one action over VNC (ActionError for a malformed one, e.g. off-screen)."""
         if isinstance(action, Wait):
             await asyncio.sleep(action.seconds)
             return
