@@ -155,8 +155,7 @@ def _coords(value: Any, names: tuple[str, ...], kind: str, where: str) -> dict[s
     if isinstance(value, list | tuple):
         if len(value) != len(names):
             raise ActionError(
-                f"{where}: {kind} takes {len(names)} values ({', '.join(names)}), "
-                f"got {len(value)}"
+                f"{where}: {kind} takes {len(names)} values ({', '.join(names)}), got {len(value)}"
             )
         return dict(zip(names, value, strict=True))
     if isinstance(value, dict):
@@ -269,9 +268,7 @@ def parse_action(raw: Any, where: str = "action") -> Action:
         params = {k: v for k, v in raw.items() if k != "kind"}
         return _build(kind, params, where)
     if len(raw) != 1:
-        raise ActionError(
-            f"{where}: one action per entry, got keys {', '.join(map(str, raw))}"
-        )
+        raise ActionError(f"{where}: one action per entry, got keys {', '.join(map(str, raw))}")
     kind, value = next(iter(raw.items()))
     if kind not in _KINDS:
         raise ActionError(f"{where}: unknown action {kind!r}; known: {', '.join(_KINDS)}")

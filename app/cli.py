@@ -62,8 +62,10 @@ def cmd_tasks_show(args: argparse.Namespace) -> int:
     from app.tasks.triggers import describe_trigger
 
     task = find_task(args.task, [args.tasks_dir])
-    print(f"{task.id}  ({task.app}, {task.level}, "
-          f"{'interactive' if task.interactive else 'standard'})")
+    print(
+        f"{task.id}  ({task.app}, {task.level}, "
+        f"{'interactive' if task.interactive else 'standard'})"
+    )
     print(f"file: {task.source}")
     print(f"title: {task.title}")
     print(f"\ninstruction:\n  {task.instruction.strip()}")
@@ -74,8 +76,10 @@ def cmd_tasks_show(args: argparse.Namespace) -> int:
     if task.phases:
         print("\nphases:")
         for i, phase in enumerate(task.phases, 1):
-            print(f"  {i}. {describe_trigger(phase.parsed_trigger)}"
-                  f"{f' [{phase.kind}]' if phase.kind else ''}: {phase.message.strip()}")
+            print(
+                f"  {i}. {describe_trigger(phase.parsed_trigger)}"
+                f"{f' [{phase.kind}]' if phase.kind else ''}: {phase.message.strip()}"
+            )
     print(f"\nbudget: {task.budget.steps} steps, {task.budget.seconds:g} s")
 
     def show(node: EvalNode, depth: int) -> None:
@@ -148,8 +152,14 @@ async def _run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list
 
             try:
                 runner = EpisodeRunner(
-                    task, desktop, agent, SimulatedUser(), store,
-                    backend=args.backend, options=RunOptions(), progress=progress,
+                    task,
+                    desktop,
+                    agent,
+                    SimulatedUser(),
+                    store,
+                    backend=args.backend,
+                    options=RunOptions(),
+                    progress=progress,
                 )
                 results.append(await runner.run())
             finally:
@@ -189,8 +199,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _table(
         ["task", "episode", "status", "steps", "passed", "score"],
         [
-            [r.task_id, str(r.episode_id), r.status, str(r.steps),
-             "yes" if r.passed else "no", f"{(r.score or 0.0):.2f}"]
+            [
+                r.task_id,
+                str(r.episode_id),
+                r.status,
+                str(r.steps),
+                "yes" if r.passed else "no",
+                f"{(r.score or 0.0):.2f}",
+            ]
             for r in results
         ],
     )
@@ -199,8 +215,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _print_result(result: Any) -> None:
-    print(f"\nepisode {result.episode_id} · task {result.task_id} · {result.status}"
-          f" ({result.end_reason}) · {result.steps} steps")
+    print(
+        f"\nepisode {result.episode_id} · task {result.task_id} · {result.status}"
+        f" ({result.end_reason}) · {result.steps} steps"
+    )
     if result.error:
         print(f"error: {result.error}")
     for check in result.checks:
@@ -221,13 +239,24 @@ def cmd_episodes_list(args: argparse.Namespace) -> int:
             task_id=args.task, status=args.status, agent=args.agent, limit=args.limit
         )
     rows = [
-        [str(e.id), e.task_id, e.agent, e.user_mode, e.status, e.end_reason or "",
-         str(e.steps), "" if e.passed is None else ("yes" if e.passed else "no"),
-         "" if e.score is None else f"{e.score:.2f}", e.started_at.strftime("%Y-%m-%d %H:%M:%S")]
+        [
+            str(e.id),
+            e.task_id,
+            e.agent,
+            e.user_mode,
+            e.status,
+            e.end_reason or "",
+            str(e.steps),
+            "" if e.passed is None else ("yes" if e.passed else "no"),
+            "" if e.score is None else f"{e.score:.2f}",
+            e.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+        ]
         for e in episodes
     ]
-    _table(["id", "task", "agent", "user", "status", "end", "steps", "passed", "score",
-            "started"], rows)
+    _table(
+        ["id", "task", "agent", "user", "status", "end", "steps", "passed", "score", "started"],
+        rows,
+    )
     return 0
 
 
@@ -240,10 +269,14 @@ def cmd_episodes_show(args: argparse.Namespace) -> int:
         messages = store.messages(args.id)
         phases = store.phases(args.id)
         checks = store.checks(args.id)
-    print(f"episode {e.id} · task {e.task_id} ({e.app} {e.level}) · agent {e.agent} · "
-          f"user {e.user_mode} · backend {e.backend}")
-    print(f"status {e.status} · end {e.end_reason} · steps {e.steps} · "
-          f"started {e.started_at} · ended {e.ended_at or '-'}")
+    print(
+        f"episode {e.id} · task {e.task_id} ({e.app} {e.level}) · agent {e.agent} · "
+        f"user {e.user_mode} · backend {e.backend}"
+    )
+    print(
+        f"status {e.status} · end {e.end_reason} · steps {e.steps} · "
+        f"started {e.started_at} · ended {e.ended_at or '-'}"
+    )
     if e.error:
         print(f"error: {e.error}")
     print("\nconversation:")
@@ -256,8 +289,10 @@ def cmd_episodes_show(args: argparse.Namespace) -> int:
             print(f"  {p.idx + 1}. {p.status} {where}  {json.dumps(p.trigger)}")
     print("\nsteps:")
     for s in steps:
-        timing = (f"agent {s.agent_seconds * 1000:.0f} ms, act {s.act_seconds * 1000:.0f} ms, "
-                  f"settle {s.settle_seconds * 1000:.0f} ms")
+        timing = (
+            f"agent {s.agent_seconds * 1000:.0f} ms, act {s.act_seconds * 1000:.0f} ms, "
+            f"settle {s.settle_seconds * 1000:.0f} ms"
+        )
         err = f"  REJECTED: {s.error}" if s.error else ""
         print(f"  {s.idx:>3}  {s.description:<40} {timing}{err}")
     _print_checks(checks, e)
@@ -270,8 +305,10 @@ def _print_checks(checks: Sequence[Any], e: Any) -> None:
         for c in checks:
             mark = "PASS" if c.passed else "FAIL"
             opt = "" if c.required else " (optional)"
-            print(f"  {mark} {c.path:<16} {c.name}{opt} w={c.weight:g} "
-                  f"score {c.score:.2f}: {c.evidence}")
+            print(
+                f"  {mark} {c.path:<16} {c.name}{opt} w={c.weight:g} "
+                f"score {c.score:.2f}: {c.evidence}"
+            )
     if e.score is not None:
         print(f"\nscore {e.score:.2f} · passed {'yes' if e.passed else 'no'}")
     else:
@@ -285,8 +322,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         e = store.get_episode(args.id)
         checks = store.checks(args.id)
     print(f"episode {e.id} · task {e.task_id} · {e.status} ({e.end_reason})")
-    print("The local desktop's final state is discarded after scoring; these are the "
-          "checks recorded at the end of the episode.")
+    print(
+        "The local desktop's final state is discarded after scoring; these are the "
+        "checks recorded at the end of the episode."
+    )
     _print_checks(checks, e)
     return 0 if e.passed else 1
 
@@ -295,8 +334,11 @@ def cmd_desktops_cleanup(args: argparse.Namespace) -> int:
     from app.desktops.local import reap_orphans
 
     killed = reap_orphans()
-    print(f"stopped {len(killed)} leftover desktop process(es)" if killed
-          else "no leftover desktop processes")
+    print(
+        f"stopped {len(killed)} leftover desktop process(es)"
+        if killed
+        else "no leftover desktop processes"
+    )
     return 0
 
 
@@ -322,33 +364,61 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"deskloop {__version__}")
-    parser.add_argument("--db", type=Path, default=Path(os.environ.get("DESKLOOP_DB", DEFAULT_DB)),
-                        help="episode database (default: sessions/deskloop.db, or $DESKLOOP_DB)")
-    parser.add_argument("--tasks-dir", type=Path, default=DEFAULT_TASKS,
-                        help="task library folder for looking up task ids (default: tasks)")
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=Path(os.environ.get("DESKLOOP_DB", DEFAULT_DB)),
+        help="episode database (default: sessions/deskloop.db, or $DESKLOOP_DB)",
+    )
+    parser.add_argument(
+        "--tasks-dir",
+        type=Path,
+        default=DEFAULT_TASKS,
+        help="task library folder for looking up task ids (default: tasks)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add_run_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--backend", choices=["local"], default="local",
-                       help="where desktops come from (default: local Xvnc on this host)")
-        p.add_argument("--user", choices=["simulated"], default="simulated",
-                       help="who plays the user: the task's phase script (simulated)")
+        p.add_argument(
+            "--backend",
+            choices=["local"],
+            default="local",
+            help="where desktops come from (default: local Xvnc on this host)",
+        )
+        p.add_argument(
+            "--user",
+            choices=["simulated"],
+            default="simulated",
+            help="who plays the user: the task's phase script (simulated)",
+        )
 
-    run = sub.add_parser("run", help="run one task once and score it",
-                         description="Run one episode: reset a desktop, run the task's setup, "
-                         "let the agent act, deliver phases, record and score.")
+    run = sub.add_parser(
+        "run",
+        help="run one task once and score it",
+        description="Run one episode: reset a desktop, run the task's setup, "
+        "let the agent act, deliver phases, record and score.",
+    )
     run.add_argument("task", help="task id (looked up in --tasks-dir) or path to a task file")
-    run.add_argument("--agent", default="reference",
-                     help="reference (the task's own solution) | null (DONE at once) | "
-                     "scripted:FILE (default: reference)")
+    run.add_argument(
+        "--agent",
+        default="reference",
+        help="reference (the task's own solution) | null (DONE at once) | "
+        "scripted:FILE (default: reference)",
+    )
     add_run_options(run)
-    run.add_argument("--json", action="store_true",
-                     help="print one JSON object (episode, task, status, passed, score) last")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (episode, task, status, passed, score) last",
+    )
     run.set_defaults(func=cmd_run)
 
-    demo = sub.add_parser("demo", help="run the demo tasks with their reference solutions",
-                          description="Run the three GIMP demo tasks with the scripted "
-                          "reference agent and the simulated user; print a score table.")
+    demo = sub.add_parser(
+        "demo",
+        help="run the demo tasks with their reference solutions",
+        description="Run the three GIMP demo tasks with the scripted "
+        "reference agent and the simulated user; print a score table.",
+    )
     demo.add_argument("tasks", nargs="*", help=f"task ids (default: {', '.join(DEMO_TASKS)})")
     add_run_options(demo)
     demo.set_defaults(func=cmd_demo)

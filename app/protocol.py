@@ -222,9 +222,7 @@ class Protocol:
         self.next_phase += 1
         self.delivered.append(index)
         self.actions_since_active = 0
-        out.append(
-            self._user_message(phase.kind or default_kind, phase.message, "phase", index)
-        )
+        out.append(self._user_message(phase.kind or default_kind, phase.message, "phase", index))
         return index
 
     def _agent_message(self, kind: AgentKind, text: str) -> Message:
@@ -236,7 +234,11 @@ class Protocol:
         self, kind: UserKind, text: str, source: Source, phase_index: int | None = None
     ) -> Message:
         message = Message(
-            role="user", kind=kind, text=text, step=self.steps, source=source,
+            role="user",
+            kind=kind,
+            text=text,
+            step=self.steps,
+            source=source,
             phase_index=phase_index,
         )
         self.conversation.append(message)

@@ -169,8 +169,14 @@ class EpisodeRunner:
             protocol.end(EndReason.ERROR)
             self._finish(episode_id, protocol, "error", reason, final_frame)
             return EpisodeResult(
-                episode_id, task.id, "error", protocol.ended.value if protocol.ended else None,
-                None, None, protocol.steps, reason,
+                episode_id,
+                task.id,
+                "error",
+                protocol.ended.value if protocol.ended else None,
+                None,
+                None,
+                protocol.steps,
+                reason,
             )
         finally:
             await self.agent.close()
@@ -178,8 +184,15 @@ class EpisodeRunner:
         self._finish(episode_id, protocol, "finished", None, final_frame)
         ended = protocol.ended.value if protocol.ended else None
         return EpisodeResult(
-            episode_id, task.id, "finished", ended, score.passed, score.score, protocol.steps,
-            None, [row.__dict__ for row in score.checks],
+            episode_id,
+            task.id,
+            "finished",
+            ended,
+            score.passed,
+            score.score,
+            protocol.steps,
+            None,
+            [row.__dict__ for row in score.checks],
         )
 
     # -- the loop ---------------------------------------------------------------------
@@ -263,7 +276,11 @@ class EpisodeRunner:
         return await self._save_frame(episode_id, "final", final)
 
     async def _apply_outcome(
-        self, episode_id: int, protocol: Protocol, action: Action, outcome: Outcome,
+        self,
+        episode_id: int,
+        protocol: Protocol,
+        action: Action,
+        outcome: Outcome,
         started: float,
     ) -> None:
         self._record_messages(episode_id, outcome.messages)

@@ -11,9 +11,7 @@ from typing import Literal, Protocol
 
 from app.protocol import Source
 
-NO_FURTHER_INFORMATION = (
-    "No further information is available. Please continue with what you know."
-)
+NO_FURTHER_INFORMATION = "No further information is available. Please continue with what you know."
 
 
 class User(Protocol):

@@ -9,7 +9,9 @@ APT_PACKAGES=(
   python3 python3-venv python3-pip          # the interpreter and venv
   tigervnc-standalone-server tigervnc-tools # Xvnc: the local desktop's X + VNC server
   openbox                                   # a light window manager
-  xdotool x11-utils                         # window queries (titles, classes)
+  xdotool x11-utils                         # window queries (titles, classes; xprop)
+  dbus                                      # a D-Bus session bus per desktop (GIMP, Kdenlive)
+  xterm                                     # a tiny X client the desktop tests drive
   gimp librsvg2-common                      # GIMP; librsvg2-common renders its SVG icons
   fonts-dejavu-core                         # fonts for the apps
   procps                                    # pgrep/ps, used by tests and cleanup

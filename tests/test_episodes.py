@@ -98,10 +98,7 @@ async def test_interactive_task_records_phases_and_messages(tmp_path: Path) -> N
 
 
 def _runner_pids_left(owner_pid: int) -> list[int]:
-    return [
-        pid for pid in _all_pids()
-        if process_environ(pid).get(OWNER_PID_ENV) == str(owner_pid)
-    ]
+    return [pid for pid in _all_pids() if process_environ(pid).get(OWNER_PID_ENV) == str(owner_pid)]
 
 
 def _wait_for(condition: object, timeout: float, what: str) -> None:
@@ -128,9 +125,21 @@ def test_sigkill_mid_episode_loses_nothing_recorded(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
     task = ROOT / "tasks" / "gimp" / "gimp-badge-interactive.yaml"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "--db", str(db), "run", str(task),
-         "--agent", "reference", "--json"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "--db",
+            str(db),
+            "run",
+            str(task),
+            "--agent",
+            "reference",
+            "--json",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         _wait_for(lambda: _steps_in(db) >= 4 or proc.poll() is not None, 180, "4 recorded steps")
@@ -156,9 +165,23 @@ def test_sigkill_mid_episode_loses_nothing_recorded(tmp_path: Path) -> None:
 def test_cli_run_json_last_line(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
     out = subprocess.run(
-        [sys.executable, "-m", "app.cli", "--db", str(db), "run", "gimp-flip-export",
-         "--agent", "null", "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "--db",
+            str(db),
+            "run",
+            "gimp-flip-export",
+            "--agent",
+            "null",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert out.returncode == 1, out.stderr  # the task did not pass
     payload = json.loads(out.stdout.strip().splitlines()[-1])

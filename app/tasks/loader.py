@@ -166,9 +166,7 @@ def task_files(root: Path | str) -> list[Path]:
         found.extend(direct)
     else:
         for app_dir in sorted(p for p in base.iterdir() if p.is_dir()):
-            found.extend(
-                p for p in app_dir.iterdir() if p.is_file() and p.suffix in TASK_SUFFIXES
-            )
+            found.extend(p for p in app_dir.iterdir() if p.is_file() and p.suffix in TASK_SUFFIXES)
     return sorted(found)
 
 

@@ -107,9 +107,7 @@ def parse_trigger(raw: Any, path: str = "") -> Trigger:
         return AnyOf(children) if key == "any" else AllOf(children)
     if key in ("agent_done", "agent_ask"):
         raise TriggerError(path, f"write {key} as a plain string, not a mapping")
-    raise TriggerError(
-        path, f"unknown trigger key {key!r}; expected step_count, any or all"
-    )
+    raise TriggerError(path, f"unknown trigger key {key!r}; expected step_count, any or all")
 
 
 def trigger_to_raw(trigger: Trigger) -> Any:
