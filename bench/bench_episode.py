@@ -61,7 +61,8 @@ class TimingAgent:
 def ms(values: list[float]) -> str:
     ordered = sorted(values)
     p90 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))]
-    return f"median {statistics.median(values) * 1000:7.1f} ms  p90 {p90 * 1000:7.1f} ms  (n={len(values)})"
+    median = statistics.median(values) * 1000
+    return f"median {median:7.1f} ms  p90 {p90 * 1000:7.1f} ms  (n={len(values)})"
 
 
 async def main(resets: int, frames: int, steps: int) -> None:
@@ -80,9 +81,7 @@ async def main(resets: int, frames: int, steps: int) -> None:
             frame_times.append(time.perf_counter() - t0)
         with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "bench.db") as store:
             agent = TimingAgent(steps)
-            runner = EpisodeRunner(
-                task, desktop, agent, SimulatedUser(), store, backend="local"
-            )
+            runner = EpisodeRunner(task, desktop, agent, SimulatedUser(), store, backend="local")
             await runner.run()
     print("local backend, 1280×800, GIMP task", TASK.stem)
     print(f"reset (desktop + GIMP setup): {ms(reset_times)}   target ≤ 5000 ms")
