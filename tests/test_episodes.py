@@ -162,6 +162,30 @@ def test_sigkill_mid_episode_loses_nothing_recorded(tmp_path: Path) -> None:
         assert [s.idx for s in steps] == list(range(len(steps)))
 
 
+def test_sigterm_records_aborted_episode_and_closes_desktop(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    task = ROOT / "tasks" / "gimp" / "gimp-badge-interactive.yaml"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "--db", str(db), "run", str(task)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for(lambda: _steps_in(db) >= 2 or proc.poll() is not None, 180, "2 steps")
+        assert proc.poll() is None, "the run ended before it could be stopped"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # Closed by DeskLoop itself, not only by the watchdog.
+    assert not _runner_pids_left(proc.pid)
+    with Store(db) as store:
+        (episode,) = store.list_episodes()
+        assert episode.status == "error" and episode.end_reason == "aborted"
+        assert episode.error is not None and "aborted" in episode.error
+        assert len(store.steps(episode.id)) >= 2
+
+
 def test_cli_run_json_last_line(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
     out = subprocess.run(

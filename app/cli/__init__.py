@@ -1,0 +1,78 @@
+"""The `deskloop` command line.
+
+Each command group lives in its own module with a `register(subparsers)` function;
+this module assembles them. Every subcommand explains itself with --help. Errors
+the lab raises on purpose (`DeskLoopError`) are printed as one readable block and
+exit with status 2; a run whose task did not pass exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from app import __version__
+from app.cli import desktops_cmd, episodes_cmd, run_cmd, tasks_cmd
+from app.cli.common import print_err
+from app.errors import DeskLoopError
+
+DEFAULT_DB = Path("sessions") / "deskloop.db"
+
+EPILOG = """\
+examples:
+  deskloop demo                                  run the GIMP demo tasks, print scores
+  deskloop run gimp-flip-export --agent reference
+  deskloop run gimp-flip-export --agent null --json
+  deskloop tasks validate tasks/                 check every task file
+  deskloop episodes list                         what was recorded
+  deskloop episodes show 3                       one episode: steps, messages, checks
+"""
+
+COMMAND_MODULES = (run_cmd, tasks_cmd, episodes_cmd, desktops_cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="deskloop",
+        description="DeskLoop: run and record agents on real GIMP/Blender/Kdenlive desktops.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"deskloop {__version__}")
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=Path(os.environ.get("DESKLOOP_DB", DEFAULT_DB)),
+        help="episode database (default: sessions/deskloop.db, or $DESKLOOP_DB)",
+    )
+    parser.add_argument(
+        "--tasks-dir",
+        type=Path,
+        default=tasks_cmd.DEFAULT_TASKS,
+        help="task library folder for looking up task ids (default: tasks)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        code: int = args.func(args)
+        return code
+    except DeskLoopError as exc:
+        print_err(f"{exc.title}:\n{exc}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

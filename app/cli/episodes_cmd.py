@@ -1,0 +1,127 @@
+"""`deskloop episodes list|show` and `deskloop score`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from app.cli.common import indent_block, table
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from app.store import Store
+
+    with Store(args.db) as store:
+        episodes = store.list_episodes(
+            task_id=args.task, status=args.status, agent=args.agent, limit=args.limit
+        )
+    rows = [
+        [
+            str(e.id),
+            e.task_id,
+            e.agent,
+            e.user_mode,
+            e.status,
+            e.end_reason or "",
+            str(e.steps),
+            "" if e.passed is None else ("yes" if e.passed else "no"),
+            "" if e.score is None else f"{e.score:.2f}",
+            e.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+        ]
+        for e in episodes
+    ]
+    headers = ["id", "task", "agent", "user", "status", "end", "steps", "passed", "score"]
+    table([*headers, "started (UTC)"], rows)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from app.store import Store
+
+    with Store(args.db) as store:
+        e = store.get_episode(args.id)
+        steps = store.steps(args.id)
+        messages = store.messages(args.id)
+        phases = store.phases(args.id)
+        checks = store.checks(args.id)
+    print(
+        f"episode {e.id} · task {e.task_id} ({e.app} {e.level}) · agent {e.agent} · "
+        f"user {e.user_mode} · backend {e.backend}"
+    )
+    ended = e.ended_at.isoformat(timespec="seconds") if e.ended_at else "-"
+    print(
+        f"status {e.status} · end {e.end_reason} · steps {e.steps} · "
+        f"started {e.started_at.isoformat(timespec='seconds')} · ended {ended}"
+    )
+    if e.error:
+        print(f"error: {e.error}")
+    print("\nconversation:")
+    for m in messages:
+        head = f"  [step {m.step:>3}] {m.role:<5} {m.kind:<12} "
+        print(head + indent_block(m.text, " " * len(head)))
+    if phases:
+        print("\nphases:")
+        for p in phases:
+            where = f" at step {p.delivered_step}" if p.delivered_step is not None else ""
+            print(f"  {p.idx + 1}. {p.status}{where}  {json.dumps(p.trigger)}")
+    print("\nsteps:")
+    for s in steps:
+        timing = (
+            f"agent {s.agent_seconds * 1000:.0f} ms, act {s.act_seconds * 1000:.0f} ms, "
+            f"settle {s.settle_seconds * 1000:.0f} ms"
+        )
+        err = f"  REJECTED: {s.error}" if s.error else ""
+        print(f"  {s.idx:>3}  {s.description:<40} {timing}{err}")
+    print_checks(checks, e)
+    return 0
+
+
+def print_checks(checks: Sequence[Any], e: Any) -> None:
+    if checks:
+        print("\nchecks:")
+        for c in checks:
+            mark = "PASS" if c.passed else "FAIL"
+            opt = "" if c.required else " (optional)"
+            print(
+                f"  {mark} {c.path:<16} {c.name}{opt} w={c.weight:g} "
+                f"score {c.score:.2f}: {c.evidence}"
+            )
+    if e.score is not None:
+        print(f"\nscore {e.score:.2f} · passed {'yes' if e.passed else 'no'}")
+    else:
+        print("\nnot scored" + (" (the episode ended in error)" if e.status == "error" else ""))
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from app.store import Store
+
+    with Store(args.db) as store:
+        e = store.get_episode(args.id)
+        checks = store.checks(args.id)
+    print(f"episode {e.id} · task {e.task_id} · {e.status} ({e.end_reason})")
+    print(
+        "The local desktop's final state is discarded after scoring; these are the "
+        "checks recorded at the end of the episode."
+    )
+    print_checks(checks, e)
+    return 0 if e.passed else 1
+
+
+def register(sub: Any) -> None:
+    episodes = sub.add_parser("episodes", help="list and show recorded episodes")
+    esub = episodes.add_subparsers(dest="episodes_command", metavar="ACTION", required=True)
+    el = esub.add_parser("list", help="list episodes, newest first")
+    el.add_argument("--task", help="only this task id")
+    el.add_argument("--status", choices=["running", "finished", "error"])
+    el.add_argument("--agent", help="only this agent")
+    el.add_argument("--limit", type=int, default=50)
+    el.set_defaults(func=cmd_list)
+    es = esub.add_parser("show", help="one episode: conversation, phases, steps, checks")
+    es.add_argument("id", type=int)
+    es.set_defaults(func=cmd_show)
+
+    score = sub.add_parser("score", help="print the stored score and checks of an episode")
+    score.add_argument("id", type=int)
+    score.set_defaults(func=cmd_score)

@@ -1,0 +1,101 @@
+"""`deskloop tasks list|show|validate`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from app.cli.common import indent_block, print_err, table
+from app.errors import DeskLoopError
+
+DEFAULT_TASKS = Path("tasks")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from app.tasks.loader import load_tasks
+
+    tasks, errors = load_tasks(args.path)
+    rows = [
+        [t.id, t.app, t.level, "interactive" if t.interactive else "standard", t.title]
+        for t in sorted(tasks, key=lambda t: (t.app, t.level, t.id))
+    ]
+    table(["id", "app", "level", "kind", "title"], rows)
+    for err in errors:
+        print_err(f"invalid task:\n{err}")
+    return 2 if errors else 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from app.checks.tree import CheckGroup, EvalNode
+    from app.tasks.loader import find_task
+    from app.tasks.triggers import describe_trigger
+
+    task = find_task(args.task, [args.tasks_dir])
+    kind = "interactive" if task.interactive else "standard"
+    print(f"{task.id}  ({task.app}, {task.level}, {kind})")
+    print(f"file: {task.source}")
+    print(f"title: {task.title}")
+    print(f"\ninstruction:\n  {indent_block(task.instruction, '  ')}")
+    if task.setup:
+        print("\nsetup:")
+        for step in task.setup:
+            print(f"  - {step.model_dump(by_alias=True, exclude_defaults=True)}")
+    if task.phases:
+        print("\nphases:")
+        for i, phase in enumerate(task.phases, 1):
+            label = f" [{phase.kind}]" if phase.kind else ""
+            print(f"  {i}. {describe_trigger(phase.parsed_trigger)}{label}:")
+            print(f"     {indent_block(phase.message, '     ')}")
+    print(f"\nbudget: {task.budget.steps} steps, {task.budget.seconds:g} s")
+
+    def show(node: EvalNode, depth: int) -> None:
+        pad = "  " * depth
+        req = "" if node.required else " (optional)"
+        if isinstance(node, CheckGroup):
+            print(f"{pad}{node.op}{req} weight {node.weight:g}:")
+            for child in node.children:
+                show(child, depth + 1)
+        else:
+            params: dict[str, Any] = node.params.model_dump(mode="json", exclude_defaults=True)
+            label = f" — {node.label}" if node.label else ""
+            print(f"{pad}- {node.spec.name}{req} weight {node.weight:g} {params}{label}")
+
+    print("\nevaluate:")
+    show(task.eval_tree, 1)
+    print(f"\nreference: {task.reference or 'none'}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from app.tasks.loader import load_task, task_files
+
+    paths: list[Path] = []
+    for target in args.paths or [args.tasks_dir]:
+        paths.extend(task_files(target))
+    bad = 0
+    for path in paths:
+        try:
+            load_task(path)
+            print(f"ok       {path}")
+        except DeskLoopError as exc:
+            bad += 1
+            print(f"INVALID  {path}")
+            for line in str(exc).splitlines():
+                print(f"  {line}")
+    print(f"\n{len(paths) - bad} valid, {bad} invalid")
+    return 1 if bad else 0
+
+
+def register(sub: Any) -> None:
+    tasks = sub.add_parser("tasks", help="list, show and validate tasks")
+    tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
+    tl = tsub.add_parser("list", help="list the tasks in a folder")
+    tl.add_argument("path", nargs="?", type=Path, default=DEFAULT_TASKS)
+    tl.set_defaults(func=cmd_list)
+    ts = tsub.add_parser("show", help="show one task: instruction, phases, setup, checks")
+    ts.add_argument("task", help="task id or path")
+    ts.set_defaults(func=cmd_show)
+    tv = tsub.add_parser("validate", help="validate task files; exit 1 if any is invalid")
+    tv.add_argument("paths", nargs="*", type=Path, help="files or folders (default: tasks)")
+    tv.set_defaults(func=cmd_validate)

@@ -1,0 +1,70 @@
+"""The command line explains itself and reports bad input clearly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.cli import build_parser, main
+
+
+def subcommand_paths() -> list[list[str]]:
+    paths: list[list[str]] = []
+
+    def walk(parser: object, prefix: list[str]) -> None:
+        for action in getattr(parser, "_actions", []):
+            choices = getattr(action, "choices", None)
+            if isinstance(choices, dict):
+                for name, child in choices.items():
+                    paths.append([*prefix, name])
+                    walk(child, [*prefix, name])
+
+    walk(build_parser(), [])
+    return paths
+
+
+def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    paths = subcommand_paths()
+    assert ["run"] in paths and ["tasks", "validate"] in paths and ["episodes", "show"] in paths
+    for path in paths:
+        with pytest.raises(SystemExit) as info:
+            main([*path, "--help"])
+        assert info.value.code == 0
+        out = capsys.readouterr().out
+        assert out.startswith("usage: deskloop"), path
+
+
+def test_unknown_task_id_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--db", str(tmp_path / "db"), "run", "gimp-flip-exprt", "--agent", "null"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "no task with id 'gimp-flip-exprt'" in err and "did you mean gimp-flip-export" in err
+
+
+def test_unknown_agent_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--db", str(tmp_path / "db"), "run", "gimp-flip-export", "--agent", "gpt"])
+    assert code == 2
+    assert "unknown agent 'gpt'" in capsys.readouterr().err
+
+
+def test_missing_episode_names_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "db.sqlite"
+    assert main(["--db", str(db), "episodes", "show", "42"]) == 2
+    err = capsys.readouterr().err
+    assert "no episode 42" in err and str(db) in err
+
+
+def test_bad_script_file_names_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "s.yaml"
+    script.write_text("- key: ctrl+escpe\n")
+    code = main(
+        ["--db", str(tmp_path / "db"), "run", "gimp-flip-export", "--agent", f"scripted:{script}"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{script}: steps[0]" in err and "escpe" in err
