@@ -61,3 +61,22 @@ class AgentError(DeskLoopError):
     """An agent could not be built or produced an unusable answer."""
 
     title = "Agent error"
+
+
+class MalformedAction(AgentError):
+    """The agent answered, but not with a usable action (bad JSON, unknown tool, a
+    key name that does not exist). The runner records the step as rejected with this
+    reason and lets the agent try again within the step budget."""
+
+    title = "Malformed action"
+
+    def __init__(self, message: str, raw: object = None) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class AgentUnavailable(AgentError):
+    """The agent's backend (a model endpoint) failed after its retries: an
+    infrastructure error, recorded as the episode's `error`, never as an agent FAIL."""
+
+    title = "Agent unavailable"

@@ -67,6 +67,8 @@ class Outcome:
     delivered_phase: int | None = None
     needs_answer: bool = False
     """An ASK no phase answered: the user (simulated or person) must call `answer`."""
+    needs_review: bool = False
+    """A DONE no phase answered, with `review_done` on: the user must `review` it."""
     ended: EndReason | None = None
 
 
@@ -83,6 +85,10 @@ class Protocol:
     delivered: list[int] = field(default_factory=list)
     ended: EndReason | None = None
     awaiting_answer: bool = False
+    review_done: bool = False
+    """When set (a person in the loop), a DONE that no phase answers waits for the
+    user's review: accepting ends the episode, feedback continues it."""
+    awaiting_review: bool = False
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -120,10 +126,13 @@ class Protocol:
             raise RuntimeError(f"episode already ended ({self.ended.value})")
         if self.awaiting_answer:
             raise RuntimeError("the previous ASK has not been answered")
+        if self.awaiting_review:
+            raise RuntimeError("the previous DONE has not been reviewed")
         self.steps += 1
         new: list[Message] = []
         delivered: int | None = None
         needs_answer = False
+        needs_review = False
         ended: EndReason | None = None
 
         if is_gui_action(action):
@@ -133,7 +142,11 @@ class Protocol:
             new.append(self._agent_message("done", "DONE"))
             delivered = self._maybe_deliver(Event.DONE, "feedback", new)
             if delivered is None:
-                ended = EndReason.DONE
+                if self.review_done:
+                    needs_review = True
+                    self.awaiting_review = True
+                else:
+                    ended = EndReason.DONE
         elif isinstance(action, Ask):
             new.append(self._agent_message("question", action.question))
             delivered = self._maybe_deliver(Event.ASK, "answer", new)
@@ -144,11 +157,11 @@ class Protocol:
             new.append(self._agent_message("fail", action.reason))
             ended = EndReason.FAIL
 
-        if ended is None and not needs_answer:
+        if ended is None and not needs_answer and not needs_review:
             ended = self._budget_end(elapsed)
         if ended is not None:
             self.ended = ended
-        return Outcome(tuple(new), delivered, needs_answer, ended)
+        return Outcome(tuple(new), delivered, needs_answer, needs_review, ended)
 
     def on_rejected(self, elapsed: float) -> Outcome:
         """An agent turn whose action could not be executed (recorded with its reason).
@@ -162,7 +175,7 @@ class Protocol:
         ended = self._budget_end(elapsed)
         if ended is not None:
             self.ended = ended
-        return Outcome((), None, False, ended)
+        return Outcome((), None, False, False, ended)
 
     def answer(self, text: str, source: Source, elapsed: float) -> Outcome:
         """The user's answer to an ASK that no phase answered."""
@@ -173,7 +186,22 @@ class Protocol:
         ended = self._budget_end(elapsed)
         if ended is not None:
             self.ended = ended
-        return Outcome((message,), None, False, ended)
+        return Outcome((message,), None, False, False, ended)
+
+    def review(self, feedback: str | None, source: Source, elapsed: float) -> Outcome:
+        """The user's verdict on a DONE awaiting review: None accepts (the episode
+        ends), text is feedback that becomes the active instruction."""
+        if not self.awaiting_review:
+            raise RuntimeError("no DONE is waiting for a review")
+        self.awaiting_review = False
+        if feedback is None:
+            self.ended = EndReason.DONE
+            return Outcome((), None, False, False, EndReason.DONE)
+        message = self._user_message("feedback", feedback, source)
+        ended = self._budget_end(elapsed)
+        if ended is not None:
+            self.ended = ended
+        return Outcome((message,), None, False, False, ended)
 
     def inject(self, text: str, kind: UserKind, source: Source = "person") -> Message:
         """A message the person sends at any moment; it becomes the active instruction.
@@ -185,6 +213,8 @@ class Protocol:
             raise RuntimeError(f"episode already ended ({self.ended.value})")
         if kind == "answer" and self.awaiting_answer:
             self.awaiting_answer = False
+        if kind == "feedback" and self.awaiting_review:
+            self.awaiting_review = False
         return self._user_message(kind, text, source)
 
     def check_time(self, elapsed: float) -> EndReason | None:

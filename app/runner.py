@@ -4,6 +4,10 @@ Every step is written to the store before the next one begins, so a crash loses
 at most the step in flight. An episode that raises is stored with status `error`
 and the reason, never scored as a pass. Frames are PNG-encoded in a worker thread
 so the event loop (and a TUI on it) stays responsive.
+
+A person in the loop steers a running episode through its `EpisodeControl`
+(inject a message at any moment, pause, resume, abort); everything that happens
+is also reported as `RunnerEvent`s, which the TUI shows live.
 """
 
 from __future__ import annotations
@@ -11,16 +15,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from app.actions import Action, Ask, action_kind, action_to_dict, describe_action, is_gui_action
+from app.actions import (
+    Action,
+    Ask,
+    Done,
+    action_kind,
+    action_to_dict,
+    describe_action,
+    is_gui_action,
+)
 from app.agents.base import Agent, AgentContext, Observation
 from app.desktops.base import Desktop, Frame
 from app.desktops.xwindows import active_window_title
-from app.errors import ActionError, DeskLoopError
-from app.protocol import EndReason, Message, Outcome, PhaseSpec, Protocol
+from app.errors import ActionError, AgentUnavailable, DeskLoopError, MalformedAction
+from app.protocol import EndReason, Message, Outcome, PhaseSpec, Protocol, UserKind
 from app.scoring import ScoreResult, score_task
 from app.setup import run_setup
 from app.store import Store
@@ -30,6 +42,7 @@ from app.tasks.triggers import trigger_to_raw
 from app.users import User
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,105 @@ class EpisodeResult:
         }
 
 
+# -- live events (for the TUI and other observers) ------------------------------------
+
+
+@dataclass(frozen=True)
+class StatusEvent:
+    text: str
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    idx: int
+    action: Action | None
+    """None when the agent's answer was rejected before it became an action."""
+    description: str
+    agent_seconds: float
+    act_seconds: float
+    settle_seconds: float
+    error: str | None
+
+
+@dataclass(frozen=True)
+class MessageEvent:
+    message: Message
+
+
+@dataclass(frozen=True)
+class PhaseEvent:
+    index: int
+    step: int
+
+
+@dataclass(frozen=True)
+class WaitingEvent:
+    """The runner waits for the user: an answer to an ASK, or a review of a DONE."""
+
+    what: Literal["answer", "review"]
+    question: str | None = None
+
+
+@dataclass(frozen=True)
+class EndedEvent:
+    result: EpisodeResult
+
+
+RunnerEvent = StatusEvent | StepEvent | MessageEvent | PhaseEvent | WaitingEvent | EndedEvent
+
+
+class EpisodeControl:
+    """How a person steers a running episode. Call from the event loop's thread.
+
+    Injected messages are delivered before the agent's next decision; pausing takes
+    effect between steps (an action in flight completes); abort ends the episode as
+    `aborted` at the next step boundary, or at once while paused or waiting.
+    """
+
+    def __init__(self) -> None:
+        self._injections: list[tuple[str, UserKind]] = []
+        self._running = asyncio.Event()
+        self._running.set()
+        self._abort = asyncio.Event()
+
+    def inject(self, text: str, kind: UserKind) -> None:
+        if not text.strip():
+            raise ValueError("an injected message needs text")
+        self._injections.append((text, kind))
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def abort(self) -> None:
+        self._abort.set()
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    @property
+    def abort_requested(self) -> bool:
+        return self._abort.is_set()
+
+    def take_injections(self) -> list[tuple[str, UserKind]]:
+        taken, self._injections = self._injections, []
+        return taken
+
+    async def wait_while_paused(self) -> None:
+        await self._running.wait()
+
+    async def until_abort(self) -> None:
+        await self._abort.wait()
+
+
+class _Aborted(Exception):
+    """The person aborted the episode."""
+
+
 class GuestProbe:
     """The privileged probe scripted agents use, answered through the guest channel."""
 
@@ -83,7 +195,11 @@ class GuestProbe:
 
 
 class EpisodeRunner:
-    """Runs one episode; `progress` receives short status lines (for CLI/TUI)."""
+    """Runs one episode.
+
+    `progress` receives short status lines (CLI); `on_event` receives every
+    `RunnerEvent` (TUI). Both are called on the event loop's thread and must not block.
+    """
 
     def __init__(
         self,
@@ -96,6 +212,8 @@ class EpisodeRunner:
         backend: str,
         options: RunOptions | None = None,
         progress: Callable[[str], None] | None = None,
+        on_event: Callable[[RunnerEvent], None] | None = None,
+        control: EpisodeControl | None = None,
     ) -> None:
         self.task = task
         self.desktop = desktop
@@ -104,18 +222,28 @@ class EpisodeRunner:
         self.store = store
         self.backend = backend
         self.options = options or RunOptions()
+        self.control = control or EpisodeControl()
         self._progress = progress
+        self._on_event = on_event
         self._message_ids: dict[int, int] = {}
-        self._last_frame_digest: bytes | None = None
-        self._last_frame_path: str | None = None
         self.episode_id: int | None = None
         self.protocol: Protocol | None = None
+
+    def _emit(self, event: RunnerEvent) -> None:
+        if self._on_event is not None:
+            self._on_event(event)
 
     def _say(self, text: str) -> None:
         if self._progress is not None:
             self._progress(text)
+        self._emit(StatusEvent(text))
 
     async def run(self) -> EpisodeResult:
+        result = await self._run()
+        self._emit(EndedEvent(result))
+        return result
+
+    async def _run(self) -> EpisodeResult:
         task = self.task
         episode_id = self.store.start_episode(
             task_id=task.id,
@@ -148,6 +276,7 @@ class EpisodeRunner:
             phases=[PhaseSpec(p.message, p.parsed_trigger, p.kind) for p in task.phases],
             max_steps=task.budget.steps,
             max_seconds=task.budget.seconds,
+            review_done=self.user.reviews_done,
         )
         self.protocol = protocol
         final_frame: str | None = None
@@ -161,6 +290,13 @@ class EpisodeRunner:
             protocol.end(EndReason.ABORTED)
             self._finish(episode_id, protocol, "error", f"aborted during {stage}", final_frame)
             raise
+        except _Aborted:
+            protocol.end(EndReason.ABORTED)
+            reason = "aborted by the person in the loop"
+            self._finish(episode_id, protocol, "error", reason, final_frame)
+            return EpisodeResult(
+                episode_id, task.id, "error", "aborted", None, None, protocol.steps, reason
+            )
         except Exception as exc:
             reason = _describe_error(exc)
             if stage == "scoring":
@@ -169,14 +305,7 @@ class EpisodeRunner:
             protocol.end(EndReason.ERROR)
             self._finish(episode_id, protocol, "error", reason, final_frame)
             return EpisodeResult(
-                episode_id,
-                task.id,
-                "error",
-                protocol.ended.value if protocol.ended else None,
-                None,
-                None,
-                protocol.steps,
-                reason,
+                episode_id, task.id, "error", "error", None, None, protocol.steps, reason
             )
         finally:
             await self.agent.close()
@@ -211,93 +340,157 @@ class EpisodeRunner:
         )
         started = time.monotonic()
         while protocol.ended is None:
+            await self._between_steps(episode_id, protocol)
             if protocol.check_time(time.monotonic() - started) is not None:
                 break
-            step = protocol.steps
-            frame = await self.desktop.frame()
-            frame_path = await self._save_frame(episode_id, f"{step:05d}", frame)
-            observation = Observation(
-                frame=frame,
-                active_message=protocol.active_message,
-                conversation=tuple(protocol.conversation),
-                steps_taken=step,
-            )
-            active_id = self._message_ids.get(id(protocol.active_message))
-            phase_index = protocol.pending_phase
-            step_started = time.time()
-            t0 = time.monotonic()
-            remaining = task.budget.seconds - (t0 - started)
-            try:
-                action = await asyncio.wait_for(self.agent.decide(observation), remaining)
-            except TimeoutError:
-                protocol.end(EndReason.TIME_BUDGET)
-                break
-            agent_seconds = time.monotonic() - t0
-            act_seconds = settle_seconds = 0.0
-            error: str | None = None
-            if is_gui_action(action):
-                t1 = time.monotonic()
-                try:
-                    await self.desktop.act(action)  # type: ignore[arg-type]
-                except ActionError as exc:
-                    error = str(exc)
-                act_seconds = time.monotonic() - t1
-                if error is None:
-                    t2 = time.monotonic()
-                    await self.desktop.settle(
-                        timeout=self.options.settle_timeout,
-                        quiet=self.options.settle_quiet,
-                        change_wait=self.options.settle_change_wait,
-                    )
-                    settle_seconds = time.monotonic() - t2
-            elapsed = time.monotonic() - started
-            if error is not None:
-                outcome = protocol.on_rejected(elapsed)
-            else:
-                outcome = protocol.on_agent(action, elapsed)
-            self.store.record_step(
-                episode_id,
-                idx=step,
-                action=action_to_dict(action),
-                kind=action_kind(action),
-                description=describe_action(action),
-                started_at=step_started,
-                agent_seconds=agent_seconds,
-                act_seconds=act_seconds,
-                settle_seconds=settle_seconds,
-                frame=frame_path,
-                phase_index=phase_index,
-                active_message_id=active_id,
-                error=error,
-            )
-            self._say(f"step {step}: {describe_action(action)}" + (f" — {error}" if error else ""))
-            await self._apply_outcome(episode_id, protocol, action, outcome, started)
+            await self._step(episode_id, protocol, started)
         final = await self.desktop.frame()
         return await self._save_frame(episode_id, "final", final)
+
+    async def _between_steps(self, episode_id: int, protocol: Protocol) -> None:
+        control = self.control
+        if control.paused:
+            self._say("paused")
+            await control.wait_while_paused()
+            if not control.abort_requested:
+                self._say("resumed")
+        if control.abort_requested:
+            raise _Aborted
+        for text, kind in control.take_injections():
+            self._record_messages(episode_id, [protocol.inject(text, kind, "person")])
+
+    async def _step(self, episode_id: int, protocol: Protocol, started: float) -> None:
+        task = self.task
+        step = protocol.steps
+        frame = await self.desktop.frame()
+        frame_path = await self._save_frame(episode_id, f"{step:05d}", frame)
+        observation = Observation(
+            frame=frame,
+            active_message=protocol.active_message,
+            conversation=tuple(protocol.conversation),
+            steps_taken=step,
+        )
+        active_id = self._message_ids.get(id(protocol.active_message))
+        phase_index = protocol.pending_phase
+        step_started = time.time()
+        t0 = time.monotonic()
+        remaining = task.budget.seconds - (t0 - started)
+        error: str | None = None
+        action: Action | None = None
+        raw: Any = None
+        try:
+            action = await asyncio.wait_for(self.agent.decide(observation), remaining)
+        except TimeoutError:
+            protocol.end(EndReason.TIME_BUDGET)
+            return
+        except MalformedAction as exc:
+            error, raw = str(exc), exc.raw
+        except AgentUnavailable:
+            raise
+        agent_seconds = time.monotonic() - t0
+        act_seconds = settle_seconds = 0.0
+        if action is not None and is_gui_action(action):
+            t1 = time.monotonic()
+            try:
+                await self.desktop.act(action)  # type: ignore[arg-type]
+            except ActionError as exc:
+                error = str(exc)
+            act_seconds = time.monotonic() - t1
+            if error is None:
+                t2 = time.monotonic()
+                await self.desktop.settle(
+                    timeout=self.options.settle_timeout,
+                    quiet=self.options.settle_quiet,
+                    change_wait=self.options.settle_change_wait,
+                )
+                settle_seconds = time.monotonic() - t2
+        elapsed = time.monotonic() - started
+        if error is not None or action is None:
+            outcome = protocol.on_rejected(elapsed)
+            stored_action = action_to_dict(action) if action else {"kind": "rejected", "raw": raw}
+            kind, description = (
+                (action_kind(action), describe_action(action))
+                if action
+                else (
+                    "rejected",
+                    "rejected answer",
+                )
+            )
+        else:
+            outcome = protocol.on_agent(action, elapsed)
+            stored_action = action_to_dict(action)
+            kind, description = action_kind(action), describe_action(action)
+        self.store.record_step(
+            episode_id,
+            idx=step,
+            action=_jsonable(stored_action),
+            kind=kind,
+            description=description,
+            started_at=step_started,
+            agent_seconds=agent_seconds,
+            act_seconds=act_seconds,
+            settle_seconds=settle_seconds,
+            frame=frame_path,
+            phase_index=phase_index,
+            active_message_id=active_id,
+            error=error,
+            agent_info=self.agent.step_info(),
+        )
+        self._say(f"step {step}: {description}" + (f" — rejected: {error}" if error else ""))
+        self._emit(
+            StepEvent(step, action, description, agent_seconds, act_seconds, settle_seconds, error)
+        )
+        await self._apply_outcome(episode_id, protocol, action, outcome, started)
 
     async def _apply_outcome(
         self,
         episode_id: int,
         protocol: Protocol,
-        action: Action,
+        action: Action | None,
         outcome: Outcome,
         started: float,
     ) -> None:
         self._record_messages(episode_id, outcome.messages)
         if outcome.delivered_phase is not None:
             self.store.mark_phase_delivered(episode_id, outcome.delivered_phase, protocol.steps)
+            self._emit(PhaseEvent(outcome.delivered_phase, protocol.steps))
             self._say(f"phase {outcome.delivered_phase + 1} delivered")
         if outcome.needs_answer:
             assert isinstance(action, Ask)
-            text, source = await self.user.answer(action.question)
-            answered = protocol.answer(text, source, time.monotonic() - started)
-            self._record_messages(episode_id, answered.messages)
+            self._emit(WaitingEvent("answer", action.question))
+            text, source = await self._wait_for_user(self.user.answer(action.question))
+            if protocol.awaiting_answer:  # a person may have answered by injection
+                answered = protocol.answer(text, source, time.monotonic() - started)
+                self._record_messages(episode_id, answered.messages)
+        if outcome.needs_review:
+            assert isinstance(action, Done)
+            self._emit(WaitingEvent("review"))
+            feedback = await self._wait_for_user(self.user.review())
+            if protocol.awaiting_review:
+                source = "person" if self.user.mode == "person" else "simulated"
+                reviewed = protocol.review(feedback, source, time.monotonic() - started)
+                self._record_messages(episode_id, reviewed.messages)
 
-    def _record_messages(self, episode_id: int, messages: Any) -> None:
+    async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
+        """Await the user's reply, unless the person aborts first."""
+        reply = asyncio.ensure_future(waiting)
+        abort = asyncio.ensure_future(self.control.until_abort())
+        try:
+            done, _ = await asyncio.wait({reply, abort}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            abort.cancel()
+        if reply not in done:
+            reply.cancel()
+            raise _Aborted
+        result: T = reply.result()
+        return result
+
+    def _record_messages(self, episode_id: int, messages: Iterable[Message]) -> None:
         for message in messages:
             if id(message) in self._message_ids:
                 continue
             self._message_ids[id(message)] = self._record_message(episode_id, message)
+            self._emit(MessageEvent(message))
 
     def _record_message(self, episode_id: int, message: Message) -> int:
         return self.store.record_message(
@@ -341,6 +534,17 @@ class EpisodeRunner:
             score=score.score,
             checks=[row.__dict__ for row in score.checks],
         )
+
+
+def _jsonable(value: Any) -> Any:
+    """Raw agent answers may hold anything; keep what JSON can carry, repr the rest."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return repr(value)
 
 
 def _describe_error(exc: BaseException) -> str:

@@ -18,13 +18,26 @@ class User(Protocol):
     mode: Literal["simulated", "person"]
     """Recorded with the episode."""
 
+    reviews_done: bool
+    """Whether a DONE no phase answers waits for this user's review (a person does;
+    the simulated user accepts every DONE)."""
+
     async def answer(self, question: str) -> tuple[str, Source]:
         """The answer to an ASK that no phase answered, and who gave it."""
+        ...
+
+    async def review(self) -> str | None:
+        """After a DONE: None accepts the result, text is feedback that continues the
+        episode. Only called when `reviews_done` is true."""
         ...
 
 
 class SimulatedUser:
     mode: Literal["simulated", "person"] = "simulated"
+    reviews_done = False
 
     async def answer(self, question: str) -> tuple[str, Source]:
         return NO_FURTHER_INFORMATION, "simulated"
+
+    async def review(self) -> str | None:
+        return None

@@ -18,6 +18,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from app.actions import Action, Done, Move
 from app.agents.base import AgentContext, Observation
@@ -53,6 +54,9 @@ class TimingAgent:
         action: Action = Done() if n >= self.steps else Move(600 + (n % 2) * 40, 400)
         self.answered_at = time.perf_counter()
         return action
+
+    def step_info(self) -> dict[str, Any] | None:
+        return None
 
     async def close(self) -> None:
         return None

@@ -44,9 +44,7 @@ def test_unknown_task_id_is_a_clear_error(
     assert "no task with id 'gimp-flip-exprt'" in err and "did you mean gimp-flip-export" in err
 
 
-def test_unknown_agent_is_a_clear_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_unknown_agent_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["--db", str(tmp_path / "db"), "run", "gimp-flip-export", "--agent", "gpt"])
     assert code == 2
     assert "unknown agent 'gpt'" in capsys.readouterr().err

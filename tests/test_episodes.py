@@ -167,7 +167,9 @@ def test_sigterm_records_aborted_episode_and_closes_desktop(tmp_path: Path) -> N
     task = ROOT / "tasks" / "gimp" / "gimp-badge-interactive.yaml"
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "--db", str(db), "run", str(task)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         _wait_for(lambda: _steps_in(db) >= 2 or proc.poll() is not None, 180, "2 steps")

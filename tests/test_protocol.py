@@ -203,3 +203,32 @@ def test_protocol_properties(phases: list[Trigger], actions: list[Action], max_s
         assert p.active_message == [m for m in p.conversation if m.role == "user"][-1]
     steps_of_messages = [m.step for m in p.conversation]
     assert steps_of_messages == sorted(steps_of_messages)
+
+
+def test_person_review_of_done_continues_with_feedback_or_accepts() -> None:
+    p = Protocol("export it", [], max_steps=20, max_seconds=100, review_done=True)
+    out = p.on_agent(Done(), 0)
+    assert out.needs_review and out.ended is None
+    with pytest.raises(RuntimeError):
+        p.on_agent(CLICK, 0)
+    out = p.review("the export is too dark; brighten it", "person", 0)
+    assert out.ended is None and out.messages[0].kind == "feedback"
+    assert p.active_message.text.startswith("the export is too dark")
+    p.on_agent(CLICK, 0)
+    assert p.on_agent(Done(), 0).needs_review
+    assert p.review(None, "person", 0).ended is EndReason.DONE
+
+
+def test_review_not_needed_when_a_phase_answers_the_done() -> None:
+    p = Protocol(
+        "x", [PhaseSpec("more", AgentDone())], max_steps=20, max_seconds=100, review_done=True
+    )
+    out = p.on_agent(Done(), 0)
+    assert out.delivered_phase == 0 and not out.needs_review
+
+
+def test_rejected_action_uses_budget_but_fires_nothing() -> None:
+    p = make([PhaseSpec("x", StepCount(1))], steps=2)
+    out = p.on_rejected(0)
+    assert out.delivered_phase is None and p.actions_since_active == 0 and out.ended is None
+    assert p.on_rejected(0).ended is EndReason.STEP_BUDGET

@@ -10,7 +10,7 @@ on meaning ("the Export dialog is open") instead of on time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from app.actions import Action
 from app.desktops.base import Frame
@@ -55,8 +55,15 @@ class Agent(Protocol):
         """The next action.
 
         Raises:
-            AgentError: the agent cannot produce an action (recorded as an error).
+            MalformedAction: the answer was not a usable action; the step is recorded
+                as rejected with the reason and the agent is asked again.
+            AgentUnavailable: the agent's backend failed (the episode ends as error).
+            AgentError: any other failure (the episode ends as error).
         """
+        ...
+
+    def step_info(self) -> dict[str, Any] | None:
+        """What to record about the last decision (tokens, latency, raw answer), or None."""
         ...
 
     async def close(self) -> None: ...

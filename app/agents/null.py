@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.actions import Action, Done
 from app.agents.base import AgentContext, Observation
 
@@ -14,6 +16,9 @@ class NullAgent:
 
     async def decide(self, observation: Observation) -> Action:
         return Done()
+
+    def step_info(self) -> dict[str, Any] | None:
+        return None
 
     async def close(self) -> None:
         return None

@@ -198,5 +198,8 @@ class ScriptedAgent:
                 )
             await asyncio.sleep(GUARD_POLL_SECONDS)
 
+    def step_info(self) -> dict[str, Any] | None:
+        return None
+
     async def close(self) -> None:
         return None

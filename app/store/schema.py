@@ -161,6 +161,15 @@ def _v1(db: Database) -> None:
         db.execute(statement)
 
 
+@MIGRATIONS(name="0002_step_agent_info")
+def _v2(db: Database) -> None:
+    # What a model agent reports per step: token counts, latency, the raw answer.
+    db.execute(
+        "ALTER TABLE steps ADD COLUMN agent_info TEXT"
+        " CHECK (agent_info IS NULL OR json_valid(agent_info))"
+    )
+
+
 def migrate(db: Database) -> None:
     """Apply pending migrations, in order, all in one IMMEDIATE transaction.
 

@@ -92,6 +92,8 @@ class StepRecord:
     phase_index: int | None
     active_message_id: int | None
     error: str | None
+    agent_info: dict[str, Any] | None = None
+    """What the agent reported for this step (model agents: tokens, latency, raw answer)."""
 
 
 @dataclass(frozen=True)
@@ -430,16 +432,23 @@ class Store:
         phase_index: int | None,
         active_message_id: int | None,
         error: str | None = None,
+        agent_info: Mapping[str, Any] | None = None,
     ) -> None:
         """Record one step. `action` is app.actions.action_to_dict's form (or, for a
-        rejected action, whatever the agent sent); `frame` is save_frame's path."""
+        rejected action, whatever the agent sent); `frame` is save_frame's path;
+        `agent_info` is what the agent reported about the step (JSON)."""
         action_json = _json(dict(action), f"action of step {idx} of episode {episode_id}")
+        info_json = (
+            None
+            if agent_info is None
+            else _json(dict(agent_info), f"agent_info of step {idx} of episode {episode_id}")
+        )
         with self._write(f"recording step {idx} of episode {episode_id}") as conn:
             conn.execute(
                 """INSERT INTO steps (episode_id, idx, action, kind, description, started_at,
                        agent_seconds, act_seconds, settle_seconds, frame, phase_index,
-                       active_message_id, error)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                       active_message_id, error, agent_info)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
                     episode_id,
                     idx,
@@ -454,6 +463,7 @@ class Store:
                     phase_index,
                     active_message_id,
                     error,
+                    info_json,
                 ),
             )
 
@@ -682,6 +692,7 @@ class Store:
                 phase_index=row["phase_index"],
                 active_message_id=row["active_message_id"],
                 error=row["error"],
+                agent_info=None if row["agent_info"] is None else json.loads(row["agent_info"]),
             )
             for row in rows
         ]

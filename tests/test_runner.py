@@ -1,0 +1,227 @@
+"""The runner's own logic on a real local desktop (an xterm): rejected answers,
+infrastructure errors, a person injecting messages, reviewing DONE, aborting."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from app.actions import Action, Done, Type
+from app.agents.base import AgentContext, Observation
+from app.desktops.local import LocalDesktop
+from app.errors import AgentUnavailable, MalformedAction
+from app.protocol import Source
+from app.runner import (
+    EndedEvent,
+    EpisodeControl,
+    EpisodeResult,
+    EpisodeRunner,
+    MessageEvent,
+    RunnerEvent,
+    StatusEvent,
+    StepEvent,
+)
+from app.store import Store
+from app.tasks.loader import load_task
+from app.tasks.model import Task
+from app.users import SimulatedUser, User
+
+pytestmark = pytest.mark.desktop
+
+TASK = """\
+id: xterm-proof
+app: gimp
+level: L1
+title: Make a proof file
+instruction: Create the file ~/proof.txt.
+setup:
+  - launch: [xterm]
+  - wait_window: {class: XTerm, timeout: 30}
+budget: {steps: 10, seconds: 120}
+evaluate:
+  all:
+    - {check: file_exists, path: ~/proof.txt}
+"""
+
+TOUCH = Type("touch ~/proof.txt\n")
+Decision = Callable[[Observation], Action]
+
+
+class ListAgent:
+    """Answers from a list; an entry may be an exception to raise instead."""
+
+    name = "list"
+
+    def __init__(self, answers: list[Action | Exception | Decision]) -> None:
+        self.answers = answers
+        self.seen: list[Observation] = []
+
+    async def start(self, context: AgentContext) -> None:
+        return None
+
+    async def decide(self, observation: Observation) -> Action:
+        self.seen.append(observation)
+        answer = self.answers.pop(0) if self.answers else Done()
+        if isinstance(answer, Exception):
+            raise answer
+        if callable(answer):
+            return answer(observation)
+        return answer
+
+    def step_info(self) -> dict[str, Any] | None:
+        return {"answered": len(self.seen)}
+
+    async def close(self) -> None:
+        return None
+
+
+class ReviewingUser:
+    """A person stand-in: gives the feedback list at DONEs, then accepts."""
+
+    mode: Literal["simulated", "person"] = "person"
+    reviews_done = True
+
+    def __init__(self, feedback: list[str]) -> None:
+        self.feedback = feedback
+
+    async def answer(self, question: str) -> tuple[str, Source]:
+        return "use the default", "person"
+
+    async def review(self) -> str | None:
+        return self.feedback.pop(0) if self.feedback else None
+
+
+@pytest.fixture
+def task(tmp_path: Path) -> Task:
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True)
+    path = folder / "xterm-proof.yaml"
+    path.write_text(textwrap.dedent(TASK))
+    return load_task(path)
+
+
+async def run(
+    task: Task,
+    agent: ListAgent,
+    store: Store,
+    user: User | None = None,
+    control: EpisodeControl | None = None,
+    events: list[RunnerEvent] | None = None,
+) -> EpisodeResult:
+    async with LocalDesktop() as desktop:
+        runner = EpisodeRunner(
+            task,
+            desktop,
+            agent,
+            user or SimulatedUser(),
+            store,
+            backend="local",
+            control=control,
+            on_event=events.append if events is not None else None,
+        )
+        return await runner.run()
+
+
+async def test_rejected_answer_is_recorded_and_agent_retries(task: Task, tmp_path: Path) -> None:
+    agent = ListAgent([MalformedAction("no tool call in the answer", raw="I think..."), TOUCH])
+    events: list[RunnerEvent] = []
+    with Store(tmp_path / "db") as store:
+        result = await run(task, agent, store, events=events)
+        assert result.passed and result.steps == 3
+        steps = store.steps(result.episode_id)
+        assert steps[0].kind == "rejected" and steps[0].error == "no tool call in the answer"
+        assert steps[0].action == {"kind": "rejected", "raw": "I think..."}
+        assert steps[1].kind == "type" and steps[1].agent_info == {"answered": 2}
+    assert isinstance(events[-1], EndedEvent) and events[-1].result.passed
+    assert [e.idx for e in events if isinstance(e, StepEvent)] == [0, 1, 2]
+
+
+async def test_out_of_screen_action_is_rejected_not_fatal(task: Task, tmp_path: Path) -> None:
+    from app.actions import Click
+
+    agent = ListAgent([Click(5000, 10), TOUCH])
+    with Store(tmp_path / "db") as store:
+        result = await run(task, agent, store)
+        assert result.passed
+        first = store.steps(result.episode_id)[0]
+        assert first.kind == "click" and first.error is not None and "outside" in first.error
+
+
+async def test_unavailable_agent_ends_episode_as_error(task: Task, tmp_path: Path) -> None:
+    agent = ListAgent([AgentUnavailable("endpoint returned 503 three times")])
+    with Store(tmp_path / "db") as store:
+        result = await run(task, agent, store)
+        assert result.status == "error" and result.passed is None
+        assert result.error is not None and "503" in result.error
+        stored = store.get_episode(result.episode_id)
+        assert stored.status == "error" and stored.passed is None
+
+
+async def test_injected_message_becomes_active_before_next_decision(
+    task: Task, tmp_path: Path
+) -> None:
+    control = EpisodeControl()
+
+    def inject_then_type(obs: Observation) -> Action:
+        control.inject("Please hurry, the client is waiting.", "interruption")
+        return TOUCH
+
+    agent = ListAgent([inject_then_type, Done()])
+    with Store(tmp_path / "db") as store:
+        result = await run(task, agent, store, control=control)
+        assert result.passed
+        assert agent.seen[1].active_message.text == "Please hurry, the client is waiting."
+        messages = store.messages(result.episode_id)
+        injected = next(m for m in messages if m.kind == "interruption")
+        assert injected.source == "person" and injected.step == 1
+
+
+async def test_person_feedback_after_done_continues_episode(task: Task, tmp_path: Path) -> None:
+    agent = ListAgent([Done(), TOUCH, Done()])
+    user = ReviewingUser(["Not yet: the proof file is missing."])
+    with Store(tmp_path / "db") as store:
+        result = await run(task, agent, store, user=user)
+        assert result.passed and result.end_reason == "done" and result.steps == 3
+        kinds = [(m.role, m.kind) for m in store.messages(result.episode_id)]
+        assert kinds == [
+            ("user", "instruction"),
+            ("agent", "done"),
+            ("user", "feedback"),
+            ("agent", "done"),
+        ]
+        assert agent.seen[1].active_message.text.startswith("Not yet")
+        assert store.get_episode(result.episode_id).user_mode == "person"
+
+
+async def test_abort_while_paused_records_aborted(task: Task, tmp_path: Path) -> None:
+    control = EpisodeControl()
+    events: list[RunnerEvent] = []
+
+    def pause_then_type(obs: Observation) -> Action:
+        control.pause()
+        return TOUCH
+
+    agent = ListAgent([pause_then_type, Done()])
+
+    async def abort_when_paused() -> None:
+        while not any(isinstance(e, StatusEvent) and e.text == "paused" for e in events):
+            await asyncio.sleep(0.05)
+        control.abort()
+
+    with Store(tmp_path / "db") as store:
+        result, _ = await asyncio.wait_for(
+            asyncio.gather(
+                run(task, agent, store, control=control, events=events), abort_when_paused()
+            ),
+            timeout=60,
+        )
+        assert result.status == "error" and result.end_reason == "aborted"
+        assert len(agent.seen) == 1  # nothing decided after the pause
+        stored = store.get_episode(result.episode_id)
+        assert stored.end_reason == "aborted" and stored.steps == 1
+    assert any(isinstance(e, MessageEvent) for e in events)
