@@ -14,6 +14,13 @@ APT_PACKAGES=(
   xterm                                     # a tiny X client the desktop tests drive
   gimp librsvg2-common                      # GIMP; librsvg2-common renders its SVG icons
   fonts-dejavu-core                         # fonts for the apps
+  blender                                   # Blender (GUI and background mode)
+  kdenlive frei0r-plugins mediainfo         # Kdenlive; without frei0r/mediainfo it shows a blocking dialog
+  melt ffmpeg espeak-ng                     # MLT renderer, ffprobe, speech for generated clips
+  libgl1-mesa-dri mesa-utils                # software OpenGL (llvmpipe) for Blender and Kdenlive
+  qemu-system-x86 qemu-utils                # VMs under KVM or TCG
+  libvirt-daemon-system libvirt-dev pkg-config  # libvirt (and headers for libvirt-python)
+  mmdebstrap e2fsprogs openssh-client       # building VM images; SSH to guests
   procps                                    # pgrep/ps, used by tests and cleanup
 )
 
