@@ -226,6 +226,7 @@ class EpisodeRunner:
         self._progress = progress
         self._on_event = on_event
         self._message_ids: dict[int, int] = {}
+        self._agent_started_at: float | None = None
         self.episode_id: int | None = None
         self.protocol: Protocol | None = None
 
@@ -285,7 +286,7 @@ class EpisodeRunner:
             final_frame = await self._play(episode_id, protocol)
             stage = "scoring"
             self._say("scoring the final state")
-            score = await score_task(task, self.desktop.guest)
+            score = await score_task(task, self.desktop.guest, self._agent_started_at)
         except asyncio.CancelledError:
             protocol.end(EndReason.ABORTED)
             self._finish(episode_id, protocol, "error", f"aborted during {stage}", final_frame)
@@ -339,6 +340,9 @@ class EpisodeRunner:
             AgentContext(task.id, info.width, info.height, GuestProbe(self.desktop))
         )
         started = time.monotonic()
+        # Wall time the agent got control: "modified after start" checks compare to it,
+        # so files written by setup never count as the agent's work.
+        self._agent_started_at = time.time()
         while protocol.ended is None:
             await self._between_steps(episode_id, protocol)
             if protocol.check_time(time.monotonic() - started) is not None:

@@ -12,11 +12,12 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from app.checks.base import CheckResult, CheckState, FileState
+from app.checks.base import CheckResult, CheckState, FileState, Probe, ProbeResult
 from app.checks.registry import run_check
 from app.checks.tree import CheckLeaf, evaluate, leaves
 from app.desktops.base import Guest
 from app.errors import GuestError
+from app.probes import gather_probe
 from app.tasks.loader import resolve_asset
 from app.tasks.model import Task
 
@@ -56,10 +57,15 @@ async def _gather_file(guest: Guest, path: str) -> FileState:
         return FileState.unreadable(path, text)
 
 
-async def gather_state(task: Task, guest: Guest) -> CheckState:
+async def gather_state(task: Task, guest: Guest, started_at: float | None = None) -> CheckState:
+    """Everything the task's checks need, each file and probe gathered once."""
     files: dict[str, FileState] = {}
     assets: dict[str, bytes] = {}
+    probes: dict[Probe, ProbeResult] = {}
     for leaf in leaves(task.eval_tree):
+        for probe in leaf.spec.probes(leaf.params):
+            if probe not in probes:
+                probes[probe] = await gather_probe(guest, probe)
         for path in leaf.spec.files(leaf.params):
             if path not in files:
                 files[path] = await _gather_file(guest, path)
@@ -71,7 +77,7 @@ async def gather_state(task: Task, guest: Guest) -> CheckState:
                 except (ValueError, OSError):
                     # Left out: the check reports the missing asset as its failure.
                     continue
-    return CheckState(files=files, assets=assets)
+    return CheckState(files=files, assets=assets, probes=probes, started_at=started_at)
 
 
 def score_state(task: Task, state: CheckState) -> ScoreResult:
@@ -97,7 +103,7 @@ def score_state(task: Task, state: CheckState) -> ScoreResult:
     return ScoreResult(passed=outcome.passed, score=outcome.score, checks=rows)
 
 
-async def score_task(task: Task, guest: Guest) -> ScoreResult:
-    state = await gather_state(task, guest)
+async def score_task(task: Task, guest: Guest, started_at: float | None = None) -> ScoreResult:
+    state = await gather_state(task, guest, started_at)
     # Decoding and SSIM of large images take seconds: keep them off the event loop.
     return await asyncio.to_thread(score_state, task, state)

@@ -9,8 +9,8 @@ what lets every check be tested on plain bytes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Annotated
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
@@ -96,17 +96,44 @@ class FileState:
         return None
 
 
+@dataclass(frozen=True)
+class Probe:
+    """State that scoring makes by running a tool in the guest, once per episode.
+
+    `kind` names the prober (app/probes/: 'stat', 'blender_scene', 'ffprobe', ...);
+    `path` is the guest file it inspects, as the task wrote it.
+    """
+
+    kind: str
+    path: str
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What a prober produced: JSON-like data, or why there is none."""
+
+    data: Any
+    error: str | None = None
+
+    @classmethod
+    def failure(cls, reason: str) -> ProbeResult:
+        return cls(data=None, error=reason)
+
+
 @dataclass
 class CheckState:
     """Everything checks may look at after an episode.
 
     `files` is keyed by the guest path exactly as the task wrote it
     (e.g. '~/Desktop/out.png'); `assets` by the path relative to the task folder
-    (e.g. 'assets/poster.png').
+    (e.g. 'assets/poster.png'); `probes` by the `Probe` a check declared.
     """
 
     files: dict[str, FileState]
     assets: dict[str, bytes]
+    probes: dict[Probe, ProbeResult] = field(default_factory=dict)
+    started_at: float | None = None
+    """When the episode started (Unix time), for checks about modification times."""
 
     def file(self, path: str) -> FileState:
         """The gathered state of `path`; a file scoring did not gather reads as unreadable."""
@@ -114,6 +141,13 @@ class CheckState:
         if state is None:
             return FileState.unreadable(path, "not gathered by scoring")
         return state
+
+    def probe(self, probe: Probe) -> ProbeResult:
+        """The gathered result of `probe`; one scoring did not gather is a failure."""
+        result = self.probes.get(probe)
+        if result is None:
+            return ProbeResult.failure(f"{probe.kind} of {probe.path} not gathered by scoring")
+        return result
 
 
 def _check_guest_path(value: str) -> str:

@@ -1,10 +1,13 @@
 """Checks by name: what parameters each takes and what state it needs.
 
 A check is a plain function `(CheckState, Params) -> CheckResult` registered with
-`@register(name, Params, files=(...), assets=(...))`. `files` names the params
-fields that hold guest paths (scoring fetches them), `assets` the fields that
-hold task-folder paths (scoring reads them). The task loader uses this registry
-to validate a task's check names and parameters without touching a desktop.
+`@register(name, Params, files=(...), assets=(...), probes=(...))`. `files` names
+the params fields that hold guest paths (scoring fetches them), `assets` the
+fields that hold task-folder paths (scoring reads them), `probes` pairs of
+(probe kind, field holding a guest path): state made by a tool run in the guest at
+scoring time (app/probes/ implements each kind; a test checks none is missing).
+The task loader uses this registry to validate a task's check names and
+parameters without touching a desktop.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from app.checks.base import CheckParams, CheckResult, CheckState, failed
+from app.checks.base import CheckParams, CheckResult, CheckState, Probe, failed
 from app.errors import DeskLoopError, TaskError
 
 P = TypeVar("P", bound=CheckParams)
@@ -54,6 +57,8 @@ class CheckSpec(Generic[P]):
     file_fields: tuple[str, ...]
     asset_fields: tuple[str, ...]
     doc: str
+    probe_fields: tuple[tuple[str, str], ...] = ()
+    """(probe kind, params field holding the guest path) pairs."""
 
     def files(self, params: CheckParams) -> list[str]:
         """Guest paths scoring must fetch for this check, in field order."""
@@ -62,6 +67,10 @@ class CheckSpec(Generic[P]):
     def assets(self, params: CheckParams) -> list[str]:
         """Task-folder paths scoring must read for this check, in field order."""
         return [str(getattr(params, name)) for name in self.asset_fields]
+
+    def probes(self, params: CheckParams) -> list[Probe]:
+        """Probes scoring must run in the guest for this check, in declaration order."""
+        return [Probe(kind, str(getattr(params, name))) for kind, name in self.probe_fields]
 
     def parse_params(self, raw: Mapping[str, object]) -> P:
         """Validate raw parameters (pydantic.ValidationError on bad input)."""
@@ -77,6 +86,7 @@ def register(
     *,
     files: tuple[str, ...] = (),
     assets: tuple[str, ...] = (),
+    probes: tuple[tuple[str, str], ...] = (),
 ) -> Callable[[CheckFn[P]], CheckFn[P]]:
     """Register the decorated function as check `name`; its docstring is the check's doc."""
 
@@ -87,7 +97,7 @@ def register(
         if not name.isidentifier() or name != name.lower():
             raise CheckDefinitionError(f"{where}: names are lowercase identifiers")
         fields = params.model_fields
-        for field in (*files, *assets):
+        for field in (*files, *assets, *(name for _, name in probes)):
             if field not in fields:
                 raise CheckDefinitionError(f"{where}: {field!r} is not a field of {params}")
         clash = LEAF_KEYS & fields.keys()
@@ -102,7 +112,13 @@ def register(
         if not doc:
             raise CheckDefinitionError(f"{where}: a check needs a docstring")
         REGISTRY[name] = CheckSpec(
-            name=name, params=params, run=fn, file_fields=files, asset_fields=assets, doc=doc
+            name=name,
+            params=params,
+            run=fn,
+            file_fields=files,
+            asset_fields=assets,
+            doc=doc,
+            probe_fields=probes,
         )
         return fn
 

@@ -1,0 +1,22 @@
+"""`stat`: a file's size and modification time, via the guest's `stat` command.
+
+Result: {"size": int, "mtime": float (Unix time), "type": "regular file" | ...}.
+"""
+
+from __future__ import annotations
+
+from app.checks.base import ProbeResult
+from app.desktops.base import Guest
+from app.probes.registry import prober
+
+
+@prober("stat")
+async def stat_file(guest: Guest, path: str) -> ProbeResult:
+    result = await guest.run(["stat", "--format=%s %.9Y %F", "--", path], timeout=15)
+    if not result.ok:
+        message = result.stderr.decode("utf-8", "replace").strip()
+        if "No such file" in message:
+            return ProbeResult.failure("not found")
+        return ProbeResult.failure(f"stat failed: {message or result.returncode}")
+    size, mtime, kind = result.stdout_text().strip().split(" ", 2)
+    return ProbeResult({"size": int(size), "mtime": float(mtime), "type": kind})
