@@ -78,6 +78,9 @@ class Guest(Protocol):
     async def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
         """Run a program in the session (DISPLAY set) and wait for it.
 
+        A leading '~/' (or a bare '~') in any argv item expands to `home`, on every
+        backend, so probes and setup steps can name '~/Desktop/x.png' portably.
+
         Raises:
             GuestError: the program could not be started or ran past `timeout`.
         """
