@@ -1,8 +1,10 @@
-"""Build an agent from its command-line spec: reference | null | scripted:FILE."""
+"""Build an agent from its command-line spec: reference | null | scripted:FILE | openai."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.agents.base import Agent
 from app.agents.null import NullAgent
@@ -11,14 +13,21 @@ from app.errors import AgentError
 from app.tasks.loader import resolve_asset
 from app.tasks.model import Task
 
-AGENT_SPECS = "reference | null | scripted:FILE"
+if TYPE_CHECKING:
+    from app.agents.openai import OpenAIConfig
+
+AGENT_SPECS = "reference | null | scripted:FILE | openai | openai:MODEL"
 
 
-def make_agent(spec: str, task: Task) -> Agent:
+def make_agent(spec: str, task: Task, openai: OpenAIConfig | None = None) -> Agent:
     """The agent named by `spec` for `task`.
 
+    `openai` is the `app.agents.openai.OpenAIConfig` for the `openai` spec
+    (`openai:MODEL` overrides its model, or needs no config at all).
+
     Raises:
-        AgentError: unknown spec, a task without a reference, or an invalid script.
+        AgentError: unknown spec, a task without a reference, an invalid script, or
+            an openai spec without a model.
     """
     if spec == "null":
         return NullAgent()
@@ -35,4 +44,13 @@ def make_agent(spec: str, task: Task) -> Agent:
         if not path.is_file():
             raise AgentError(f"scripted agent file {path} not found")
         return ScriptedAgent.from_file(path)
+    if spec == "openai" or spec.startswith("openai:"):
+        from app.agents.openai import OpenAIAgent, OpenAIConfig
+
+        model = spec.partition(":")[2]
+        if openai is None:
+            if not model:
+                raise AgentError("openai agent: a model name is required (--model M)")
+            return OpenAIAgent(OpenAIConfig(model=model))
+        return OpenAIAgent(replace(openai, model=model) if model else openai)
     raise AgentError(f"unknown agent {spec!r}; expected {AGENT_SPECS}")

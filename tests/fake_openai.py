@@ -1,0 +1,147 @@
+"""A real HTTP server speaking the OpenAI chat-completions shape, replaying a script.
+
+Each POST to /v1/chat/completions takes the next scripted reply (status, JSON or
+text body, headers, optional delay before answering) and records the request, so
+tests check what the agent sent as well as what it made of the answer. The reply
+bodies follow the shape recorded from real endpoints (id, object, created, model,
+choices[].message with tool_calls or content, usage).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def completion(
+    *,
+    tool: str | None = None,
+    arguments: Any = None,
+    content: str | None = None,
+    prompt_tokens: int = 1200,
+    completion_tokens: int = 30,
+    extra_calls: int = 0,
+) -> dict[str, Any]:
+    """A chat completion as real endpoints return it."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool is not None:
+        args = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+        call = {"id": "call_0", "type": "function", "function": {"name": tool, "arguments": args}}
+        message["tool_calls"] = [call] + [
+            {**call, "id": f"call_{i + 1}"} for i in range(extra_calls)
+        ]
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1764480000,
+        "model": "fake-vision-1",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def tool_reply(tool: str, arguments: Any = None, **kwargs: Any) -> Reply:
+    return Reply(body=completion(tool=tool, arguments=arguments, **kwargs))
+
+
+def text_reply(content: str) -> Reply:
+    return Reply(body=completion(content=content))
+
+
+def error_reply(status: int, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(
+        status=status,
+        body={"error": {"message": f"fake error {status}", "type": "server_error"}},
+        headers=headers or {},
+    )
+
+
+class FakeEndpoint:
+    """`with FakeEndpoint(replies) as endpoint:` serves on endpoint.base_url."""
+
+    def __init__(self, replies: list[Reply]) -> None:
+        self.replies = list(replies)
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                raw = self.rfile.read(length)
+                with outer._lock:
+                    outer.received.append(
+                        Received(self.path, dict(self.headers.items()), json.loads(raw))
+                    )
+                    reply = (
+                        outer.replies.pop(0)
+                        if outer.replies
+                        else Reply(500, "fake endpoint: no more recorded replies")
+                    )
+                if reply.delay:
+                    time.sleep(reply.delay)  # the server is slow on purpose
+                data = (
+                    reply.body.encode()
+                    if isinstance(reply.body, str)
+                    else json.dumps(reply.body).encode()
+                )
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for key, value in reply.headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def __enter__(self) -> FakeEndpoint:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)
