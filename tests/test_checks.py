@@ -25,7 +25,7 @@ from app.checks import (
     register,
     run_check,
 )
-from app.checks.base import GuestPath
+from app.checks.base import GuestPath, Probe, ProbeResult
 from app.checks.files import FileExistsParams
 
 OUT = "~/Desktop/out.png"
@@ -68,7 +68,7 @@ def state_with(
     return CheckState(files=gathered, assets=assets or {})
 
 
-def check(name: str, state: CheckState, **params: Any) -> CheckResult:
+def check(name: str, state: CheckState, /, **params: Any) -> CheckResult:
     spec = get_check(name)
     return run_check(spec, state, spec.parse_params(params))
 
@@ -560,3 +560,476 @@ def test_checks_import_nothing_from_the_app_but_errors() -> None:
                     assert name == "app.errors" or name.startswith("app.checks"), (
                         f"{source.name} imports {name}"
                     )
+
+
+# --- file_not_exists and file_modified_after_start ------------------------------------
+
+
+def test_file_not_exists_passes_only_when_the_guest_says_missing() -> None:
+    assert check("file_not_exists", state_with({OUT: FileState.missing(OUT)}), path=OUT).passed
+    present = check("file_not_exists", state_with({OUT: b"abc"}), path=OUT)
+    assert not present.passed and present.evidence == f"{OUT} exists (3 bytes)"
+    unknown = check("file_not_exists", state_with({}), path=OUT)
+    assert not unknown.passed and unknown.evidence.startswith("could not tell")
+
+
+def stat_state(
+    mtime: float | None, started_at: float | None, error: str | None = None
+) -> CheckState:
+    probe = Probe("stat", OUT)
+    result = (
+        ProbeResult.failure(error)
+        if error
+        else ProbeResult({"size": 3, "mtime": mtime, "type": "regular file"})
+    )
+    return CheckState(files={}, assets={}, probes={probe: result}, started_at=started_at)
+
+
+def test_file_modified_after_start_compares_mtime_with_the_episode_start() -> None:
+    spec = get_check("file_modified_after_start")
+    params = spec.parse_params({"path": OUT})
+    assert spec.probes(params) == [Probe("stat", OUT)]
+    after = run_check(spec, stat_state(1000.5, 1000.0), params)
+    assert after.passed and after.evidence == f"{OUT} was modified 0.5 s after the episode started"
+    before = run_check(spec, stat_state(999.0, 1000.0), params)  # written by setup
+    assert not before.passed and "1.0 s before" in before.evidence
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        (stat_state(1001.0, None), "start time is unknown"),
+        (stat_state(None, 1000.0, error="not found"), "does not exist"),
+        (stat_state(None, 1000.0, error="stat failed: EIO"), "could not stat"),
+        (CheckState(files={}, assets={}, started_at=1000.0), "not gathered"),
+        (stat_state(None, 1000.0), "no modification time"),
+    ],
+)
+def test_file_modified_after_start_fails_when_it_cannot_tell(
+    state: CheckState, message: str
+) -> None:
+    result = check("file_modified_after_start", state, path=OUT)
+    assert not result.passed and message in result.evidence
+
+
+# --- image_format and image_has_alpha -------------------------------------------------
+
+
+def test_image_format_reads_the_bytes_not_the_name() -> None:
+    jpeg = state_with({"~/Desktop/out.jpg": encode(scene(), "JPEG")})
+    assert check("image_format", jpeg, path="~/Desktop/out.jpg", format="JPEG").passed
+    png_named_jpg = state_with({"~/Desktop/out.jpg": encode(scene())})
+    result = check("image_format", png_named_jpg, path="~/Desktop/out.jpg", format="JPEG")
+    assert not result.passed
+    assert result.evidence == "~/Desktop/out.jpg is PNG (400×300, mode RGB), expected JPEG"
+    with pytest.raises(ValidationError, match="did you mean 'JPEG'"):
+        get_check("image_format").parse_params({"path": OUT, "format": "JPG"})
+
+
+def test_image_has_alpha_needs_a_channel_and_enough_transparency() -> None:
+    cutout = Image.new("RGBA", (100, 100), (255, 0, 0, 255))
+    cutout.paste((0, 0, 0, 0), (0, 0, 100, 40))  # 40 % transparent
+    state = state_with({OUT: encode(cutout)})
+    assert check("image_has_alpha", state, path=OUT).passed
+    assert check("image_has_alpha", state, path=OUT, min_transparent=0.4).passed
+    near = check("image_has_alpha", state, path=OUT, min_transparent=0.41)
+    assert not near.passed and "40.0% of the image is transparent" in near.evidence
+    top = check("image_has_alpha", state, path=OUT, region=[0, 0, 100, 40], min_transparent=1.0)
+    assert top.passed
+    opaque_rgb = state_with({OUT: encode(Image.new("RGB", (10, 10)))})
+    result = check("image_has_alpha", opaque_rgb, path=OUT)
+    assert not result.passed and result.evidence == f"{OUT} has no alpha channel (mode RGB, PNG)"
+    # An alpha channel that is fully opaque exists, but is no cut-out.
+    solid = state_with({OUT: encode(Image.new("RGBA", (10, 10), (1, 2, 3, 255)))})
+    assert check("image_has_alpha", solid, path=OUT).passed
+    assert not check("image_has_alpha", solid, path=OUT, min_transparent=0.01).passed
+
+
+# --- image_color_stats and image_color_change -----------------------------------------
+
+
+def test_color_measures_on_known_pixels() -> None:
+    from app.checks.images import color_measures
+
+    grey = np.full((4, 4, 3), 100, np.uint8)
+    assert color_measures(grey) == {"brightness": 100.0, "contrast": 0.0, "saturation": 0.0}
+    halves = np.zeros((2, 2, 3), np.uint8)
+    halves[0] = (255, 0, 0)  # pure red: saturation 1, luma 76.245
+    values = color_measures(halves)
+    assert values["saturation"] == pytest.approx(0.5)
+    assert values["brightness"] == pytest.approx(0.299 * 255 / 2)
+    assert values["contrast"] == pytest.approx(0.299 * 255 / 2)
+
+
+def test_image_color_stats_bounds_and_region() -> None:
+    image = Image.new("RGB", (100, 100), (128, 128, 128))
+    image.paste((250, 20, 20), (0, 0, 50, 100))
+    state = state_with({OUT: encode(image)})
+    grey_half = check(
+        "image_color_stats",
+        state,
+        path=OUT,
+        region=[50, 0, 50, 100],
+        saturation=[0.0, 0.02],
+        brightness=[120.0, 136.0],
+    )
+    assert grey_half.passed, grey_half.evidence
+    assert grey_half.evidence == (
+        f"{OUT}, region [50, 0, 50, 100]: brightness 128.0 in [120, 136]; "
+        "saturation 0.000 in [0, 0.02]"
+    )
+    whole = check("image_color_stats", state, path=OUT, saturation=[0.0, 0.02])
+    assert not whole.passed and "saturation 0.460 NOT in [0, 0.02]" in whole.evidence
+    flat = check(
+        "image_color_stats", state, path=OUT, region=[60, 0, 40, 100], contrast=[0.5, 255.0]
+    )
+    assert not flat.passed and "contrast 0.0 NOT in" in flat.evidence
+    outside = check(
+        "image_color_stats", state, path=OUT, region=[90, 0, 20, 10], contrast=[0.0, 1.0]
+    )
+    assert not outside.passed and "lies outside" in outside.evidence
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"brightness": [200.0, 100.0]}, {"saturation": [0.1]}, {"contrast": "high"}],
+)
+def test_image_color_stats_rejects_bad_bounds(params: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        get_check("image_color_stats").parse_params({"path": OUT, **params})
+
+
+def test_image_color_change_direction_and_amount() -> None:
+    source = scene()
+    pixels = np.asarray(source).astype(np.int16)
+    brighter = Image.fromarray(np.clip(pixels + 30, 0, 255).astype(np.uint8))
+    state = state_with({OUT: encode(brighter)}, {REF: encode(source)})
+    ok = check(
+        "image_color_change",
+        state,
+        path=OUT,
+        source=REF,
+        measure="brightness",
+        direction="increase",
+        min_amount=20.0,
+    )
+    assert ok.passed, ok.evidence
+    assert ok.evidence.startswith(f"brightness (mean luma 0-255) of {OUT} is ")
+    too_little = check(
+        "image_color_change",
+        state,
+        path=OUT,
+        source=REF,
+        measure="brightness",
+        direction="increase",
+        min_amount=35.0,
+    )
+    assert not too_little.passed
+    wrong_way = check(
+        "image_color_change",
+        state,
+        path=OUT,
+        source=REF,
+        measure="brightness",
+        direction="decrease",
+        min_amount=1.0,
+    )
+    assert not wrong_way.passed
+    overdone = check(
+        "image_color_change",
+        state,
+        path=OUT,
+        source=REF,
+        measure="brightness",
+        direction="increase",
+        min_amount=5.0,
+        max_amount=10.0,
+    )
+    assert not overdone.passed and "≤ 10" in overdone.evidence
+
+
+def test_image_color_change_sees_desaturation_at_another_size() -> None:
+    source = scene()
+    grey = source.convert("L").convert("RGB").resize((200, 150))
+    state = state_with({OUT: encode(grey)}, {REF: encode(source)})
+    result = check(
+        "image_color_change",
+        state,
+        path=OUT,
+        source=REF,
+        measure="saturation",
+        direction="decrease",
+        min_amount=0.3,
+    )
+    assert result.passed, result.evidence
+    unchanged = state_with({OUT: encode(source)}, {REF: encode(source)})
+    same = check(
+        "image_color_change",
+        unchanged,
+        path=OUT,
+        source=REF,
+        measure="saturation",
+        direction="decrease",
+        min_amount=0.01,
+    )
+    assert not same.passed and "+0.000" in same.evidence
+    missing = check(
+        "image_color_change",
+        state_with({OUT: encode(grey)}),
+        path=OUT,
+        source=REF,
+        measure="contrast",
+        direction="increase",
+        min_amount=1.0,
+    )
+    assert not missing.passed and "was not provided" in missing.evidence
+
+
+# --- image_similarity: crop and resize ------------------------------------------------
+
+
+def test_similarity_crop_says_the_output_is_part_of_the_source() -> None:
+    source = scene(400, 300)
+    part = source.crop((100, 50, 300, 200))
+    state = state_with({OUT: encode(part)}, {REF: encode(source)})
+    result = check(
+        "image_similarity",
+        state,
+        path=OUT,
+        reference=REF,
+        crop=[100, 50, 200, 150],
+        resize_to_reference=False,
+    )
+    assert result.passed and "cropped to [100, 50, 200, 150]" in result.evidence
+    off_by_ten = check(
+        "image_similarity",
+        state,
+        path=OUT,
+        reference=REF,
+        crop=[110, 50, 200, 150],
+        resize_to_reference=False,
+        threshold=0.9,
+    )
+    assert not off_by_ten.passed
+    outside = check("image_similarity", state, path=OUT, reference=REF, crop=[300, 0, 200, 10])
+    assert not outside.passed and "lies outside assets/in.png, which is 400×300" in outside.evidence
+
+
+def test_similarity_resize_compares_at_the_requested_size() -> None:
+    source = scene(400, 300)
+    small = source.transpose(Image.Transpose.FLIP_LEFT_RIGHT).resize((200, 150))
+    state = state_with({OUT: encode(small)}, {REF: encode(source)})
+    result = check(
+        "image_similarity",
+        state,
+        path=OUT,
+        reference=REF,
+        transform="flip_horizontal",
+        resize=[200, 150],
+        resize_to_reference=False,
+    )
+    assert result.passed, result.evidence
+    assert "flipped horizontally scaled to 200×150" in result.evidence
+    wrong = check(
+        "image_similarity",
+        state,
+        path=OUT,
+        reference=REF,
+        resize=[201, 150],
+        transform="flip_horizontal",
+        resize_to_reference=False,
+    )
+    assert not wrong.passed and "output is 200×150, reference is 201×150" in wrong.evidence
+    unflipped = check("image_similarity", state, path=OUT, reference=REF, resize=[200, 150])
+    assert not unflipped.passed
+
+
+# --- GIMP projects (.xcf), read from files the real GIMP wrote ------------------------
+
+XCF = "~/Desktop/project.xcf"
+
+_MAKE_XCF = """
+(let* ((img (car (gimp-image-new 400 300 RGB)))
+       (bg (car (gimp-layer-new img 400 300 RGB-IMAGE "Background" 100 LAYER-MODE-NORMAL)))
+       (box (car (gimp-layer-new img 120 80 RGBA-IMAGE "Red Box" 75 LAYER-MODE-MULTIPLY)))
+       (hid (car (gimp-layer-new img 50 50 RGBA-IMAGE "Hidden" 100 LAYER-MODE-SCREEN)))
+       (grp (car (gimp-layer-group-new img)))
+       (child (car (gimp-layer-new img 20 20 RGBA-IMAGE "Child" 100 LAYER-MODE-NORMAL))))
+  (gimp-image-insert-layer img bg 0 0)
+  (gimp-drawable-fill bg FILL-WHITE)
+  (gimp-image-insert-layer img box 0 0)
+  (gimp-layer-set-offsets box 30 40)
+  (gimp-image-insert-layer img hid 0 0)
+  (gimp-item-set-visible hid FALSE)
+  (let ((txt (car (gimp-text-fontname img -1 200 150 "Hello \\"World\\"" 0 TRUE 24 PIXELS
+                                      "Sans"))))
+    (gimp-item-set-name txt "Title"))
+  (gimp-image-insert-layer img grp 0 0)
+  (gimp-item-set-name grp "Group A")
+  (gimp-image-insert-layer img child grp 0)
+  (gimp-xcf-save 0 img bg "OUT" "OUT"))
+"""
+
+
+@pytest.fixture(scope="module")
+def gimp_xcf(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A project with a group, a text layer, a hidden layer and a multiply layer at 75 %,
+    saved by GIMP itself in batch mode (about 3 s)."""
+    import os
+    import subprocess
+
+    folder = tmp_path_factory.mktemp("xcf")
+    out = folder / "project.xcf"
+    env = {**os.environ, "HOME": str(folder)}
+    proc = subprocess.run(
+        [
+            "gimp-console-2.10",
+            "-i",
+            "-d",
+            "-b",
+            _MAKE_XCF.replace("OUT", str(out)),
+            "-b",
+            "(gimp-quit 0)",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    # GIMP's batch mode exits 0 even when the script failed: the file is the proof.
+    assert out.exists(), proc.stderr
+    return out.read_bytes()
+
+
+def test_xcf_reader_reads_gimps_layers_top_to_bottom(gimp_xcf: bytes) -> None:
+    from app.checks.xcf import parse_xcf
+
+    image = parse_xcf(gimp_xcf)
+    assert (image.version, image.width, image.height) == (11, 400, 300)
+    summary = [
+        (
+            layer.name,
+            layer.depth,
+            layer.is_group,
+            layer.x,
+            layer.y,
+            layer.width,
+            layer.height,
+            layer.visible,
+            layer.opacity,
+            layer.mode_name,
+            layer.text,
+        )
+        for layer in image.layers
+    ]
+    assert summary[0][:3] == ("Group A", 0, True)
+    assert summary[1][:3] == ("Child", 1, False)
+    assert summary[2][0] == "Title" and summary[2][3:5] == (200, 150)
+    assert summary[2][10] == 'Hello "World"'
+    assert summary[3] == ("Hidden", 0, False, 0, 0, 50, 50, False, 100.0, "screen", None)
+    assert summary[4] == ("Red Box", 0, False, 30, 40, 120, 80, True, 75.0, "multiply", None)
+    assert summary[5] == ("Background", 0, False, 0, 0, 400, 300, True, 100.0, "normal", None)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"\x89PNG\r\n\x1a\n", "not an XCF file"),
+        (b"gimp xcf v0x1\0", "unknown XCF version"),
+        (b"gimp xcf v011\0\0\0", "truncated"),
+    ],
+)
+def test_xcf_reader_refuses_what_it_cannot_read(data: bytes, message: str) -> None:
+    from app.checks.xcf import XcfError, parse_xcf
+
+    with pytest.raises(XcfError, match=message):
+        parse_xcf(data)
+
+
+def test_xcf_reader_refuses_a_truncated_real_file(gimp_xcf: bytes) -> None:
+    from app.checks.xcf import XcfError, parse_xcf
+
+    with pytest.raises(XcfError, match="truncated"):
+        parse_xcf(gimp_xcf[:200])
+
+
+def test_text_layer_markup_is_read_without_tags() -> None:
+    from app.checks.xcf import text_layer_text
+
+    parasite = b'(markup "<markup><b>Big</b> &amp; bold</markup>")\n(font "Sans")\0'
+    assert text_layer_text(parasite) == "Big & bold"
+
+
+def test_xcf_layers_count_order_and_canvas(gimp_xcf: bytes) -> None:
+    state = state_with({XCF: gimp_xcf})
+    ok = check(
+        "xcf_layers",
+        state,
+        path=XCF,
+        count=6,
+        order=["Title", "Red Box", "Background"],
+        width=400,
+        height=300,
+    )
+    assert ok.passed, ok.evidence
+    assert "'Group A', 'Child', 'Title'" in ok.evidence
+    one_short = check("xcf_layers", state, path=XCF, count=7, width=400)
+    assert not one_short.passed and one_short.score == 0.5
+    assert "NOT OK: 6 layers, expected 7" in one_short.evidence
+    swapped = check("xcf_layers", state, path=XCF, order=["Background", "Red Box"])
+    assert not swapped.passed and "does not hold" in swapped.evidence
+    unknown = check("xcf_layers", state, path=XCF, order=["Logo"])
+    assert not unknown.passed and "no layer named 'Logo'" in unknown.evidence
+    assert check("xcf_layers", state, path=XCF, min_count=6).passed
+    assert not check("xcf_layers", state, path=XCF, min_count=7).passed
+
+
+def test_xcf_layer_properties_and_near_misses(gimp_xcf: bytes) -> None:
+    state = state_with({XCF: gimp_xcf})
+    box = check(
+        "xcf_layer",
+        state,
+        path=XCF,
+        name="Red Box",
+        visible=True,
+        opacity=75.0,
+        mode="multiply",
+        x=30,
+        y=40,
+        width=120,
+        height=80,
+        is_group=False,
+    )
+    assert box.passed, box.evidence
+    assert box.evidence.startswith(
+        f"{XCF} layer 'Red Box' (120×80 at 30,40, visible, opacity 75, multiply)"
+    )
+    wrong_mode = check("xcf_layer", state, path=XCF, name="Red Box", mode="screen", opacity=75.0)
+    assert not wrong_mode.passed and wrong_mode.score == 0.5
+    off_by_one = check("xcf_layer", state, path=XCF, name="Red Box", width=121)
+    assert not off_by_one.passed
+    assert check("xcf_layer", state, path=XCF, name="Red Box", width=121, size_tolerance=1).passed
+    assert not check("xcf_layer", state, path=XCF, name="Hidden", visible=True).passed
+    assert check("xcf_layer", state, path=XCF, name="Hidden", visible=False).passed
+    assert check("xcf_layer", state, path=XCF, name="Title", text='Hello "World"').passed
+    wrong_text = check("xcf_layer", state, path=XCF, name="Title", text="Hello World")
+    assert not wrong_text.passed
+    not_text = check("xcf_layer", state, path=XCF, name="Background", text="Hello")
+    assert not not_text.passed and "expected a text layer" in not_text.evidence
+    assert check("xcf_layer", state, path=XCF, name="Group A", is_group=True).passed
+    # Names are exact: a layer is never found by a substring or a byte search.
+    missing = check("xcf_layer", state, path=XCF, name="Red")
+    assert not missing.passed and "has no layer named 'Red'" in missing.evidence
+
+
+def test_xcf_checks_fail_on_files_that_are_not_xcf() -> None:
+    state = state_with({XCF: encode(scene())})
+    result = check("xcf_layers", state, path=XCF, count=1)
+    assert not result.passed and "is not a readable GIMP .xcf file" in result.evidence
+    gone = check("xcf_layer", state_with({XCF: FileState.missing(XCF)}), path=XCF, name="x")
+    assert not gone.passed and gone.evidence == f"{XCF} does not exist"
+    with pytest.raises(ValidationError, match="unknown layer mode"):
+        get_check("xcf_layer").parse_params({"path": XCF, "name": "a", "mode": "mult"})
+    with pytest.raises(ValidationError, match="give count"):
+        get_check("xcf_layers").parse_params({"path": XCF})

@@ -5,7 +5,8 @@ can validate check names and parameters without anything that touches a desktop.
 Importing this package registers every built-in check.
 """
 
-from app.checks import files, images
+from app.checks import files, gimp, images
+from app.checks import blender  # noqa: F401  isort: skip
 from app.checks.base import (
     AssetPath,
     CheckParams,
@@ -37,6 +38,9 @@ from app.checks.tree import (
     tree_files,
 )
 
+# Importing these modules registers their checks.
+from app.checks import kdenlive, media  # noqa: F401  isort: skip
+
 __all__ = [
     "REGISTRY",
     "AssetPath",
@@ -57,6 +61,7 @@ __all__ = [
     "evaluate",
     "files",
     "get_check",
+    "gimp",
     "images",
     "leaves",
     "parse_tree",

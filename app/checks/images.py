@@ -13,11 +13,12 @@ import difflib
 import io
 import re
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from PIL import Image
 from pydantic import (
+    AfterValidator,
     BeforeValidator,
     Field,
     StrictBool,
@@ -80,6 +81,11 @@ def on_white(image: Image.Image) -> Image.Image:
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(white, rgba).convert("RGB")
     return image.convert("RGB")
+
+
+Coordinate = Annotated[StrictInt, Field(ge=0)]
+Extent = Annotated[StrictInt, Field(gt=0)]
+Region = tuple[Coordinate, Coordinate, Extent, Extent]
 
 
 def _size(image: Image.Image) -> str:
@@ -215,14 +221,21 @@ class ImageSimilarityParams(CheckParams):
     reference <transformed>": none, flip_horizontal, flip_vertical, rotate_90,
     rotate_180, rotate_270 (rotations clockwise, as GIMP names them)."""
     resize_to_reference: StrictBool = True
-    """When the sizes differ, resize the output to the reference's size (Lanczos) and
-    compare; when false, a size difference fails the check."""
+    """When the sizes differ, resize the output to the (transformed) reference's size
+    (Lanczos) and compare; when false, a size difference fails the check."""
+    crop: Region | None = None
+    """A region [x, y, width, height] of the reference, cut out first: "the output is
+    this part of the source". Omit to use the whole reference."""
+    resize: tuple[Extent, Extent] | None = None
+    """[width, height] the reference is scaled to last (after crop and transform):
+    "the output is the source scaled to this size". Omit to keep its size."""
 
 
 @register("image_similarity", ImageSimilarityParams, files=("path",), assets=("reference",))
 def image_similarity(state: CheckState, params: ImageSimilarityParams) -> CheckResult:
     """Passes when the output's SSIM against the (transformed) reference is at least
-    `threshold`.
+    `threshold`. The reference is cropped (`crop`), then flipped/rotated
+    (`transform`), then scaled (`resize`), in that order.
 
     SSIM is computed on 8-bit RGB (alpha composited onto white) per channel and
     averaged (scikit-image `structural_similarity`, 7×7 window); images longer than
@@ -236,10 +249,24 @@ def image_similarity(state: CheckState, params: ImageSimilarityParams) -> CheckR
     reference = load_asset_image(state, params.reference)
     if isinstance(reference, CheckResult):
         return reference
+    words = ""
+    if params.crop is not None:
+        x, y, w, h = params.crop
+        if x + w > reference.width or y + h > reference.height:
+            return failed(
+                f"crop [{x}, {y}, {w}, {h}] lies outside {params.reference}, "
+                f"which is {_size(reference)}"
+            )
+        reference = reference.crop((x, y, x + w, y + h))
+        words += f" cropped to [{x}, {y}, {w}, {h}]"
     transpose = _TRANSPOSE[params.transform]
     if transpose is not None:
         reference = reference.transpose(transpose)
-    what = f"{params.path} vs {params.reference}{_TRANSFORM_WORDS[params.transform]}"
+    words += _TRANSFORM_WORDS[params.transform]
+    if params.resize is not None:
+        reference = reference.resize(params.resize, Image.Resampling.LANCZOS)
+        words += f" scaled to {params.resize[0]}×{params.resize[1]}"
+    what = f"{params.path} vs {params.reference}{words}"
 
     compared = on_white(output)
     size_note = f"{_size(output)}"
@@ -308,8 +335,6 @@ def _parse_color(value: object) -> object:
 
 Channel = Annotated[StrictInt, Field(ge=0, le=255)]
 Color = Annotated[tuple[Channel, Channel, Channel], BeforeValidator(_parse_color)]
-Coordinate = Annotated[StrictInt, Field(ge=0)]
-Extent = Annotated[StrictInt, Field(gt=0)]
 
 
 def _hex(color: tuple[float, float, float]) -> str:
@@ -319,7 +344,7 @@ def _hex(color: tuple[float, float, float]) -> str:
 class PixelColorParams(CheckParams):
     path: GuestPath
     """The guest image file, e.g. '~/Desktop/out.png'."""
-    region: tuple[Coordinate, Coordinate, Extent, Extent]
+    region: Region
     """The rectangle [x, y, width, height] in pixels, from the top-left corner."""
     color: Color
     """Expected mean colour of the region: [r, g, b] (0-255) or '#rrggbb'."""
@@ -349,3 +374,242 @@ def pixel_color(state: CheckState, params: PixelColorParams) -> CheckResult:
             f"{got}, {expected} (max channel difference {diff:.1f} ≤ {params.tolerance:g})"
         )
     return failed(f"{got}, {expected} (max channel difference {diff:.1f} > {params.tolerance:g})")
+
+
+# --- image_format -----------------------------------------------------------------
+
+
+def _check_format(value: str) -> str:
+    if value not in Image.ID:
+        close = difflib.get_close_matches(value.upper(), sorted(Image.ID), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(
+            f"unknown image format {value!r}; {hint}known: {', '.join(sorted(Image.ID))}"
+        )
+    return value
+
+
+class ImageFormatParams(CheckParams):
+    path: GuestPath
+    """The guest image file, e.g. '~/Desktop/out.jpg'."""
+    format: Annotated[str, AfterValidator(_check_format)]
+    """Expected file format as Pillow names it: 'PNG', 'JPEG', 'WEBP', 'TIFF', 'GIF', ...
+    Read from the bytes, so a PNG saved under a '.jpg' name fails."""
+
+
+@register("image_format", ImageFormatParams, files=("path",))
+def image_format(state: CheckState, params: ImageFormatParams) -> CheckResult:
+    """Passes when the file decodes as an image of the expected format."""
+    image = load_image(state, params.path)
+    if isinstance(image, CheckResult):
+        return image
+    got = f"{params.path} is {image.format} ({_size(image)}, mode {image.mode})"
+    if image.format == params.format:
+        return passed(f"{got}, expected {params.format}")
+    return failed(f"{got}, expected {params.format}")
+
+
+# --- image_has_alpha --------------------------------------------------------------
+
+
+def _alpha(image: Image.Image) -> np.ndarray[Any, np.dtype[np.uint8]] | None:
+    """The alpha channel as uint8, or None when the image stores no transparency."""
+    if image.mode in _ALPHA_MODES or "transparency" in image.info:
+        return np.asarray(image.convert("RGBA"))[..., 3]
+    return None
+
+
+class ImageHasAlphaParams(CheckParams):
+    path: GuestPath
+    """The guest image file, e.g. '~/Desktop/cutout.png'."""
+    min_transparent: Annotated[StrictFloat, Field(ge=0.0, le=1.0)] = 0.0
+    """Smallest share of pixels (0-1) that must be at least partly transparent
+    (alpha < 255). 0 only requires an alpha channel to exist."""
+    region: Region | None = None
+    """Where to count transparent pixels, [x, y, width, height]; omit for the whole image."""
+
+
+@register("image_has_alpha", ImageHasAlphaParams, files=("path",))
+def image_has_alpha(state: CheckState, params: ImageHasAlphaParams) -> CheckResult:
+    """Passes when the image stores transparency (an alpha channel or a transparent
+    palette entry) and, if asked, enough of its pixels are transparent."""
+    image = load_image(state, params.path)
+    if isinstance(image, CheckResult):
+        return image
+    alpha = _alpha(image)
+    if alpha is None:
+        return failed(f"{params.path} has no alpha channel (mode {image.mode}, {image.format})")
+    where = "the image"
+    if params.region is not None:
+        cut = _cut(alpha, params.region, params.path, image)
+        if isinstance(cut, CheckResult):
+            return cut
+        alpha = cut
+        where = _region_words(params.region)
+    share = float(np.mean(alpha < 255))
+    got = f"{params.path} has alpha (mode {image.mode}); {share:.1%} of {where} is transparent"
+    if share >= params.min_transparent:
+        return passed(f"{got}, at least {params.min_transparent:.1%} required")
+    return failed(f"{got}, at least {params.min_transparent:.1%} required")
+
+
+# --- colour statistics ------------------------------------------------------------
+
+Measure = Literal["brightness", "contrast", "saturation"]
+
+_MEASURE_UNITS: dict[Measure, str] = {
+    "brightness": "mean luma 0-255",
+    "contrast": "luma standard deviation 0-255",
+    "saturation": "mean HSV saturation 0-1",
+}
+
+
+def _region_words(region: tuple[int, int, int, int]) -> str:
+    x, y, w, h = region
+    return f"region [{x}, {y}, {w}, {h}]"
+
+
+def _cut(
+    pixels: np.ndarray[Any, Any], region: tuple[int, int, int, int], name: str, image: Image.Image
+) -> np.ndarray[Any, Any] | CheckResult:
+    x, y, w, h = region
+    if x + w > image.width or y + h > image.height:
+        return failed(f"{_region_words(region)} lies outside {name}, which is {_size(image)}")
+    return pixels[y : y + h, x : x + w]
+
+
+def color_measures(rgb: np.ndarray[Any, Any]) -> dict[Measure, float]:
+    """Brightness, contrast and saturation of an (H, W, 3) 8-bit RGB array.
+
+    Brightness is the mean Rec. 601 luma (0-255), contrast its standard deviation,
+    saturation the mean HSV saturation (max-min)/max per pixel (0-1, black counts 0).
+    """
+    pixels = rgb.astype(np.float64).reshape(-1, 3)
+    luma = pixels @ np.array([0.299, 0.587, 0.114])
+    high = pixels.max(axis=1)
+    low = pixels.min(axis=1)
+    saturation = np.divide(high - low, high, out=np.zeros_like(high), where=high > 0)
+    return {
+        "brightness": float(luma.mean()),
+        "contrast": float(luma.std()),
+        "saturation": float(saturation.mean()),
+    }
+
+
+def _measured(
+    image: Image.Image, region: tuple[int, int, int, int] | None, name: str
+) -> dict[Measure, float] | CheckResult:
+    pixels = np.asarray(on_white(image))
+    if region is not None:
+        cut = _cut(pixels, region, name, image)
+        if isinstance(cut, CheckResult):
+            return cut
+        pixels = cut
+    return color_measures(pixels)
+
+
+def _fmt(measure: Measure, value: float) -> str:
+    return f"{value:.3f}" if measure == "saturation" else f"{value:.1f}"
+
+
+Bounds = tuple[StrictFloat, StrictFloat]
+
+
+class ImageColorStatsParams(CheckParams):
+    path: GuestPath
+    """The guest image file, e.g. '~/Desktop/out.png'."""
+    region: Region | None = None
+    """The rectangle [x, y, width, height] measured; omit for the whole image."""
+    brightness: Bounds | None = None
+    """[min, max] of the mean luma (Rec. 601, 0-255)."""
+    contrast: Bounds | None = None
+    """[min, max] of the luma's standard deviation (0-255)."""
+    saturation: Bounds | None = None
+    """[min, max] of the mean HSV saturation (0-1); a greyscale image has 0."""
+
+    @model_validator(mode="after")
+    def _needs_bounds(self) -> ImageColorStatsParams:
+        given = [(m, getattr(self, m)) for m in ("brightness", "contrast", "saturation")]
+        if all(b is None for _, b in given):
+            raise ValueError("give at least one of brightness, contrast, saturation")
+        for name, bounds in given:
+            if bounds is not None and bounds[0] > bounds[1]:
+                raise ValueError(f"{name}: min {bounds[0]} is above max {bounds[1]}")
+        return self
+
+
+@register("image_color_stats", ImageColorStatsParams, files=("path",))
+def image_color_stats(state: CheckState, params: ImageColorStatsParams) -> CheckResult:
+    """Passes when brightness, contrast and saturation (those given) of the image or a
+    region lie within their [min, max] bounds (transparency composited onto white)."""
+    image = load_image(state, params.path)
+    if isinstance(image, CheckResult):
+        return image
+    values = _measured(image, params.region, params.path)
+    if isinstance(values, CheckResult):
+        return values
+    where = _region_words(params.region) if params.region else "the whole image"
+    parts: list[str] = []
+    ok = True
+    measures: tuple[Measure, ...] = ("brightness", "contrast", "saturation")
+    for measure in measures:
+        bounds = getattr(params, measure)
+        if bounds is None:
+            continue
+        value = values[measure]
+        inside = bounds[0] <= value <= bounds[1]
+        ok = ok and inside
+        mark = "in" if inside else "NOT in"
+        parts.append(f"{measure} {_fmt(measure, value)} {mark} [{bounds[0]:g}, {bounds[1]:g}]")
+    text = f"{params.path}, {where}: " + "; ".join(parts)
+    return passed(text) if ok else failed(text)
+
+
+class ImageColorChangeParams(CheckParams):
+    path: GuestPath
+    """The guest image the agent produced, e.g. '~/Desktop/out.png'."""
+    source: AssetPath
+    """The task asset it was made from, e.g. 'assets/photo.png'."""
+    measure: Measure
+    """What changed: brightness (mean luma 0-255), contrast (luma standard deviation
+    0-255) or saturation (mean HSV saturation 0-1)."""
+    direction: Literal["increase", "decrease"]
+    """Which way the measure must move from the source to the output."""
+    min_amount: Annotated[StrictFloat, Field(gt=0.0)]
+    """Smallest change, in the measure's unit, that counts (e.g. 10 luma levels)."""
+    max_amount: Annotated[StrictFloat, Field(gt=0.0)] | None = None
+    """Largest change allowed, in the same unit (catches overdoing it); omit for none."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ImageColorChangeParams:
+        if self.max_amount is not None and self.max_amount < self.min_amount:
+            raise ValueError(f"max_amount {self.max_amount} is below min_amount {self.min_amount}")
+        return self
+
+
+@register("image_color_change", ImageColorChangeParams, files=("path",), assets=("source",))
+def image_color_change(state: CheckState, params: ImageColorChangeParams) -> CheckResult:
+    """Passes when brightness, contrast or saturation of the whole output moved from the
+    source's value in `direction` by at least `min_amount` (and at most `max_amount`).
+    The two images may differ in size: each is measured whole."""
+    output = load_image(state, params.path)
+    if isinstance(output, CheckResult):
+        return output
+    source = load_asset_image(state, params.source)
+    if isinstance(source, CheckResult):
+        return source
+    measure = params.measure
+    before = color_measures(np.asarray(on_white(source)))[measure]
+    after = color_measures(np.asarray(on_white(output)))[measure]
+    change = after - before if params.direction == "increase" else before - after
+    want = f"{params.direction} by ≥ {params.min_amount:g}"
+    if params.max_amount is not None:
+        want += f" and ≤ {params.max_amount:g}"
+    text = (
+        f"{measure} ({_MEASURE_UNITS[measure]}) of {params.path} is {_fmt(measure, after)}, "
+        f"{params.source} is {_fmt(measure, before)}: "
+        f"{'+' if after >= before else '−'}{_fmt(measure, abs(after - before))}; "
+        f"expected {want}"
+    )
+    ok = change >= params.min_amount and (params.max_amount is None or change <= params.max_amount)
+    return passed(text) if ok else failed(text)
