@@ -14,6 +14,6 @@ at scoring time and removed after, so an agent can neither see nor change them.
 from app.probes.registry import PROBERS, gather_probe, prober
 
 # Importing the modules registers their probers.
-from app.probes import stat  # noqa: F401  isort: skip
+from app.probes import blender, stat  # noqa: F401  isort: skip
 
 __all__ = ["PROBERS", "gather_probe", "prober"]
