@@ -33,7 +33,7 @@ from app.desktops.base import Desktop, Frame
 from app.desktops.xwindows import active_window_title
 from app.errors import ActionError, AgentUnavailable, DeskLoopError, MalformedAction
 from app.protocol import EndReason, Message, Outcome, PhaseSpec, Protocol, UserKind
-from app.scoring import ScoreResult, score_task
+from app.scoring import ScoreResult, score_phase, score_task
 from app.setup import run_setup
 from app.store import Store
 from app.store.frames import encode_png
@@ -459,6 +459,7 @@ class EpisodeRunner:
             self.store.mark_phase_delivered(episode_id, outcome.delivered_phase, protocol.steps)
             self._emit(PhaseEvent(outcome.delivered_phase, protocol.steps))
             self._say(f"phase {outcome.delivered_phase + 1} delivered")
+            await self._score_phase(episode_id, outcome.delivered_phase)
         if outcome.needs_answer:
             assert isinstance(action, Ask)
             self._emit(WaitingEvent("answer", action.question))
@@ -474,6 +475,17 @@ class EpisodeRunner:
                 source = "person" if self.user.mode == "person" else "simulated"
                 reviewed = protocol.review(feedback, source, time.monotonic() - started)
                 self._record_messages(episode_id, reviewed.messages)
+
+    async def _score_phase(self, episode_id: int, index: int) -> None:
+        """Score a phase's optional checks on the state at its delivery; kept apart
+        from the final score."""
+        if self.task.phase_tree(index) is None:
+            return
+        self._say(f"scoring the checks of phase {index + 1}")
+        result = await score_phase(self.task, index, self.desktop.guest, self._agent_started_at)
+        if result is not None:
+            checks = [row.__dict__ for row in result.checks]
+            self.store.record_phase_checks(episode_id, index, checks)
 
     async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
         """Await the user's reply, unless the person aborts first."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from app.checks.base import CheckResult, CheckState, FileState, Probe, ProbeResult
 from app.checks.registry import run_check
-from app.checks.tree import CheckLeaf, evaluate, leaves
+from app.checks.tree import CheckLeaf, EvalNode, evaluate, leaves
 from app.desktops.base import Guest
 from app.errors import GuestError
 from app.probes import gather_probe
@@ -36,6 +36,8 @@ class CheckRow:
     passed: bool
     score: float
     evidence: str
+    phase: int | None = None
+    """The phase whose optional checks this row belongs to; None for the final score."""
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,15 @@ async def _gather_file(guest: Guest, path: str) -> FileState:
         return FileState.unreadable(path, text)
 
 
-async def gather_state(task: Task, guest: Guest, started_at: float | None = None) -> CheckState:
-    """Everything the task's checks need, each file and probe gathered once."""
+async def gather_state(
+    task: Task, guest: Guest, started_at: float | None = None, tree: EvalNode | None = None
+) -> CheckState:
+    """Everything the checks of `tree` (default: the task's evaluate tree) need, each
+    file and probe gathered once."""
     files: dict[str, FileState] = {}
     assets: dict[str, bytes] = {}
     probes: dict[Probe, ProbeResult] = {}
-    for leaf in leaves(task.eval_tree):
+    for leaf in leaves(task.eval_tree if tree is None else tree):
         for probe in leaf.spec.probes(leaf.params):
             if probe not in probes:
                 probes[probe] = await gather_probe(guest, probe)
@@ -80,13 +85,17 @@ async def gather_state(task: Task, guest: Guest, started_at: float | None = None
     return CheckState(files=files, assets=assets, probes=probes, started_at=started_at)
 
 
-def score_state(task: Task, state: CheckState) -> ScoreResult:
-    """Run every check of the task on gathered state (pure)."""
+def score_state(
+    task: Task, state: CheckState, tree: EvalNode | None = None, phase: int | None = None
+) -> ScoreResult:
+    """Run every check of `tree` (default: the task's evaluate tree) on gathered state
+    (pure). `phase` marks the rows of a phase's optional checks."""
+    node = task.eval_tree if tree is None else tree
     results: dict[str, CheckResult] = {}
-    tree_leaves: list[CheckLeaf] = list(leaves(task.eval_tree))
+    tree_leaves: list[CheckLeaf] = list(leaves(node))
     for leaf in tree_leaves:
         results[leaf.path] = run_check(leaf.spec, state, leaf.params)
-    outcome = evaluate(task.eval_tree, results)
+    outcome = evaluate(node, results)
     rows = [
         CheckRow(
             path=leaf.path,
@@ -97,6 +106,7 @@ def score_state(task: Task, state: CheckState) -> ScoreResult:
             passed=results[leaf.path].passed,
             score=results[leaf.path].score,
             evidence=results[leaf.path].evidence,
+            phase=phase,
         )
         for leaf in tree_leaves
     ]
@@ -107,3 +117,14 @@ async def score_task(task: Task, guest: Guest, started_at: float | None = None) 
     state = await gather_state(task, guest, started_at)
     # Decoding and SSIM of large images take seconds: keep them off the event loop.
     return await asyncio.to_thread(score_state, task, state)
+
+
+async def score_phase(
+    task: Task, index: int, guest: Guest, started_at: float | None = None
+) -> ScoreResult | None:
+    """Score phase `index`'s optional checks on the state right now; None if it has none."""
+    tree = task.phase_tree(index)
+    if tree is None:
+        return None
+    state = await gather_state(task, guest, started_at, tree)
+    return await asyncio.to_thread(score_state, task, state, tree, index)

@@ -337,3 +337,85 @@ def test_raising_one_leaf_score_never_lowers_the_total(
     after = evaluate(root, results)
     assert after.score >= before.score - 1e-9
     assert after.passed or not before.passed
+
+
+# --- optional checks per phase --------------------------------------------------------
+
+PHASE_TASK = """
+id: phase-checks
+app: gimp
+level: L1
+title: t
+instruction: i
+phases:
+  - message: first
+    trigger: agent_done
+    checks:
+      all:
+        - {check: file_exists, path: ~/Desktop/a.png}
+        - {check: image_size, path: ~/Desktop/a.png, width: 10, required: false}
+  - message: second
+    trigger: agent_ask
+evaluate: {check: file_exists, path: ~/Desktop/b.png}
+"""
+
+
+def test_phase_checks_parse_with_their_full_paths(tmp_path: Any) -> None:
+    from app.tasks.loader import load_task
+
+    source = tmp_path / "phase-checks.yaml"
+    source.write_text(PHASE_TASK)
+    task = load_task(source)
+    tree = task.phase_tree(0)
+    assert tree is not None and task.phase_tree(1) is None
+    assert [leaf.path for leaf in leaves(tree)] == [
+        "phases[0].checks.all[0]",
+        "phases[0].checks.all[1]",
+    ]
+    # The final tree does not include them.
+    assert [leaf.path for leaf in leaves(task.eval_tree)] == ["evaluate"]
+
+
+def test_a_bad_phase_check_is_reported_under_the_phase(tmp_path: Any) -> None:
+    from app.tasks.loader import load_task
+
+    source = tmp_path / "phase-checks.yaml"
+    source.write_text(PHASE_TASK.replace("width: 10", "widht: 10"))
+    with pytest.raises(TaskError) as caught:
+        load_task(source)
+    assert f"{source}: phases[0].checks: all[1].widht: unknown parameter of image_size" in str(
+        caught.value
+    )
+
+
+def test_phase_checks_are_stored_apart_from_the_final_score() -> None:
+    from app.store import Store
+
+    store = Store.memory()
+    episode = store.start_episode(
+        task_id="t",
+        task_path="t.yaml",
+        task_sha256="0" * 64,
+        app="gimp",
+        level="L1",
+        interactive=True,
+        agent="null",
+        user_mode="simulated",
+        backend="local",
+    )
+    row = {"path": "phases[0].checks", "name": "file_exists", "passed": True, "score": 1.0}
+    store.record_phase_checks(episode, 0, [row, {**row, "passed": False, "score": 0.0}])
+    final = {"path": "evaluate", "name": "file_exists", "passed": False, "score": 0.0}
+    store.record_score(episode, passed=False, score=0.0, checks=[final])
+    store.record_score(episode, passed=False, score=0.0, checks=[final])  # replaces only finals
+    store.record_phase_checks(episode, 1, [row])
+    checks = store.checks(episode)
+    assert [(c.phase, c.path, c.passed) for c in checks] == [
+        (0, "phases[0].checks", True),
+        (0, "phases[0].checks", False),
+        (None, "evaluate", False),
+        (1, "phases[0].checks", True),
+    ]
+    store.record_phase_checks(episode, 0, [row])  # a phase re-scored replaces its own rows
+    assert [c.phase for c in store.checks(episode)] == [None, 1, 0]
+    assert store.get_episode(episode).score == 0.0

@@ -553,8 +553,57 @@ class Store:
         """Record the evaluation, replacing any earlier one, in one transaction.
 
         Each check: path, name, passed, score, and optionally params (JSON), weight
-        (1.0), required (True), evidence (''), phase (None).
+        (1.0), required (True), evidence (''), phase (None). Checks recorded per phase
+        (`record_phase_checks`) are kept.
         """
+        rows = self._check_rows(episode_id, checks)
+        doing = f"recording the score of episode {episode_id}"
+        with self._write(doing) as conn:
+            cursor = conn.execute(
+                "UPDATE episodes SET passed = ?, score = ? WHERE id = ?",
+                (int(passed), score, episode_id),
+            )
+            if cursor.rowcount != 1:
+                raise StoreError(f"no episode {episode_id} in {self.path}")
+            conn.execute("DELETE FROM checks WHERE episode_id = ? AND phase IS NULL", (episode_id,))
+            self._insert_checks(conn, episode_id, rows)
+
+    def record_phase_checks(
+        self, episode_id: int, phase: int, checks: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Record the optional checks of phase `phase`, evaluated when it was delivered.
+
+        They are kept apart from the final score (their `phase` column is set) and
+        replace only earlier checks of the same phase. Each check as in `record_score`.
+        """
+        rows = self._check_rows(episode_id, [{**check, "phase": phase} for check in checks])
+        with self._write(f"recording the checks of phase {phase} of episode {episode_id}") as conn:
+            found = conn.execute("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+            if found is None:
+                raise StoreError(f"no episode {episode_id} in {self.path}")
+            conn.execute(
+                "DELETE FROM checks WHERE episode_id = ? AND phase = ?", (episode_id, phase)
+            )
+            self._insert_checks(conn, episode_id, rows)
+
+    @staticmethod
+    def _insert_checks(
+        conn: sqlite3.Connection, episode_id: int, rows: list[tuple[Any, ...]]
+    ) -> None:
+        # Final and per-phase checks share the table: new rows go after those kept.
+        start = conn.execute(
+            "SELECT COALESCE(MAX(idx) + 1, 0) FROM checks WHERE episode_id = ?", (episode_id,)
+        ).fetchone()[0]
+        conn.executemany(
+            """INSERT INTO checks (episode_id, idx, path, name, params, weight, required,
+                   passed, score, evidence, phase)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            [(row[0], start + row[1], *row[2:]) for row in rows],
+        )
+
+    def _check_rows(
+        self, episode_id: int, checks: Sequence[Mapping[str, Any]]
+    ) -> list[tuple[Any, ...]]:
         rows = []
         for idx, check in enumerate(checks):
             what = f"check {idx} of episode {episode_id}"
@@ -573,21 +622,7 @@ class Store:
                     check.get("phase"),
                 )
             )
-        doing = f"recording the score of episode {episode_id}"
-        with self._write(doing) as conn:
-            cursor = conn.execute(
-                "UPDATE episodes SET passed = ?, score = ? WHERE id = ?",
-                (int(passed), score, episode_id),
-            )
-            if cursor.rowcount != 1:
-                raise StoreError(f"no episode {episode_id} in {self.path}")
-            conn.execute("DELETE FROM checks WHERE episode_id = ?", (episode_id,))
-            conn.executemany(
-                """INSERT INTO checks (episode_id, idx, path, name, params, weight, required,
-                       passed, score, evidence, phase)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                rows,
-            )
+        return rows
 
     def recover_interrupted(self) -> list[int]:
         """Mark episodes left 'running' by a runner that died on this host as errors.

@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from app.checks.tree import CheckGroup, CheckLeaf, EvalNode
+from app.checks.tree import CheckGroup, CheckLeaf, EvalNode, TreeError, parse_tree
 from app.tasks.triggers import Trigger, parse_trigger, possible_events, trigger_to_raw
 
 TASK_ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -117,8 +117,24 @@ class Phase(_Strict):
     kind: Literal["clarification", "interruption", "feedback", "answer"] | None = None
     """How the message is recorded. Default: 'answer' when delivered at an ASK,
     'feedback' at a DONE, 'interruption' after a GUI action."""
+    checks: Any = None
+    """Optional check tree (same shape as `evaluate`) scored on the desktop's state at
+    the moment this phase is delivered; recorded apart from the final score."""
 
     _trigger: Trigger = PrivateAttr()
+
+    @field_validator("checks", mode="before")
+    @classmethod
+    def _check_tree(cls, raw: Any) -> Any:
+        if raw is None:
+            return None
+        try:
+            parse_tree(raw, "checks")
+        except TreeError as exc:
+            # Reported under phases[i].checks by the loader; the rest of the path follows.
+            inner = exc.field_path.removeprefix("checks").lstrip(".")
+            raise ValueError(f"{inner + ': ' if inner else ''}{exc.detail}") from None
+        return raw
 
     @field_validator("trigger", mode="before")
     @classmethod
@@ -190,10 +206,23 @@ class Task(_Strict):
             raise ValueError("internal: evaluate must be parsed with app.checks.tree.parse_tree")
         return value
 
+    _phase_trees: list[EvalNode | None] = PrivateAttr(default_factory=list)
+
+    def model_post_init(self, context: Any) -> None:
+        # Parsed again with their full paths, so stored rows read phases[1].checks.all[0].
+        self._phase_trees = [
+            None if phase.checks is None else parse_tree(phase.checks, f"phases[{i}].checks")
+            for i, phase in enumerate(self.phases)
+        ]
+
     @property
     def eval_tree(self) -> EvalNode:
         node: EvalNode = self.evaluate
         return node
+
+    def phase_tree(self, index: int) -> EvalNode | None:
+        """The optional check tree of phase `index`, or None when it has none."""
+        return self._phase_trees[index]
 
     @property
     def interactive(self) -> bool:
