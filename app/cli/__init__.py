@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app import __version__
-from app.cli import desktops_cmd, episodes_cmd, run_cmd, tasks_cmd
+from app.cli import batch_cmd, desktops_cmd, episodes_cmd, run_cmd, tasks_cmd
 from app.cli.common import print_err
 from app.errors import DeskLoopError
 
@@ -31,7 +31,7 @@ examples:
   deskloop episodes show 3                       one episode: steps, messages, checks
 """
 
-COMMAND_MODULES = (run_cmd, tasks_cmd, episodes_cmd, desktops_cmd)
+COMMAND_MODULES = (run_cmd, tasks_cmd, episodes_cmd, desktops_cmd, batch_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

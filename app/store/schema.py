@@ -170,6 +170,37 @@ def _v2(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0003_batch_slots")
+def _v3(db: Database) -> None:
+    # A batch records its suite, so `--resume ID` needs nothing else; each episode of a
+    # batch records its slot (agent spec, repeat index, attempt), so resume reruns
+    # exactly the slots with no finished episode. The unique index makes a second
+    # finished episode for one slot impossible, whatever crashed when.
+    db.execute(
+        """
+        CREATE TABLE batches (
+            id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            suite TEXT NOT NULL CHECK (json_valid(suite))
+        ) STRICT
+        """
+    )
+    db.execute("ALTER TABLE episodes ADD COLUMN batch_agent TEXT")
+    db.execute(
+        "ALTER TABLE episodes ADD COLUMN batch_repeat INTEGER"
+        " CHECK (batch_repeat IS NULL OR batch_repeat >= 0)"
+    )
+    db.execute(
+        "ALTER TABLE episodes ADD COLUMN batch_attempt INTEGER"
+        " CHECK (batch_attempt IS NULL OR batch_attempt >= 0)"
+    )
+    db.execute(
+        "CREATE UNIQUE INDEX episodes_batch_slot_finished"
+        " ON episodes (batch_id, task_id, batch_agent, batch_repeat)"
+        " WHERE status = 'finished' AND batch_repeat IS NOT NULL"
+    )
+
+
 def migrate(db: Database) -> None:
     """Apply pending migrations, in order, all in one IMMEDIATE transaction.
 

@@ -9,6 +9,7 @@ WAL mode with synchronous=NORMAL), so they are not worth moving to a thread.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shutil
@@ -75,6 +76,20 @@ class EpisodeRecord:
     config: dict[str, Any]
     batch_id: str | None
     final_frame: str | None
+    batch_agent: str | None = None
+    """For a batch episode: the agent spec of its slot (see app.batch)."""
+    batch_repeat: int | None = None
+    """For a batch episode: the repeat index of its slot."""
+    batch_attempt: int | None = None
+    """For a batch episode: 0 for the first try of its slot, then 1, 2... on retries."""
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    id: str
+    created_at: datetime
+    suite: dict[str, Any]
+    """What app.batch needs to resume the batch: tasks, agents, repeats, options."""
 
 
 @dataclass(frozen=True)
@@ -624,6 +639,53 @@ class Store:
             )
         return rows
 
+    # -- batches (app.batch) ---------------------------------------------------
+
+    def create_batch(
+        self, batch_id: str, suite: Mapping[str, Any], created_at: Timestamp | None = None
+    ) -> None:
+        """Record a new batch and its suite (JSON)."""
+        suite_json = _json(dict(suite), f"suite of batch {batch_id}")
+        with self._write(f"recording batch {batch_id}") as conn:
+            found = conn.execute("SELECT 1 FROM batches WHERE id = ?", (batch_id,)).fetchone()
+            if found is not None:
+                raise StoreError(f"{self.path}: batch {batch_id} already exists")
+            conn.execute(
+                "INSERT INTO batches (id, created_at, suite) VALUES (?, ?, ?)",
+                (batch_id, _iso(created_at), suite_json),
+            )
+
+    def get_batch(self, batch_id: str) -> BatchRecord:
+        rows = self._rows(
+            f"reading batch {batch_id}", "SELECT * FROM batches WHERE id = ?", [batch_id]
+        )
+        if not rows:
+            known = [b.id for b in self.list_batches()]
+            close = difflib.get_close_matches(batch_id, known, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise StoreError(f"no batch {batch_id!r} in {self.path}{hint}")
+        return _batch(rows[0])
+
+    def list_batches(self) -> list[BatchRecord]:
+        """Every batch, newest first."""
+        rows = self._rows("listing batches", "SELECT * FROM batches ORDER BY created_at DESC")
+        return [_batch(row) for row in rows]
+
+    def tag_batch_slot(self, episode_id: int, *, agent: str, repeat: int, attempt: int) -> None:
+        """Record which slot of its batch a running episode fills (once, while running)."""
+        doing = f"recording the batch slot of episode {episode_id}"
+        with self._write(doing) as conn:
+            cursor = conn.execute(
+                """UPDATE episodes SET batch_agent = ?, batch_repeat = ?, batch_attempt = ?
+                   WHERE id = ? AND status = 'running' AND batch_id IS NOT NULL
+                     AND batch_repeat IS NULL""",
+                (agent, repeat, attempt, episode_id),
+            )
+            if cursor.rowcount != 1:
+                raise StoreError(
+                    f"{self.path}: {doing}: it is not a running, untagged batch episode"
+                )
+
     def recover_interrupted(self) -> list[int]:
         """Mark episodes left 'running' by a runner that died on this host as errors.
 
@@ -810,6 +872,12 @@ class Store:
             return applied_migrations(Database(conn, execute_plugins=False))
 
 
+def _batch(row: sqlite3.Row) -> BatchRecord:
+    return BatchRecord(
+        id=row["id"], created_at=_parse_time(row["created_at"]), suite=json.loads(row["suite"])
+    )
+
+
 def _episode(row: sqlite3.Row) -> EpisodeRecord:
     return EpisodeRecord(
         id=row["id"],
@@ -835,4 +903,7 @@ def _episode(row: sqlite3.Row) -> EpisodeRecord:
         config=json.loads(row["config"]),
         batch_id=row["batch_id"],
         final_frame=row["final_frame"],
+        batch_agent=row["batch_agent"],
+        batch_repeat=row["batch_repeat"],
+        batch_attempt=row["batch_attempt"],
     )

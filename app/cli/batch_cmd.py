@@ -1,0 +1,278 @@
+"""`deskloop batch run|list|show` and `deskloop report`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from app.cli.common import print_err, run_async, table
+from app.errors import DeskLoopError
+
+
+def add_openai_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("model agents (--agent openai)")
+    group.add_argument("--model", help="model name for --agent openai")
+    group.add_argument(
+        "--base-url",
+        default="https://api.openai.com/v1",
+        help="OpenAI-compatible endpoint (default: https://api.openai.com/v1)",
+    )
+    group.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="environment variable holding the API key (default: OPENAI_API_KEY)",
+    )
+    group.add_argument(
+        "--image-size",
+        default="1280x800",
+        help="largest screenshot sent to the model, WxH (default: 1280x800)",
+    )
+    group.add_argument(
+        "--tool-mode",
+        choices=["tools", "json"],
+        default="tools",
+        help="offer actions as tools, or ask for the JSON action format (default: tools)",
+    )
+
+
+def openai_config(args: argparse.Namespace, agents: list[str]) -> Any:
+    """The OpenAIConfig the options describe, or None when no agent needs one."""
+    from app.agents.openai import OpenAIConfig
+
+    if not any(a == "openai" or a.startswith("openai:") for a in agents):
+        return None
+    try:
+        width, height = (int(v) for v in args.image_size.lower().split("x"))
+    except ValueError:
+        raise DeskLoopError(
+            f"--image-size must look like 1280x800, not {args.image_size!r}"
+        ) from None
+    model = args.model or next((a.partition(":")[2] for a in agents if a.startswith("openai:")), "")
+    if not model:
+        raise DeskLoopError("--agent openai needs --model M (or use --agent openai:M)")
+    return OpenAIConfig(
+        model=model,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        image_width=width,
+        image_height=height,
+        tool_mode=args.tool_mode,
+    )
+
+
+def cmd_batch_run(args: argparse.Namespace) -> int:
+    from app.batch import (
+        BatchOptions,
+        load_suite,
+        resolve_tasks,
+        resume_batch,
+        start_batch,
+    )
+    from app.store import Store
+
+    def log(text: str) -> None:
+        print_err(text)
+
+    with Store(args.db) as store:
+        if args.resume:
+            if args.suite or args.task or args.agent:
+                raise DeskLoopError(
+                    "--resume takes no suite, --task or --agent: it reruns "
+                    "the recorded suite of that batch"
+                )
+            runner = resume_batch(store, args.resume, concurrency=args.concurrency, log=log)
+        else:
+            tasks_refs: list[str] = []
+            agents: list[str] = []
+            repeats = args.repeats
+            if args.suite:
+                suite = load_suite(args.suite)
+                tasks_refs += suite.tasks
+                agents += suite.agents
+                repeats = repeats or suite.repeats
+            tasks_refs += args.task or []
+            agents += args.agent or []
+            if not tasks_refs or not agents:
+                raise DeskLoopError(
+                    "a batch needs tasks and agents: give a SUITE file, or --task and --agent"
+                )
+            tasks = resolve_tasks(tasks_refs, args.tasks_dir)
+            llm_user = None
+            if args.user == "llm":
+                if not args.user_model:
+                    raise DeskLoopError("--user llm needs --user-model M")
+                llm_user = {
+                    "model": args.user_model,
+                    "base_url": args.user_base_url or args.base_url,
+                    "api_key_env": args.api_key_env,
+                }
+            options = BatchOptions(
+                backend=args.backend,
+                concurrency=args.concurrency,
+                time_limit=args.time_limit,
+                retries=args.retries,
+                openai=openai_config(args, agents),
+                user=args.user,
+                llm_user=llm_user,
+            )
+            runner = start_batch(
+                store, tasks, agents, repeats or 1, options, batch_id=args.batch_id, log=log
+            )
+        print_err(
+            f"batch {runner.batch_id}: {len(runner.pending())} episode(s) to run "
+            f"(resume with: deskloop batch run --resume {runner.batch_id})"
+        )
+        rows = run_async(runner.run())
+    print_table(rows)
+    print(f"\nbatch {runner.batch_id}; see `deskloop report --batch {runner.batch_id}`")
+    return 0 if all(row.status == "finished" for row in rows) else 1
+
+
+def print_table(rows: list[Any]) -> None:
+    out = []
+    for row in rows:
+        e = row.episode
+        out.append(
+            [
+                row.slot.task_id,
+                row.slot.agent,
+                str(row.slot.repeat),
+                "-" if e is None else str(e.id),
+                row.status,
+                "-" if e is None or e.status != "finished" else ("yes" if e.passed else "no"),
+                "-" if e is None or e.score is None else f"{e.score:.2f}",
+                "-" if e is None else str(e.steps),
+                str(row.attempts),
+            ]
+        )
+    table(
+        ["task", "agent", "repeat", "episode", "status", "passed", "score", "steps", "tries"],
+        out,
+    )
+
+
+def cmd_batch_list(args: argparse.Namespace) -> int:
+    from app.batch import batch_table
+    from app.store import Store
+
+    with Store(args.db) as store:
+        rows = []
+        for batch in store.list_batches():
+            slots = batch_table(store, batch.id)
+            finished = sum(1 for s in slots if s.status == "finished")
+            rows.append(
+                [
+                    batch.id,
+                    batch.created_at.strftime("%Y-%m-%d %H:%M"),
+                    str(len(batch.suite["tasks"])),
+                    ",".join(batch.suite["agents"]),
+                    str(batch.suite["repeats"]),
+                    f"{finished}/{len(slots)}",
+                ]
+            )
+    table(["batch", "created (UTC)", "tasks", "agents", "repeats", "finished"], rows)
+    return 0
+
+
+def cmd_batch_show(args: argparse.Namespace) -> int:
+    from app.batch import batch_table, table_json
+    from app.store import Store
+
+    with Store(args.db) as store:
+        rows = batch_table(store, args.batch)
+    if args.json:
+        print(json.dumps(table_json(rows)))
+    else:
+        print_table(rows)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from app.reports import build_report, format_report, write_html, write_jsonl
+    from app.store import Store
+
+    with Store(args.db) as store:
+        report = build_report(store, batch_id=args.batch)
+        print(format_report(report))
+        if args.html:
+            write_html(report, args.html)
+            print_err(f"wrote {args.html}")
+        if args.jsonl:
+            count = write_jsonl(store, args.jsonl, batch_id=args.batch)
+            print_err(f"wrote {count} episode(s) to {args.jsonl}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    from app.desktops.factory import BACKENDS
+
+    batch = sub.add_parser(
+        "batch",
+        help="run suites of tasks × agents × repeats; list and show batches",
+        description="Unattended batch runs over a pool of desktops, recorded so that a "
+        "killed batch can be resumed exactly.",
+    )
+    batch_sub = batch.add_subparsers(dest="batch_command", metavar="COMMAND")
+    run = batch_sub.add_parser(
+        "run",
+        help="run a suite (or resume a batch)",
+        description="Run every (task, agent, repeat) slot of a suite on N desktops at once. "
+        "A suite file is YAML: tasks: [ids, files, folders or globs], agents: [...], "
+        "repeats: N. --task and --agent add to it (or replace it).",
+    )
+    run.add_argument("suite", nargs="?", type=Path, help="suite YAML file")
+    run.add_argument("--task", action="append", help="task id, file, folder or glob (repeatable)")
+    run.add_argument(
+        "--agent",
+        action="append",
+        help="reference | null | scripted:FILE | openai | openai:MODEL (repeatable)",
+    )
+    run.add_argument("--repeats", type=int, help="runs of each (task, agent) (default: 1)")
+    run.add_argument("--concurrency", type=int, default=1, help="desktops at once (default: 1)")
+    run.add_argument("--backend", choices=list(BACKENDS), default="local")
+    run.add_argument(
+        "--time-limit",
+        type=float,
+        help="wall-clock seconds per episode, setup to score (default: task budget + 300)",
+    )
+    run.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        help="extra tries of an episode after an infrastructure error (default: 2)",
+    )
+    run.add_argument("--resume", metavar="BATCH_ID", help="run the unfinished slots of a batch")
+    run.add_argument("--batch-id", help="name for a new batch (default: generated)")
+    run.add_argument(
+        "--user",
+        choices=["simulated", "llm"],
+        default="simulated",
+        help="simulated (the phase script) or llm (free answers from hidden details)",
+    )
+    run.add_argument("--user-model", help="model of the LLM user")
+    run.add_argument("--user-base-url", help="endpoint of the LLM user (default: --base-url)")
+    add_openai_options(run)
+    run.set_defaults(func=cmd_batch_run)
+
+    lst = batch_sub.add_parser("list", help="recorded batches and how far each got")
+    lst.set_defaults(func=cmd_batch_list)
+
+    show = batch_sub.add_parser("show", help="the table of one batch: a row per slot")
+    show.add_argument("batch")
+    show.add_argument("--json", action="store_true", help="print the table as JSON")
+    show.set_defaults(func=cmd_batch_show)
+    batch.set_defaults(func=lambda args: (batch.print_help(), 0)[1])
+
+    report = sub.add_parser(
+        "report",
+        help="success rate, partial credit, steps and asks by app × level × agent",
+        description="Summarize recorded episodes (all, or one batch's final slots) by app, "
+        "level, interactive/standard and agent; optionally write an HTML page and a JSONL "
+        "export that loads with the `datasets` library.",
+    )
+    report.add_argument("--batch", help="only this batch (its final episode per slot)")
+    report.add_argument("--html", type=Path, help="write a self-contained HTML page here")
+    report.add_argument("--jsonl", type=Path, help="export episodes as JSON lines here")
+    report.set_defaults(func=cmd_report)

@@ -1,0 +1,244 @@
+"""An optional LLM simulated user: free-form answers to ASKs from hidden details.
+
+The task's phases still decide everything they decide (phase delivery stays with
+the triggers, in the protocol engine); this user only answers the questions no
+phase answers, which the plain simulated user meets with a fixed "no further
+information" reply.
+
+Hidden details are what the person who set the task knows and did not say. Until
+the task format has a field for them, they live in a sidecar file next to the
+task: `<task-id>.hidden.md` (plain text). A task without one gets the fixed
+reply, with no model call.
+
+Answers are deterministic and cached: temperature 0 and a fixed seed, and every
+answer is stored on disk under a hash of (task file, hidden details, model,
+question, conversation so far). A rerun of the same episode reuses the same
+answers without calling the endpoint, so batch results are reproducible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+from app.errors import AgentUnavailable, DeskLoopError
+from app.protocol import Message, Source
+from app.tasks.model import Task
+from app.users import NO_FURTHER_INFORMATION
+
+HIDDEN_SUFFIX = ".hidden.md"
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+
+class UserUnavailable(AgentUnavailable):
+    """The LLM user's endpoint failed after its retries (an infrastructure error)."""
+
+    title = "User unavailable"
+
+
+@dataclass(frozen=True)
+class LLMUserConfig:
+    model: str
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    seed: int = 0
+    max_tokens: int = 300
+    timeout: float = 60.0
+    max_retries: int = 3
+    backoff: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise DeskLoopError("LLM user: a model name is required (--user-model)")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LLMUserConfig:
+        return cls(**data)
+
+
+SYSTEM_PROMPT = """\
+You are the person who asked an assistant to do a task on a computer. The assistant \
+has asked you a question. Answer briefly, in one or two sentences, as that person, \
+using only the task and the private details below and the conversation so far. Do not \
+explain how to operate the software. If the details do not answer the question, reply \
+exactly: {fallback}
+
+The task you gave:
+{instruction}
+
+Private details only you know:
+{hidden}
+"""
+
+
+def hidden_details(task: Task) -> str | None:
+    """The task's hidden details (its `<id>.hidden.md` sidecar), or None."""
+    path = Path(task.source).with_name(task.id + HIDDEN_SUFFIX)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise DeskLoopError(f"{path}: cannot read the hidden details: {exc}") from None
+    return text or None
+
+
+class LLMUser:
+    """A `User` that answers free questions through an OpenAI-compatible endpoint."""
+
+    mode: Literal["simulated", "person"] = "simulated"
+    reviews_done = False
+
+    def __init__(
+        self,
+        task: Task,
+        config: LLMUserConfig,
+        *,
+        cache_dir: Path,
+        hidden: str | None = None,
+    ) -> None:
+        self.task = task
+        self.config = config
+        self.cache_dir = cache_dir
+        self.hidden = hidden if hidden is not None else hidden_details(task)
+        self._conversation: Callable[[], Sequence[Message]] = lambda: ()
+        self.calls = 0
+        """Requests made to the endpoint (cache hits make none)."""
+
+    def bind_conversation(self, conversation: Callable[[], Sequence[Message]]) -> None:
+        """Where to read the episode's conversation when a question comes."""
+        self._conversation = conversation
+
+    async def review(self) -> str | None:
+        return None
+
+    async def answer(self, question: str) -> tuple[str, Source]:
+        if self.hidden is None:
+            return NO_FURTHER_INFORMATION, "simulated"
+        # The question itself is already the last message of the conversation.
+        history: list[tuple[str, str, str]] = [
+            (m.role, m.kind, m.text) for m in self._conversation()
+        ]
+        key = self._key(question, history)
+        cached = await asyncio.to_thread(self._read_cache, key)
+        if cached is not None:
+            return cached, "simulated"
+        text = await self._ask_model(question, history)
+        await asyncio.to_thread(self._write_cache, key, question, text)
+        return text, "simulated"
+
+    def _key(self, question: str, history: list[tuple[str, str, str]]) -> str:
+        material = {
+            "task": self.task.id,
+            "task_sha256": self.task.sha256,
+            "hidden": self.hidden,
+            "model": self.config.model,
+            "temperature": self.config.temperature,
+            "seed": self.config.seed,
+            "question": question,
+            "conversation": history,
+        }
+        blob = json.dumps(material, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+    def _cache_file(self, key: str) -> Path:
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    def _read_cache(self, key: str) -> str | None:
+        path = self._cache_file(key)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise DeskLoopError(f"{path}: unreadable LLM user cache entry: {exc}") from None
+        answer = data.get("answer") if isinstance(data, dict) else None
+        if not isinstance(answer, str):
+            raise DeskLoopError(f"{path}: LLM user cache entry has no answer")
+        return answer
+
+    def _write_cache(self, key: str, question: str, answer: str) -> None:
+        path = self._cache_file(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"task": self.task.id, "model": self.config.model, "question": question}
+        entry["answer"] = answer
+        # Write then rename: a crash never leaves half an answer for the next run.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(entry, handle, ensure_ascii=False)
+        os.replace(tmp, path)
+
+    async def _ask_model(self, question: str, history: list[tuple[str, str, str]]) -> str:
+        config = self.config
+        lines = [
+            f"{'Me' if role == 'user' else 'Assistant'} ({kind}): {text}"
+            for role, kind, text in history
+        ]
+        prompt = "Conversation so far:\n" + "\n".join(lines) + f"\n\nThe question: {question}"
+        body = {
+            "model": config.model,
+            "messages": [
+                {
+                    "role": "system",
+                    "content": SYSTEM_PROMPT.format(
+                        fallback=NO_FURTHER_INFORMATION,
+                        instruction=self.task.instruction.strip(),
+                        hidden=self.hidden,
+                    ),
+                },
+                {"role": "user", "content": prompt},
+            ],
+            "temperature": config.temperature,
+            "seed": config.seed,
+            "max_tokens": config.max_tokens,
+        }
+        url = config.base_url.rstrip("/") + "/chat/completions"
+        headers = {}
+        key = os.environ.get(config.api_key_env, "")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        problem = ""
+        async with httpx.AsyncClient(timeout=config.timeout, headers=headers) as client:
+            for attempt in range(config.max_retries + 1):
+                if attempt:
+                    await asyncio.sleep(config.backoff * 2 ** (attempt - 1))
+                self.calls += 1
+                try:
+                    response = await client.post(url, json=body)
+                except httpx.TimeoutException:
+                    problem = f"timed out after {config.timeout:g} s"
+                    continue
+                except httpx.TransportError as exc:
+                    problem = f"connection failed: {exc}"
+                    continue
+                if response.status_code in RETRY_STATUSES:
+                    problem = f"HTTP {response.status_code}"
+                    continue
+                if response.status_code >= 400:
+                    raise UserUnavailable(
+                        f"LLM user endpoint {url} refused the request: HTTP {response.status_code}"
+                    )
+                try:
+                    text = response.json()["choices"][0]["message"]["content"]
+                except (ValueError, KeyError, IndexError, TypeError):
+                    problem = "the answer has no message content"
+                    continue
+                if isinstance(text, str) and text.strip():
+                    return text.strip()
+                problem = "the answer was empty"
+        raise UserUnavailable(
+            f"LLM user endpoint {url} failed after {config.max_retries} retries; last: {problem}"
+        )
