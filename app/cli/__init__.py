@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app import __version__
-from app.cli import batch_cmd, desktops_cmd, episodes_cmd, run_cmd, tasks_cmd
+from app.cli import batch_cmd, desktops_cmd, episodes_cmd, run_cmd, tasks_cmd, tui_cmd
 from app.cli.common import print_err
 from app.errors import DeskLoopError
 
@@ -23,6 +23,7 @@ DEFAULT_DB = Path("sessions") / "deskloop.db"
 
 EPILOG = """\
 examples:
+  deskloop                                       open the terminal UI (same as `deskloop tui`)
   deskloop demo                                  run the GIMP demo tasks, print scores
   deskloop run gimp-flip-export --agent reference
   deskloop run gimp-flip-export --agent null --json
@@ -31,7 +32,7 @@ examples:
   deskloop episodes show 3                       one episode: steps, messages, checks
 """
 
-COMMAND_MODULES = (run_cmd, tasks_cmd, episodes_cmd, desktops_cmd, batch_cmd)
+COMMAND_MODULES = (run_cmd, tasks_cmd, episodes_cmd, desktops_cmd, tui_cmd, batch_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,8 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
+        # No command: open the terminal UI (the lab's front door).
+        args.func = tui_cmd.cmd_tui
     try:
         code: int = args.func(args)
         return code

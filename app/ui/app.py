@@ -1,0 +1,161 @@
+"""The DeskLoop terminal UI: one Textual app, five screens over the lab's services.
+
+Screens are thin: they call services (store queries, the task loader, the desktop
+pool, an `EpisodeSession`) and show the results. Anything slow runs as a worker
+that ends by posting a message or updating the service's state; one
+`Worker.StateChanged` handler turns every failed worker into an error dialog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from app.errors import DeskLoopError
+from app.store import Store
+from app.tasks.loader import load_tasks
+from app.tasks.model import Task
+from app.ui.modals import ErrorScreen, HelpScreen
+from app.ui.screens.desktops import DesktopsScreen
+from app.ui.screens.episodes import EpisodesScreen
+from app.ui.screens.live import LiveScreen
+from app.ui.screens.results import ResultsScreen
+from app.ui.screens.tasks import TasksScreen
+from app.ui.session import DesktopPool, EpisodeSession, UserMode
+
+
+class DeskLoopApp(App[None]):
+    """`deskloop tui`. Built by the CLI and by the tests with the same arguments."""
+
+    TITLE = "DeskLoop"
+    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
+        "desktops": DesktopsScreen,
+        "tasks": TasksScreen,
+        "live": LiveScreen,
+        "episodes": EpisodesScreen,
+        "results": ResultsScreen,
+    }
+    CSS_PATH = "deskloop.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "switch_mode('desktops')", "Desktops"),
+        Binding("t", "switch_mode('tasks')", "Tasks"),
+        Binding("l", "switch_mode('live')", "Live"),
+        Binding("e", "switch_mode('episodes')", "Episodes"),
+        Binding("r", "switch_mode('results')", "Results"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        *,
+        db: Path | str,
+        tasks_dir: Path | str,
+        backend: str = "local",
+        start_mode: str = "tasks",
+    ) -> None:
+        super().__init__()
+        self.db_path = Path(db)
+        self.tasks_dir = Path(tasks_dir)
+        self.backend = backend
+        self.start_mode = start_mode
+        self.store = Store(self.db_path)
+        self.pool = DesktopPool(backend)
+        self.session: EpisodeSession | None = None
+        self.live_desktop: str | None = None
+        """A desktop to watch when no episode runs (Desktops screen, 'view live')."""
+        self.tasks: list[Task] = []
+        self.task_errors: list[DeskLoopError] = []
+        self.reload_tasks()
+
+    def reload_tasks(self) -> None:
+        if self.tasks_dir.is_dir():
+            tasks, errors = load_tasks(self.tasks_dir)
+        else:
+            tasks, errors = [], []
+        self.tasks, self.task_errors = tasks, list(errors)
+
+    def on_mount(self) -> None:
+        self.sub_title = f"backend: {self.backend} · database: {self.db_path}"
+        self.switch_mode(self.start_mode)
+
+    async def on_unmount(self) -> None:
+        if self.session is not None and not self.session.ended:
+            self.session.control.abort()
+        await self.pool.close_all()
+        self.store.close()
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        text = getattr(self.screen, "HELP", None) or "No help for this screen."
+        title = getattr(self.screen, "TITLE", None) or "DeskLoop"
+        self.push_screen(HelpScreen(str(title), str(text)))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state != WorkerState.ERROR:
+            return
+        error = event.worker.error
+        if isinstance(error, DeskLoopError):
+            title, text = error.title, str(error)
+        else:
+            title, text = type(error).__name__, str(error)
+        self.push_screen(
+            ErrorScreen(f"{event.worker.description or 'operation'} failed: {title}", text)
+        )
+
+    # -- episodes -------------------------------------------------------------------
+
+    def start_episode(self, task: Task, agent_spec: str, user_mode: UserMode) -> EpisodeSession:
+        """Start an episode on a new desktop and show it on the Live screen."""
+        if self.session is not None and not self.session.ended:
+            raise DeskLoopError("an episode is already running; abort it or wait for its end")
+        from app.agents.factory import make_agent
+
+        make_agent(agent_spec, task)  # a bad spec fails here, before a desktop starts
+        entry = self.pool.new()
+        session = EpisodeSession(
+            task=task,
+            agent_spec=agent_spec,
+            user_mode=user_mode,
+            store=self.store,
+            desktop=entry.desktop,
+            backend=self.backend,
+        )
+        self.session = session
+        self.live_desktop = None
+
+        async def run() -> None:
+            entry.busy = "running an episode"
+            try:
+                await session.run()
+            finally:
+                entry.busy = None
+                entry.episode = None
+                await entry.desktop.close()
+
+        def note_episode(_event: object) -> None:
+            entry.episode = session.episode_id
+
+        session.listeners.append(note_episode)
+        self.run_worker(
+            run(), group="episode", description=f"episode of {task.id}", exit_on_error=False
+        )
+        self.show_live()
+        return session
+
+    def watch_desktop(self, name: str) -> None:
+        self.live_desktop = name
+        self.show_live()
+
+    def show_live(self) -> None:
+        if self.current_mode == "live" and isinstance(self.screen, LiveScreen):
+            self.screen.attach()  # no ScreenResume when the mode does not change
+        else:
+            self.switch_mode("live")

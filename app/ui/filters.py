@@ -1,0 +1,75 @@
+"""The Episodes screen's filter language (no Textual: tested on its own).
+
+Words separated by spaces, all of which must hold:
+`task:ID` (substring), `agent:NAME`, `user:person|simulated`,
+`status:running|finished|error`, `passed:yes|no`, `score>=0.5` (also >, <=, <, =),
+and a bare word, which must appear in the task id.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.store import EpisodeRecord
+
+_SCORE = re.compile(r"^score(>=|<=|>|<|=)([0-9]*\.?[0-9]+)$")
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+    "=": operator.eq,
+}
+FIELDS = ("task", "agent", "user", "status", "passed")
+
+
+@dataclass(frozen=True)
+class EpisodeFilter:
+    tests: tuple[Callable[[EpisodeRecord], bool], ...] = ()
+
+    def __call__(self, episode: EpisodeRecord) -> bool:
+        return all(test(episode) for test in self.tests)
+
+
+def parse_filter(text: str) -> EpisodeFilter:
+    """Parse the filter box's text.
+
+    Raises:
+        ValueError: an unknown field or a malformed score comparison, named.
+    """
+    tests: list[Callable[[EpisodeRecord], bool]] = []
+    for word in text.split():
+        tests.append(_test(word))
+    return EpisodeFilter(tuple(tests))
+
+
+def _test(word: str) -> Callable[[EpisodeRecord], bool]:
+    score = _SCORE.match(word)
+    if score:
+        op, bound = _OPS[score.group(1)], float(score.group(2))
+
+        def score_test(e: EpisodeRecord) -> bool:
+            return e.score is not None and op(e.score, bound)
+
+        return score_test
+    if word.startswith("score"):
+        raise ValueError(f"{word!r}: write a score test as score>=0.5 (or >, <=, <, =)")
+    key, _, value = word.partition(":") if ":" in word else ("task", "", word)
+    value = value.lower()
+    if key == "task":
+        return lambda e: value in e.task_id.lower()
+    if key == "agent":
+        return lambda e: e.agent.lower() == value
+    if key == "user":
+        return lambda e: e.user_mode == value
+    if key == "status":
+        return lambda e: e.status == value
+    if key == "passed":
+        if value not in ("yes", "no"):
+            raise ValueError(f"{word!r}: passed is yes or no")
+        wanted = value == "yes"
+        return lambda e: bool(e.passed) == wanted
+    raise ValueError(f"unknown filter field {key!r}; known: {', '.join(FIELDS)}, score")

@@ -1,0 +1,167 @@
+"""Desktop frames drawn with half blocks: each terminal cell shows two pixels.
+
+'▀' with the foreground colour as the upper pixel and the background colour as the
+lower one works in every true-colour terminal, tmux included (kitty and sixel do
+not pass through tmux; FIELD_NOTES). Speed comes from three things: the frame is
+sampled down to the widget's size with numpy before anything else, runs of equal
+cells become one segment, and only the rows that changed since the last frame are
+rebuilt and repainted.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import numpy.typing as npt
+from rich.color import Color
+from rich.segment import Segment
+from rich.style import Style
+from textual.geometry import Region, Size
+from textual.strip import Strip
+from textual.widget import Widget
+
+Pixels = npt.NDArray[np.uint8]
+UPPER_HALF = "▀"
+
+
+def fit(width: int, height: int, cols: int, rows: int) -> tuple[int, int]:
+    """The largest cols × (2·rows) pixel grid with the frame's aspect ratio."""
+    if width <= 0 or height <= 0 or cols <= 0 or rows <= 0:
+        return 0, 0
+    scale = min(cols / width, (2 * rows) / height)
+    out_w = max(1, min(cols, round(width * scale)))
+    out_h = max(2, min(2 * rows, round(height * scale)))
+    return out_w, out_h + (out_h % 2)
+
+
+def sample(pixels: Pixels, out_w: int, out_h: int) -> Pixels:
+    """Nearest-neighbour sample of an H×W×3 frame to out_h × out_w × 3."""
+    height, width = pixels.shape[:2]
+    ys = (np.arange(out_h) * height // out_h).clip(0, height - 1)
+    xs = (np.arange(out_w) * width // out_w).clip(0, width - 1)
+    result: Pixels = pixels[ys[:, None], xs[None, :], :3]
+    return result
+
+
+def cell_codes(small: Pixels) -> npt.NDArray[np.int64]:
+    """One int per cell: upper pixel's RGB in the high 24 bits, lower's in the low 24."""
+    rgb = small.astype(np.int64)
+    packed = (rgb[:, :, 0] << 16) | (rgb[:, :, 1] << 8) | rgb[:, :, 2]
+    codes: npt.NDArray[np.int64] = (packed[0::2] << 24) | packed[1::2]
+    return codes
+
+
+class HalfBlockView(Widget):
+    """Shows the latest frame given to `show()`, scaled to fit and centred."""
+
+    DEFAULT_CSS = """
+    HalfBlockView { width: 1fr; height: 1fr; }
+    """
+
+    def __init__(self, *, name: str | None = None, id: str | None = None) -> None:
+        super().__init__(name=name, id=id)
+        self._pixels: Pixels | None = None
+        self._codes: npt.NDArray[np.int64] | None = None
+        self._strips: list[Strip] = []
+        self._pad = 0
+        self._styles: dict[int, Style] = {}
+        self.frames_shown = 0
+        """Frames that changed at least one row (for the benchmark)."""
+        self.rows_painted = 0
+
+    @property
+    def has_frame(self) -> bool:
+        return self._pixels is not None
+
+    def show(self, pixels: Pixels) -> int:
+        """Display `pixels`; returns how many terminal rows changed."""
+        self._pixels = pixels
+        return self._rebuild(force=False)
+
+    def clear(self) -> None:
+        self._pixels = self._codes = None
+        self._strips = []
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._rebuild(force=True)
+
+    def _rebuild(self, *, force: bool) -> int:
+        size = self.size
+        if self._pixels is None or size.width == 0 or size.height == 0:
+            return 0
+        height, width = self._pixels.shape[:2]
+        out_w, out_h = fit(width, height, size.width, size.height)
+        codes = cell_codes(sample(self._pixels, out_w, out_h))
+        old = self._codes
+        if force or old is None or old.shape != codes.shape:
+            changed = list(range(codes.shape[0]))
+            self._strips = [Strip.blank(0)] * codes.shape[0]
+        else:
+            changed = np.flatnonzero((old != codes).any(axis=1)).tolist()
+        self._codes = codes
+        self._pad = (size.width - out_w) // 2
+        for row in changed:
+            self._strips[row] = self._strip(codes[row])
+        if changed:
+            self.frames_shown += 1
+            self.rows_painted += len(changed)
+            if force:
+                self.refresh()
+            else:
+                self.refresh(*_regions(changed, size))
+        return len(changed)
+
+    def _strip(self, row: npt.NDArray[np.int64]) -> Strip:
+        starts = np.flatnonzero(np.diff(row)) + 1
+        bounds = [0, *starts.tolist(), len(row)]
+        segments = [Segment(" " * self._pad)] if self._pad else []
+        for start, end in itertools.pairwise(bounds):
+            segments.append(Segment(UPPER_HALF * (end - start), self._style(int(row[start]))))
+        return Strip(segments)
+
+    def _style(self, code: int) -> Style:
+        style = self._styles.get(code)
+        if style is None:
+            if len(self._styles) > 65_536:  # a photo-like frame: do not grow forever
+                self._styles.clear()
+            upper, lower = code >> 24, code & 0xFFFFFF
+            style = Style(
+                color=Color.from_rgb(upper >> 16, (upper >> 8) & 0xFF, upper & 0xFF),
+                bgcolor=Color.from_rgb(lower >> 16, (lower >> 8) & 0xFF, lower & 0xFF),
+            )
+            self._styles[code] = style
+        return style
+
+    def render_line(self, y: int) -> Strip:
+        if 0 <= y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(self.size.width)
+
+
+def _regions(rows: list[int], size: Size) -> list[Region]:
+    """Consecutive changed rows as one region each."""
+    regions: list[Region] = []
+    start = prev = rows[0]
+    for row in rows[1:]:
+        if row != prev + 1:
+            regions.append(Region(0, start, size.width, prev - start + 1))
+            start = row
+        prev = row
+    regions.append(Region(0, start, size.width, prev - start + 1))
+    return regions
+
+
+def mark_point(pixels: Pixels, x: int, y: int, radius: int) -> Pixels:
+    """A copy of `pixels` with a red cross-hair at (x, y), `radius` pixels long."""
+    out = pixels.copy()
+    height, width = out.shape[:2]
+    if not (0 <= x < width and 0 <= y < height):
+        return out
+    thick = max(1, radius // 6)
+    x0, x1 = max(0, x - radius), min(width, x + radius + 1)
+    y0, y1 = max(0, y - radius), min(height, y + radius + 1)
+    out[max(0, y - thick) : y + thick + 1, x0:x1] = (255, 40, 40)
+    out[y0:y1, max(0, x - thick) : x + thick + 1] = (255, 40, 40)
+    return out

@@ -1,0 +1,342 @@
+"""Live session: the desktop as it changes, the episode's state, and the chat pane."""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Footer, Header, Input, RichLog, Select, Static
+
+from app.desktops.base import VncEndpoint
+from app.protocol import Message as ChatMessage
+from app.protocol import UserKind
+from app.runner import (
+    EndedEvent,
+    MessageEvent,
+    PhaseEvent,
+    RunnerEvent,
+    StatusEvent,
+    StepEvent,
+    WaitingEvent,
+)
+from app.ui.halfblock import HalfBlockView
+from app.ui.screens.base import LabScreen
+from app.ui.session import EpisodeSession, StepLine, frame_feed
+
+FEED_FPS = 12.0
+"""Redraw cap: FIELD_NOTES measured 17 fps full-frame half-block redraws; 10-15 fps
+leaves the loop free for the runner and the rest of the UI."""
+
+INJECT_KINDS: list[tuple[str, UserKind]] = [
+    ("clarification", "clarification"),
+    ("interruption", "interruption"),
+]
+
+
+class LiveScreen(LabScreen):
+    TITLE = "Live"
+    HELP = """\
+The running episode (or a desktop chosen with **v** in Desktops).
+
+- Left: the desktop's screen, redrawn as it changes (half blocks: two pixels per
+  character cell; at most 12 redraws a second).
+- Right: the **active instruction** (the latest user message), the **phase
+  timeline** (✓ delivered, ▶ pending and what will trigger it, · later), and the
+  **step log** (action, seconds the agent took to decide, to act, to settle).
+- Bottom: the **chat pane**. Type and press **enter**:
+  - when the agent asked (ASK), your text is the **answer**;
+  - after the agent's DONE, your text is **feedback** and the episode goes on
+    with it as the active instruction; **F3** accepts the result instead;
+  - at any other time your text is injected as the kind chosen on the left
+    (clarification or interruption) before the agent's next step.
+- **F2** pause / resume (between steps), **F4** abort the episode.
+- **c** puts the cursor in the chat box, **esc** takes it out (then the screen
+  keys d t l e r ? q work again).
+
+Every message is recorded with its kind and the step at which it arrived.
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f2", "pause", "Pause/resume", priority=True),
+        Binding("f3", "accept", "Accept DONE", priority=True),
+        Binding("f4", "abort", "Abort", priority=True),
+        Binding("c", "chat", "Chat"),
+        Binding("escape", "unfocus", "Leave chat", show=False),
+    ]
+
+    class RunnerUpdate(Message):
+        """A runner event, re-posted so widgets change in the screen's own handler."""
+
+        def __init__(self, event: RunnerEvent) -> None:
+            super().__init__()
+            self.event = event
+
+    class FrameReady(Message):
+        def __init__(self, pixels: object, at: float) -> None:
+            super().__init__()
+            self.pixels = pixels
+            self.at = at
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.session: EpisodeSession | None = None
+        self.frames_received = 0
+        self.feed_started: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="live-main"):
+            with Vertical(id="live-left"):
+                yield Static("", id="live-status")
+                yield HalfBlockView(id="live-frame")
+            with Vertical(id="live-right"):
+                yield Static("", id="live-instruction")
+                yield Static("", id="live-phases")
+                yield DataTable(id="live-steps", cursor_type="row", zebra_stripes=True)
+        with Vertical(id="live-chat"):
+            yield RichLog(id="live-log", wrap=True, markup=False)
+            with Horizontal(id="chat-row"):
+                yield Select(INJECT_KINDS, value="clarification", allow_blank=False, id="chat-kind")
+                yield Input(placeholder="", id="chat-input")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#live-steps", DataTable)
+        table.add_columns("step", "action", "agent s", "act s", "settle s", "note")
+        self.set_interval(1.0, self.update_status)
+        self.attach()
+
+    def on_screen_resume(self) -> None:
+        self.attach()
+
+    def on_screen_suspend(self) -> None:
+        self.workers.cancel_group(self, "feed")
+
+    # -- what is shown ------------------------------------------------------------
+
+    def attach(self) -> None:
+        """Show the app's current session (or watched desktop) from its full state."""
+        app = self.lab
+        session = app.session
+        if session is not self.session:
+            if self.session is not None and self._listen in self.session.listeners:
+                self.session.listeners.remove(self._listen)
+            self.session = session
+            if session is not None:
+                session.listeners.append(self._listen)
+            self.query_one(HalfBlockView).clear()
+        table = self.query_one("#live-steps", DataTable)
+        table.clear()
+        log = self.query_one("#live-log", RichLog)
+        log.clear()
+        if session is not None:
+            for step in session.steps:
+                self._add_step(step)
+            for message in session.messages:
+                self._log_message(message)
+        self.update_all()
+        self.workers.cancel_group(self, "feed")
+        if self._endpoint() is not None or (session is not None and not session.ended):
+            self.feed()
+
+    def _listen(self, event: RunnerEvent) -> None:
+        self.post_message(self.RunnerUpdate(event))
+
+    def _endpoint(self) -> VncEndpoint | None:
+        app = self.lab
+        if self.session is not None and not self.session.ended:
+            return self.session.desktop.info().vnc
+        if app.live_desktop is not None and app.live_desktop in app.pool.entries:
+            return app.pool.entries[app.live_desktop].info().vnc
+        return None
+
+    @work(group="feed", exclusive=True, exit_on_error=False, description="live view")
+    async def feed(self) -> None:
+        """Redraw the desktop as it changes (cancelled while the screen is hidden)."""
+        self.feed_started = time.monotonic()
+        self.frames_received = 0
+        async for at, pixels in frame_feed(self._endpoint, fps=FEED_FPS):
+            self.frames_received += 1
+            self.query_one(HalfBlockView).show(pixels)  # type: ignore[arg-type]
+            del at
+
+    def update_all(self) -> None:
+        self.update_status()
+        self.update_instruction()
+        self.update_phases()
+        self.update_chat_prompt()
+
+    def update_status(self) -> None:
+        session = self.session
+        status = self.query_one("#live-status", Static)
+        app = self.lab
+        if session is None:
+            if app.live_desktop is not None:
+                status.update(f"watching desktop {app.live_desktop} (no episode)")
+            else:
+                status.update("No episode is running. Start one from Tasks (t, then s).")
+            return
+        steps_left, seconds_left = session.budget_left()
+        episode = f"episode {session.episode_id}" if session.episode_id else "episode"
+        paused = " · [reverse] PAUSED [/reverse]" if session.control.paused else ""
+        line = Text.from_markup(
+            f"[b]{session.task.id}[/b] · {episode} · agent {session.agent_spec} · "
+            f"user {session.user_mode}{paused}\n"
+        )
+        line.append(session.status)
+        if not session.ended:
+            line.append(f" · budget: {steps_left} steps, {seconds_left:.0f} s left")
+        elif session.result is not None and session.result.score is not None:
+            r = session.result
+            line.append(f" · score {r.score:.2f} · {'passed' if r.passed else 'not passed'}")
+        status.update(line)
+
+    def update_instruction(self) -> None:
+        session = self.session
+        text = session.active_instruction if session else ""
+        widget = self.query_one("#live-instruction", Static)
+        widget.border_title = "active instruction"
+        widget.update(Text(text.strip()))
+
+    def update_phases(self) -> None:
+        session = self.session
+        widget = self.query_one("#live-phases", Static)
+        widget.border_title = "phases"
+        if session is None or not session.phases:
+            widget.update("no phases (a standard task)" if session else "")
+            return
+        pending = session.pending_phase
+        out = Text()
+        for phase in session.phases:
+            if phase.delivered_step is not None:
+                out.append(f"✓ {phase.index + 1} at step {phase.delivered_step}: ", "green")
+            elif phase is pending:
+                out.append(f"▶ {phase.index + 1} {phase.trigger}: ", "bold yellow")
+            else:
+                out.append(f"· {phase.index + 1} {phase.trigger}: ", "dim")
+            out.append(phase.message.strip().replace("\n", " ") + "\n")
+        widget.update(out)
+
+    def update_chat_prompt(self) -> None:
+        session = self.session
+        chat = self.query_one("#live-chat")
+        entry = self.query_one("#chat-input", Input)
+        waiting = session.waiting if session and session.person else None
+        if session is None or session.ended:
+            chat.border_title = "conversation"
+            entry.placeholder = "no running episode"
+        elif waiting is not None and waiting.what == "answer":
+            chat.border_title = f"the agent asks: {waiting.question}"
+            entry.placeholder = "type your answer, enter sends it"
+        elif waiting is not None and waiting.what == "review":
+            chat.border_title = "the agent says it is DONE: F3 accepts, or type feedback"
+            entry.placeholder = "feedback (enter): the episode continues with it"
+        else:
+            chat.border_title = "conversation"
+            entry.placeholder = "message to the agent, sent as the kind on the left (enter)"
+        chat.set_class(waiting is not None, "waiting")
+
+    def _add_step(self, step: StepLine) -> None:
+        table = self.query_one("#live-steps", DataTable)
+        note = Text(step.error, "red") if step.error else ""
+        table.add_row(
+            str(step.idx),
+            step.description,
+            f"{step.agent_seconds:.2f}",
+            f"{step.act_seconds:.2f}",
+            f"{step.settle_seconds:.2f}",
+            note,
+        )
+        table.move_cursor(row=table.row_count - 1)
+
+    def _log_message(self, message: ChatMessage) -> None:
+        who = "agent" if message.role == "agent" else message.source
+        color = {"agent": "cyan", "person": "green", "phase": "magenta"}.get(who, "white")
+        line = Text(f"[step {message.step}] ", "dim")
+        line.append(f"{who} {message.kind}: ", f"bold {color}")
+        line.append(message.text.strip())
+        self.query_one("#live-log", RichLog).write(line)
+
+    # -- runner events --------------------------------------------------------------
+
+    def on_live_screen_runner_update(self, update: RunnerUpdate) -> None:
+        event = update.event
+        match event:
+            case StepEvent():
+                assert self.session is not None
+                self._add_step(self.session.steps[-1])
+            case MessageEvent(message):
+                self._log_message(message)
+                self.update_instruction()
+            case PhaseEvent():
+                self.update_phases()
+            case WaitingEvent():
+                self.query_one("#chat-input", Input).focus()
+                self.notify(
+                    "The agent asks a question."
+                    if event.what == "answer"
+                    else "The agent says DONE: accept (F3) or give feedback.",
+                    timeout=4,
+                )
+            case EndedEvent(result):
+                self.notify(f"Episode {result.episode_id} ended: {result.status}", timeout=5)
+            case StatusEvent():
+                pass
+        self.update_status()
+        self.update_chat_prompt()
+
+    # -- the person's actions -------------------------------------------------------
+
+    @on(Input.Submitted, "#chat-input")
+    def send(self, event: Input.Submitted) -> None:
+        session = self.session
+        text = event.value.strip()
+        if not text:
+            return
+        if session is None:
+            self.notify("No episode is running.", severity="warning")
+            return
+        kind = self.query_one("#chat-kind", Select).value
+        try:
+            said = session.send(text, kind if isinstance(kind, str) else "clarification")  # type: ignore[arg-type]
+        except ValueError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        event.input.value = ""
+        self.notify(said, timeout=3)
+        self.update_chat_prompt()
+
+    def action_accept(self) -> None:
+        if self.session is None:
+            return
+        try:
+            self.session.accept()
+        except ValueError as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        self.notify("Result accepted: scoring.", timeout=3)
+        self.update_chat_prompt()
+
+    def action_pause(self) -> None:
+        if self.session is None or self.session.ended:
+            return
+        paused = self.session.toggle_pause()
+        self.notify("Paused after the current step." if paused else "Resumed.", timeout=3)
+        self.update_status()
+
+    def action_abort(self) -> None:
+        if self.session is None or self.session.ended:
+            return
+        self.session.control.abort()
+        self.notify("Aborting the episode…", severity="warning", timeout=3)
+
+    def action_chat(self) -> None:
+        self.query_one("#chat-input", Input).focus()
+
+    def action_unfocus(self) -> None:
+        self.query_one("#live-steps", DataTable).focus()

@@ -1,0 +1,217 @@
+"""Replay one episode: scrub frames with each step's action drawn on them, the
+messages in place on the timeline, and the checks with their evidence."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Footer, Header, Static
+
+from app.store import CheckRecord, EpisodeRecord, MessageRecord, StepRecord
+from app.ui.halfblock import HalfBlockView, Pixels, mark_point
+from app.ui.screens.base import LabScreen
+
+POINT_KINDS = ("click", "move", "scroll", "drag")
+
+
+def timeline(
+    steps: list[StepRecord], messages: list[MessageRecord]
+) -> list[tuple[str, StepRecord | MessageRecord | None]]:
+    """Steps and messages in order: a message recorded at step count s arrived after
+    step s-1 and before step s. ('final', None) closes the list."""
+    rows: list[tuple[str, StepRecord | MessageRecord | None]] = []
+    pending = sorted(messages, key=lambda m: m.idx)
+    for step in steps:
+        while pending and pending[0].step <= step.idx:
+            message = pending.pop(0)
+            rows.append((f"m{message.id}", message))
+        rows.append((f"s{step.idx}", step))
+    rows += [(f"m{m.id}", m) for m in pending]
+    rows.append(("final", None))
+    return rows
+
+
+def action_point(action: dict[str, Any]) -> tuple[int, int] | None:
+    kind = action.get("kind")
+    if kind in ("click", "move", "scroll"):
+        return int(action["x"]), int(action["y"])
+    if kind == "drag":
+        return int(action["x1"]), int(action["y1"])
+    return None
+
+
+def action_caption(step: StepRecord) -> str:
+    action = step.action
+    kind = action.get("kind")
+    if kind == "type":
+        return f"types: {action.get('text', '')!r}"
+    if kind == "key":
+        return f"presses: {action.get('combo', '')}"
+    if kind == "drag":
+        return f"drags ({action['x1']}, {action['y1']}) → ({action['x2']}, {action['y2']})"
+    point = action_point(action)
+    if point is not None:
+        return f"{kind} at {point} (red cross)"
+    return step.description
+
+
+def load_frame(path: str) -> Pixels:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+class ReplayScreen(LabScreen):
+    TITLE = "Replay"
+    HELP = """\
+One recorded episode.
+
+- The timeline (right) lists the steps and, in place, every message: the
+  instruction, phases, the agent's questions, your answers, clarifications,
+  interruptions and feedback, each at the step it arrived.
+- **↑/↓** or **←/→** scrub: the left pane shows the screen the agent saw before
+  that step, with its action drawn on it (a red cross where it clicks, scrolls
+  or starts a drag; typed text and keys in the caption).
+- **home/end** first step / final state.
+- Below the timeline: the checks that scored the episode, with their evidence.
+- **esc** back to the episode list.
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("left", "scrub(-1)", "Prev step", priority=True),
+        Binding("right", "scrub(1)", "Next step", priority=True),
+        Binding("home", "jump(0)", "First", show=False),
+        Binding("end", "jump(-1)", "Final", show=False),
+    ]
+
+    def __init__(self, episode_id: int) -> None:
+        super().__init__()
+        self.episode_id = episode_id
+        self.episode: EpisodeRecord | None = None
+        self.rows: list[tuple[str, StepRecord | MessageRecord | None]] = []
+        self.checks: list[CheckRecord] = []
+        self.shown_key: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            with Vertical(id="replay-left"):
+                yield Static("", id="replay-head")
+                yield HalfBlockView(id="replay-frame")
+                yield Static("", id="replay-caption")
+            with Vertical(id="replay-right"):
+                yield DataTable(id="replay-timeline", cursor_type="row")
+                yield DataTable(id="replay-checks", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        store = self.lab.store
+        self.episode = store.get_episode(self.episode_id)
+        self.rows = timeline(store.steps(self.episode_id), store.messages(self.episode_id))
+        self.checks = store.checks(self.episode_id)
+        e = self.episode
+        score = "unscored" if e.score is None else f"score {e.score:.2f}"
+        verdict = "" if e.passed is None else (" · passed" if e.passed else " · not passed")
+        head = Text.from_markup(
+            f"[b]episode {e.id}[/b] · {e.task_id} · agent {e.agent} · user {e.user_mode} · "
+            f"{e.status} ({e.end_reason or '—'}) · {score}{verdict}"
+        )
+        if e.error:
+            head.append(f"\n{e.error}", "red")
+        self.query_one("#replay-head", Static).update(head)
+        table = self.query_one("#replay-timeline", DataTable)
+        table.border_title = "timeline"
+        table.add_columns("step", "what", "s")
+        for key, item in self.rows:
+            if isinstance(item, StepRecord):
+                total = item.agent_seconds + item.act_seconds + item.settle_seconds
+                what = Text(item.description)
+                if item.error:
+                    what.append(f" — {item.error}", "red")
+                table.add_row(str(item.idx), what, f"{total:.1f}", key=key)
+            elif isinstance(item, MessageRecord):
+                who = "agent" if item.role == "agent" else item.source
+                color = {"agent": "cyan", "person": "green", "phase": "magenta"}.get(who, "white")
+                text = Text(f"{who} {item.kind}: ", f"bold {color}")
+                text.append(item.text.strip().replace("\n", " "))
+                table.add_row(Text("✉", color), text, "", key=key)
+            else:
+                table.add_row("end", Text("final state", "bold"), "", key=key)
+        checks = self.query_one("#replay-checks", DataTable)
+        checks.border_title = "checks"
+        checks.add_columns("", "check", "score", "evidence")
+        for c in self.checks:
+            mark = Text("PASS", "green") if c.passed else Text("FAIL", "red")
+            checks.add_row(mark, c.name, f"{c.score:.2f}", c.evidence)
+        if not self.checks:
+            checks.add_row("", Text("not scored", "dim"), "", "")
+        table.focus()
+        self.show_row(0)
+
+    @on(DataTable.RowHighlighted, "#replay-timeline")
+    def highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.show_row(event.cursor_row)
+
+    def show_row(self, index: int) -> None:
+        if not self.rows:
+            return
+        index = max(0, min(index, len(self.rows) - 1))
+        key, item = self.rows[index]
+        if key == self.shown_key:
+            return
+        self.shown_key = key
+        caption = self.query_one("#replay-caption", Static)
+        step = self._step_for(index)
+        assert self.episode is not None
+        if isinstance(item, MessageRecord):
+            caption.update(Text(f"message at step {item.step}: {item.text.strip()}"))
+        elif item is None:
+            caption.update("final state of the desktop (what the checks scored)")
+        if step is not None and item is step:
+            caption.update(Text(f"step {step.idx}: {action_caption(step)}"))
+        frame = step.frame if step is not None else self.episode.final_frame
+        point = action_point(step.action) if step is not None and item is step else None
+        if frame is None:
+            self.query_one(HalfBlockView).clear()
+            return
+        self.load(frame, point)
+
+    def _step_for(self, index: int) -> StepRecord | None:
+        """The step at `index`, or for a message the next step after it (None: final)."""
+        for _key, item in self.rows[index:]:
+            if isinstance(item, StepRecord):
+                return item
+            if item is None:
+                return None
+        return None
+
+    @work(
+        exclusive=True,
+        group="replay-frame",
+        thread=True,
+        exit_on_error=False,
+        description="loading a frame",
+    )
+    def load(self, frame: str, point: tuple[int, int] | None) -> None:
+        pixels = load_frame(str(self.lab.store.frame_path(frame)))
+        if point is not None:
+            pixels = mark_point(pixels, point[0], point[1], radius=max(8, pixels.shape[1] // 60))
+        self.app.call_from_thread(self.query_one(HalfBlockView).show, pixels)
+
+    def action_scrub(self, delta: int) -> None:
+        table = self.query_one("#replay-timeline", DataTable)
+        row = table.cursor_row + delta
+        while 0 <= row < len(self.rows) and isinstance(self.rows[row][1], MessageRecord):
+            row += delta
+        table.move_cursor(row=max(0, min(row, len(self.rows) - 1)))
+
+    def action_jump(self, where: int) -> None:
+        table = self.query_one("#replay-timeline", DataTable)
+        table.move_cursor(row=0 if where == 0 else len(self.rows) - 1)

@@ -1,0 +1,190 @@
+"""Tasks: browse the library by app, level and kind; read a task; validate; start."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Footer, Header, Input, Label, Markdown, Select, Static, Tree
+
+from app.tasks.model import Task
+from app.ui.describe import task_markdown
+from app.ui.screens.base import LabScreen
+from app.ui.session import UserMode
+
+KIND_FILTERS = ("all", "interactive", "standard")
+
+
+class StartEpisodeScreen(ModalScreen[tuple[str, UserMode] | None]):
+    """Choose the agent and who plays the user; dismisses with (agent spec, user mode)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
+
+    def __init__(self, task: Task) -> None:
+        super().__init__()
+        self.task_ = task
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(f"[b]Start an episode of {self.task_.id}[/b]", id="dialog-title")
+            yield Label("Agent (reference | null | scripted:FILE)")
+            yield Input(value="reference", id="agent")
+            yield Label("User")
+            yield Select(
+                [
+                    ("person (you, in the chat pane)", "person"),
+                    ("simulated (phase script)", "simulated"),
+                ],
+                value="person",
+                allow_blank=False,
+                id="user",
+            )
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Start", id="start", variant="primary")
+                yield Button("Cancel", id="cancel")
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#start")
+    def start(self) -> None:
+        agent = self.query_one("#agent", Input).value.strip()
+        user = self.query_one("#user", Select).value
+        if agent and user == "person":
+            self.dismiss((agent, "person"))
+        elif agent and user == "simulated":
+            self.dismiss((agent, "simulated"))
+
+    @on(Button.Pressed, "#cancel")
+    def cancel(self) -> None:
+        self.dismiss(None)
+
+
+class TasksScreen(LabScreen):
+    TITLE = "Tasks"
+    HELP = """\
+The task library (`--tasks-dir`), grouped by app and level. A task marked
+**interactive** has phases: later user messages delivered by triggers.
+
+- **↑/↓, enter** move in the tree; the right pane shows the task: instruction,
+  phases with their triggers, setup steps and the checks that score it.
+- **s** start an episode of the selected task: pick the agent and the user
+  (*person*: you answer questions and review DONE in the Live screen;
+  *simulated*: the task's phase script).
+- **k** cycle the filter: all / interactive / standard tasks.
+- **v** validate: reload every task file and list the ones that fail, with the
+  file and field at fault.
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "start", "Start episode"),
+        Binding("k", "cycle_kind", "Filter kind"),
+        Binding("v", "validate", "Validate"),
+    ]
+
+    class EpisodeRequested(Message):
+        def __init__(self, task: Task, agent: str, user: UserMode) -> None:
+            super().__init__()
+            self.task = task
+            self.agent = agent
+            self.user = user
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kind_filter = "all"
+        self.selected: Task | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            with Vertical(id="task-side"):
+                yield Static("", id="task-filter")
+                yield Tree("tasks", id="task-tree")
+            with VerticalScroll(id="task-detail"):
+                yield Markdown("Select a task.", id="task-md")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.fill()
+        self.query_one(Tree).focus()
+
+    def fill(self) -> None:
+        tree: Tree[Task | None] = self.query_one(Tree)
+        tree.clear()
+        tree.root.expand()
+        tree.show_root = False
+        tasks = [
+            t
+            for t in self.lab.tasks
+            if self.kind_filter == "all" or (t.interactive == (self.kind_filter == "interactive"))
+        ]
+        by_app: dict[str, dict[str, list[Task]]] = {}
+        for task in sorted(tasks, key=lambda t: (t.app, t.level, t.id)):
+            by_app.setdefault(task.app, {}).setdefault(task.level, []).append(task)
+        first = None
+        for app_name, levels in by_app.items():
+            app_node = tree.root.add(f"[b]{app_name}[/b]", expand=True)
+            for level, members in levels.items():
+                level_node = app_node.add(level, expand=True)
+                for task in members:
+                    mark = " [magenta]interactive[/magenta]" if task.interactive else ""
+                    leaf = level_node.add_leaf(f"{task.id}{mark}", data=task)
+                    first = first or leaf
+        if first is not None:
+            # Start on the first task, so its details show and `s` works at once.
+            self.call_after_refresh(tree.move_cursor, first)
+        errors = len(self.lab.task_errors)
+        note = f" · [red]{errors} invalid (v)[/red]" if errors else ""
+        self.query_one("#task-filter", Static).update(
+            f"{len(tasks)} tasks · showing: {self.kind_filter}{note}"
+        )
+
+    @on(Tree.NodeHighlighted)
+    def show_task(self, event: Tree.NodeHighlighted[Task | None]) -> None:
+        task = event.node.data
+        if task is None:
+            return
+        self.selected = task
+        self.query_one("#task-md", Markdown).update(task_markdown(task))
+
+    def action_cycle_kind(self) -> None:
+        self.kind_filter = KIND_FILTERS[(KIND_FILTERS.index(self.kind_filter) + 1) % 3]
+        self.fill()
+
+    def action_validate(self) -> None:
+        self.lab.reload_tasks()
+        self.fill()
+        errors = self.lab.task_errors
+        if errors:
+            text = "\n\n".join(f"- {e}" for e in errors)
+            self.query_one("#task-md", Markdown).update(
+                f"## {len(errors)} task file(s) failed validation\n\n{text}"
+            )
+        else:
+            self.query_one("#task-md", Markdown).update(
+                f"## All {len(self.lab.tasks)} tasks are valid\n\nin `{self.lab.tasks_dir}`"
+            )
+
+    def action_start(self) -> None:
+        task = self.selected
+        if task is None:
+            self.notify("Select a task first.", severity="warning")
+            return
+
+        def chosen(choice: tuple[str, UserMode] | None) -> None:
+            if choice is not None:
+                self.post_message(self.EpisodeRequested(task, *choice))
+
+        self.app.push_screen(StartEpisodeScreen(task), chosen)
+
+    def on_tasks_screen_episode_requested(self, event: EpisodeRequested) -> None:
+        from app.errors import DeskLoopError
+
+        try:
+            self.lab.start_episode(event.task, event.agent, event.user)
+        except DeskLoopError as exc:
+            from app.ui.modals import ErrorScreen
+
+            self.app.push_screen(ErrorScreen(f"Cannot start: {exc.title}", str(exc)))

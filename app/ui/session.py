@@ -1,0 +1,387 @@
+"""What the TUI manages, without Textual: desktops, a running episode, a frame feed.
+
+Screens call these services and show their state; everything here is plain asyncio
+on the app's loop, so it is tested without a terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from app.agents.factory import make_agent
+from app.desktops.base import Desktop, DesktopInfo, VncEndpoint
+from app.desktops.factory import make_desktop
+from app.errors import DesktopError, VNCError
+from app.person import PersonUser
+from app.protocol import Message, UserKind
+from app.runner import (
+    EndedEvent,
+    EpisodeControl,
+    EpisodeResult,
+    EpisodeRunner,
+    MessageEvent,
+    PhaseEvent,
+    RunnerEvent,
+    StatusEvent,
+    StepEvent,
+    WaitingEvent,
+)
+from app.store import Store
+from app.tasks.model import Task
+from app.tasks.triggers import describe_trigger
+from app.users import SimulatedUser, User
+from app.vnc import VNCClient, connect
+
+UserMode = Literal["person", "simulated"]
+
+
+# -- desktops ---------------------------------------------------------------------
+
+
+@dataclass
+class DesktopEntry:
+    desktop: Desktop
+    busy: str | None = None
+    """The operation in progress ('starting', 'resetting', ...), if any."""
+    episode: int | None = None
+    """The episode running on it, if any."""
+    error: str | None = None
+
+    def info(self) -> DesktopInfo:
+        return self.desktop.info()
+
+
+class DesktopPool:
+    """The desktops this TUI session made, by name, with their lifecycle operations.
+
+    The local backend has no snapshots: its reset starts a fresh session from the
+    empty start state, which is what a snapshot restore gives a VM.
+    """
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.entries: dict[str, DesktopEntry] = {}
+
+    def new(self) -> DesktopEntry:
+        desktop = make_desktop(self.backend)
+        entry = DesktopEntry(desktop)
+        self.entries[desktop.info().name] = entry
+        return entry
+
+    def get(self, name: str) -> DesktopEntry:
+        try:
+            return self.entries[name]
+        except KeyError:
+            raise DesktopError(f"no desktop named {name!r} in this session") from None
+
+    async def _op(self, name: str, doing: str, call: Callable[[Desktop], object]) -> None:
+        entry = self.get(name)
+        if entry.busy:
+            raise DesktopError(f"desktop {name} is busy {entry.busy}")
+        if entry.episode is not None and doing != "stopping":
+            raise DesktopError(f"desktop {name} runs episode {entry.episode}; abort it first")
+        entry.busy, entry.error = doing, None
+        try:
+            result = call(entry.desktop)
+            if asyncio.iscoroutine(result):
+                await result
+        except DesktopError as exc:
+            entry.error = str(exc)
+            raise
+        finally:
+            entry.busy = None
+
+    async def start(self, name: str) -> None:
+        """Start (or restart) the desktop in a fresh session."""
+        await self._op(name, "starting", lambda d: d.reset())
+
+    async def reset(self, name: str) -> None:
+        """Back to the start state (a fresh session on the local backend)."""
+        await self._op(name, "resetting", lambda d: d.reset())
+
+    async def stop(self, name: str) -> None:
+        await self._op(name, "stopping", lambda d: d.close())
+
+    async def snapshot(self, name: str) -> None:
+        self.get(name)
+        raise DesktopError(
+            f"the {self.backend} backend cannot take snapshots: its reset always starts "
+            "a fresh session (snapshots are a libvirt feature)"
+        )
+
+    async def close_all(self) -> None:
+        for entry in self.entries.values():
+            with contextlib.suppress(Exception):
+                await entry.desktop.close()
+
+
+def viewer_command() -> str | None:
+    """The external VNC viewer on PATH (TigerVNC's), if any."""
+    for name in ("vncviewer", "xtigervncviewer"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def open_viewer(endpoint: VncEndpoint) -> subprocess.Popen[bytes]:
+    """Start the external viewer on `endpoint` with a private password file.
+
+    Raises:
+        DesktopError: no viewer installed, or it could not start.
+    """
+    from app.desktops.local import vnc_password_file_bytes
+
+    viewer = viewer_command()
+    if viewer is None:
+        raise DesktopError(
+            "no VNC viewer (vncviewer) is installed; connect any viewer to "
+            f"{endpoint.host}:{endpoint.port} with password {endpoint.password}"
+        )
+    fd, path = tempfile.mkstemp(prefix="deskloop-vncpass-")
+    with os.fdopen(fd, "wb") as file:
+        file.write(vnc_password_file_bytes(endpoint.password))
+    try:
+        return subprocess.Popen(
+            [viewer, "-passwd", path, f"{endpoint.host}::{endpoint.port}"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise DesktopError(f"cannot start {viewer}: {exc}") from exc
+
+
+# -- a running episode ------------------------------------------------------------
+
+
+@dataclass
+class StepLine:
+    idx: int
+    description: str
+    agent_seconds: float
+    act_seconds: float
+    settle_seconds: float
+    error: str | None
+
+
+@dataclass
+class PhaseLine:
+    index: int
+    message: str
+    trigger: str
+    delivered_step: int | None = None
+
+
+@dataclass
+class EpisodeSession:
+    """One episode started from the TUI and what has happened in it so far."""
+
+    task: Task
+    agent_spec: str
+    user_mode: UserMode
+    store: Store
+    desktop: Desktop
+    backend: str
+    control: EpisodeControl = field(default_factory=EpisodeControl)
+    user: User = field(init=False)
+    episode_id: int | None = None
+    status: str = "starting"
+    steps: list[StepLine] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    phases: list[PhaseLine] = field(default_factory=list)
+    waiting: WaitingEvent | None = None
+    """What the runner waits for from the person (set by its event, before the
+    person object itself is asked), or None."""
+    result: EpisodeResult | None = None
+    clock_start: float | None = None
+    """Monotonic time the agent loop began (for the time budget)."""
+    listeners: list[Callable[[RunnerEvent], None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.user = PersonUser() if self.user_mode == "person" else SimulatedUser()
+        self.phases = [
+            PhaseLine(i, p.message, describe_trigger(p.parsed_trigger))
+            for i, p in enumerate(self.task.phases)
+        ]
+
+    @property
+    def person(self) -> PersonUser | None:
+        return self.user if isinstance(self.user, PersonUser) else None
+
+    @property
+    def ended(self) -> bool:
+        return self.result is not None
+
+    @property
+    def active_instruction(self) -> str:
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.text
+        return self.task.instruction
+
+    @property
+    def pending_phase(self) -> PhaseLine | None:
+        return next((p for p in self.phases if p.delivered_step is None), None)
+
+    def budget_left(self, now: float | None = None) -> tuple[int, float]:
+        """(steps, seconds) left of the task's budget."""
+        steps = self.task.budget.steps - len(self.steps)
+        seconds = self.task.budget.seconds
+        if self.clock_start is not None:
+            seconds -= (now if now is not None else time.monotonic()) - self.clock_start
+        return steps, max(0.0, seconds)
+
+    def _on_event(self, event: RunnerEvent) -> None:
+        match event:
+            case StatusEvent(text):
+                self.status = text
+            case StepEvent():
+                if self.clock_start is None:
+                    spent = event.agent_seconds + event.act_seconds + event.settle_seconds
+                    self.clock_start = time.monotonic() - spent
+                self.steps.append(
+                    StepLine(
+                        event.idx,
+                        event.description,
+                        event.agent_seconds,
+                        event.act_seconds,
+                        event.settle_seconds,
+                        event.error,
+                    )
+                )
+                self.waiting = None
+            case MessageEvent(message):
+                self.messages.append(message)
+            case PhaseEvent(index, step):
+                self.phases[index].delivered_step = step
+            case WaitingEvent():
+                self.waiting = event
+                self.status = (
+                    "waiting for your answer" if event.what == "answer" else "waiting for review"
+                )
+            case EndedEvent(result):
+                self.result = result
+                self.waiting = None
+                self.status = f"ended: {result.status} ({result.end_reason})"
+        for listener in list(self.listeners):
+            listener(event)
+
+    async def run(self) -> EpisodeResult:
+        agent = make_agent(self.agent_spec, self.task)
+        runner = EpisodeRunner(
+            self.task,
+            self.desktop,
+            agent,
+            self.user,
+            self.store,
+            backend=self.backend,
+            on_event=self._on_event,
+            control=self.control,
+        )
+        try:
+            result = await runner.run()
+        finally:
+            self.episode_id = runner.episode_id
+        return result
+
+    def send(self, text: str, kind: UserKind) -> str:
+        """The chat pane's Enter: answers a waiting ASK, gives feedback on a waiting
+        DONE, else injects `text` as `kind`. Returns what was done, for the UI."""
+        person = self.person
+        if self.ended:
+            raise ValueError("the episode has ended")
+        if person is not None and person.waiting == "answer":
+            person.provide_answer(text)
+            self.waiting = None
+            return "answer sent"
+        if person is not None and person.waiting == "review":
+            person.give_feedback(text)
+            self.waiting = None
+            return "feedback sent: the episode continues"
+        self.control.inject(text, kind)
+        return f"{kind} queued for the agent's next step"
+
+    def accept(self) -> None:
+        person = self.person
+        if person is None or person.waiting != "review":
+            raise ValueError("nothing to accept: the agent has not said DONE")
+        person.accept()
+        self.waiting = None
+
+    def toggle_pause(self) -> bool:
+        """Pause or resume; returns whether the episode is now paused."""
+        if self.control.paused:
+            self.control.resume()
+        else:
+            self.control.pause()
+        return self.control.paused
+
+
+# -- a live frame feed ------------------------------------------------------------
+
+
+async def frame_feed(
+    endpoint: Callable[[], VncEndpoint | None],
+    *,
+    fps: float = 12.0,
+    idle_poll: float = 0.5,
+) -> AsyncIterator[tuple[float, object]]:
+    """Frames of a desktop from our own (shared) VNC connection, at most `fps` a second.
+
+    Yields (monotonic time, RGB pixels) when the screen changed. `endpoint` is asked
+    again whenever the connection drops, since a reset moves a local desktop to a new
+    port. Updates are requested incrementally, so an unchanged screen costs nothing.
+    """
+    period = 1.0 / fps
+    client: VNCClient | None = None
+    where: VncEndpoint | None = None
+    try:
+        while True:
+            current = endpoint()
+            if client is None or client.closed or current != where:
+                if client is not None:
+                    await client.close()
+                    client = None
+                where = current
+                if where is None:
+                    await asyncio.sleep(idle_poll)
+                    continue
+                try:
+                    client = await connect(where.host, where.port, where.password)
+                    frame = await client.frame()
+                except VNCError:
+                    client = None
+                    await asyncio.sleep(idle_poll)
+                    continue
+                yield time.monotonic(), frame.pixels
+            started = time.monotonic()
+            try:
+                result = await client.settle(
+                    timeout=max(period, idle_poll), quiet=0.0, change_wait=idle_poll, min_area=0
+                )
+            except VNCError:
+                continue
+            if result.changed:
+                yield time.monotonic(), client.current_frame().pixels
+            rest = period - (time.monotonic() - started)
+            if rest > 0:
+                await asyncio.sleep(rest)
+    finally:
+        if client is not None:
+            await client.close()
+
+
+def task_folder_label(task: Task) -> str:
+    return str(Path(task.source).parent)

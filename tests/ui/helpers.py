@@ -1,0 +1,167 @@
+"""Shared by the UI tests: a recorded database and condition waits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from textual.pilot import Pilot
+
+from app.store import Store, UserMode, encode_png
+
+T0 = datetime(2026, 1, 15, 9, 0, tzinfo=UTC)
+
+
+async def wait_until(
+    pilot: Pilot[None], condition: Callable[[], bool], timeout: float, what: str
+) -> None:
+    """Let the app run until `condition` holds; fail after `timeout` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        await pilot.pause(0.05)
+
+
+def frame_png(color: tuple[int, int, int], size: tuple[int, int] = (160, 100)) -> bytes:
+    pixels = np.zeros((size[1], size[0], 3), dtype=np.uint8)
+    pixels[:, :] = color
+    pixels[10:30, 10:60] = (255, 255, 255)
+    return encode_png(pixels)
+
+
+def record_episode(
+    store: Store,
+    *,
+    task_id: str,
+    app: str = "gimp",
+    level: str = "L1",
+    interactive: bool = False,
+    user_mode: UserMode = "simulated",
+    passed: bool | None = True,
+    score: float | None = 1.0,
+    asks: int = 0,
+    minute: int = 0,
+) -> int:
+    """A finished episode with two steps, its messages, frames and checks, at fixed times."""
+    start = T0 + timedelta(minutes=minute)
+    episode = store.start_episode(
+        task_id=task_id,
+        task_path=f"tasks/{app}/{task_id}.yaml",
+        task_sha256="0" * 64,
+        app=app,
+        level=level,
+        interactive=interactive,
+        agent="reference",
+        user_mode=user_mode,
+        backend="local",
+        started_at=start,
+    )
+    store.record_message(
+        episode,
+        role="user",
+        kind="instruction",
+        text=f"Do {task_id}.",
+        step=0,
+        source="task",
+        created_at=start,
+    )
+    actions: list[tuple[dict[str, Any], str, str]] = [
+        (
+            {"kind": "click", "x": 40, "y": 20, "button": "left", "count": 1},
+            "click",
+            "click(40, 20)",
+        ),
+        ({"kind": "type", "text": "hello"}, "type", "type('hello')"),
+    ]
+    for idx, (action, kind, description) in enumerate(actions):
+        frame = store.save_frame(episode, idx, frame_png((20 * idx, 60, 120)))
+        store.record_step(
+            episode,
+            idx=idx,
+            action=action,
+            kind=kind,
+            description=description,
+            started_at=start + timedelta(seconds=idx + 1),
+            agent_seconds=0.1,
+            act_seconds=0.05,
+            settle_seconds=0.2,
+            frame=frame,
+            phase_index=None,
+            active_message_id=None,
+        )
+    for n in range(asks):
+        store.record_message(
+            episode,
+            role="agent",
+            kind="question",
+            text="Which size?",
+            step=1,
+            source="agent",
+            created_at=start + timedelta(seconds=2),
+        )
+        store.record_message(
+            episode,
+            role="user",
+            kind="answer",
+            text="200 pixels.",
+            step=1,
+            source="person" if user_mode == "person" else "simulated",
+            created_at=start + timedelta(seconds=3 + n),
+        )
+    final = store.save_frame(episode, "final", frame_png((200, 60, 40)))
+    if passed is not None and score is not None:
+        store.record_score(
+            episode,
+            passed=passed,
+            score=score,
+            checks=[
+                {
+                    "path": "evaluate.all[0]",
+                    "name": "file_exists",
+                    "passed": passed,
+                    "score": score,
+                    "evidence": "~/out.png: 1234 bytes",
+                }
+            ],
+        )
+    store.finish_episode(
+        episode,
+        status="finished" if passed is not None else "error",
+        end_reason="done" if passed is not None else "error",
+        error=None if passed is not None else "agent endpoint unavailable",
+        steps=2,
+        final_frame=final,
+        ended_at=start + timedelta(seconds=30),
+    )
+    return episode
+
+
+def fixture_db(path: Path) -> Path:
+    """A database with a few episodes of different apps, levels, users and results."""
+    with Store(path) as store:
+        record_episode(store, task_id="gimp-flip-export", minute=0)
+        record_episode(store, task_id="gimp-flip-export", passed=False, score=0.4, minute=1)
+        record_episode(
+            store,
+            task_id="gimp-badge-interactive",
+            level="L2",
+            interactive=True,
+            user_mode="person",
+            asks=1,
+            minute=2,
+        )
+        record_episode(
+            store,
+            task_id="blender-add-cube",
+            app="blender",
+            passed=None,
+            score=None,
+            minute=3,
+        )
+    return path
