@@ -29,7 +29,7 @@ from app.actions import (
     is_gui_action,
 )
 from app.agents.base import Agent, AgentContext, Observation
-from app.desktops.base import Desktop, Frame
+from app.desktops.base import CommandResult, Desktop, Frame
 from app.desktops.xwindows import active_window_title
 from app.errors import ActionError, AgentUnavailable, DeskLoopError, MalformedAction
 from app.protocol import EndReason, Message, Outcome, PhaseSpec, Protocol, UserKind
@@ -192,6 +192,9 @@ class GuestProbe:
 
     async def file_exists(self, path: str) -> bool:
         return await self._desktop.guest.exists(path)
+
+    async def run(self, argv: list[str], timeout: float) -> CommandResult:
+        return await self._desktop.guest.run(argv, timeout)
 
 
 class EpisodeRunner:

@@ -10,10 +10,10 @@ on meaning ("the Export dialog is open") instead of on time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from app.actions import Action
-from app.desktops.base import Frame
+from app.desktops.base import CommandResult, Frame
 from app.protocol import Message
 
 
@@ -34,6 +34,20 @@ class Probe(Protocol):
         ...
 
     async def file_exists(self, path: str) -> bool: ...
+
+
+@runtime_checkable
+class CommandProbe(Protocol):
+    """A probe that can also run a program in the desktop's guest: what an `oracle`
+    reference (an app's own scripting producing the end state) needs."""
+
+    async def run(self, argv: list[str], timeout: float) -> CommandResult:
+        """Run argv in the guest (never a shell string).
+
+        Raises:
+            GuestError: the program could not start or ran past `timeout`.
+        """
+        ...
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,11 @@ line). Each entry is an action in the compact form of `app.actions.parse_action`
 - ``- wait_for: {file: ~/Desktop/out.png, timeout: 30}`` — a file exists;
 - ``- expect: {message: REGEX}`` — the active user message matches, else the agent
   FAILs (a replay that lost sync with the task's phases says so instead of
-  typing into the wrong dialog).
+  typing into the wrong dialog);
+- ``- oracle: [argv...]`` or ``- oracle: {run: [argv...], timeout: 120}`` — runs a
+  program in the guest (an app's own scripting making the expected end state, for
+  references marked ``kind: oracle``); a non-zero exit makes the agent FAIL with
+  the program's output. Like a guard it is not a GUI action and is not a step.
 
 A guard that times out makes the agent FAIL with the reason, so a broken
 reference solution shows up as a failed episode naming the step. When the script
@@ -31,11 +35,12 @@ from typing import Any, Literal
 import yaml
 
 from app.actions import Action, Fail, parse_action
-from app.agents.base import AgentContext, Observation, Probe
-from app.errors import ActionError, AgentError
+from app.agents.base import AgentContext, CommandProbe, Observation, Probe
+from app.errors import ActionError, AgentError, GuestError
 
 GUARD_POLL_SECONDS = 0.1
 DEFAULT_GUARD_TIMEOUT = 30.0
+DEFAULT_ORACLE_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,29 @@ class Expect:
     where: str
 
 
-Entry = Action | WaitFor | Expect
+@dataclass(frozen=True)
+class Oracle:
+    argv: tuple[str, ...]
+    timeout: float
+    where: str
+
+
+Entry = Action | WaitFor | Expect | Oracle
+
+
+def _parse_oracle(raw: Any, where: str) -> Oracle:
+    timeout: Any = DEFAULT_ORACLE_TIMEOUT
+    if isinstance(raw, dict):
+        unknown = set(raw) - {"run", "timeout"}
+        if unknown or "run" not in raw:
+            raise AgentError(f"{where}: oracle takes {{run: [argv...], timeout: seconds}}")
+        timeout = raw.get("timeout", DEFAULT_ORACLE_TIMEOUT)
+        raw = raw["run"]
+    if not isinstance(raw, list) or not raw or not all(isinstance(a, str) for a in raw):
+        raise AgentError(f"{where}: oracle needs an argv list of strings (never a shell string)")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise AgentError(f"{where}: oracle.timeout must be a positive number")
+    return Oracle(tuple(raw), float(timeout), where)
 
 
 def _parse_guard(key: str, raw: Any, where: str) -> WaitFor | Expect:
@@ -96,6 +123,9 @@ def parse_script(raw_entries: list[Any], source: str) -> list[Entry]:
             key = next(iter(raw))
             if key in ("wait_for", "expect"):
                 entries.append(_parse_guard(key, raw[key], where))
+                continue
+            if key == "oracle":
+                entries.append(_parse_oracle(raw[key], where))
                 continue
         try:
             entries.append(parse_action(raw, where))
@@ -173,6 +203,11 @@ class ScriptedAgent:
                 if problem is not None:
                     return Fail(problem)
                 continue
+            if isinstance(entry, Oracle):
+                problem = await self._oracle(entry)
+                if problem is not None:
+                    return Fail(problem)
+                continue
             return entry
         return Fail("script ended without DONE")
 
@@ -197,6 +232,21 @@ class ScriptedAgent:
                     f"after {guard.timeout:g} s{seen}"
                 )
             await asyncio.sleep(GUARD_POLL_SECONDS)
+
+    async def _oracle(self, oracle: Oracle) -> str | None:
+        if not isinstance(self._probe, CommandProbe):
+            return f"{oracle.where}: this desktop's probe cannot run oracle commands"
+        try:
+            result = await self._probe.run(list(oracle.argv), oracle.timeout)
+        except GuestError as exc:
+            return f"{oracle.where}: oracle {oracle.argv[0]!r} could not run: {exc}"
+        if not result.ok:
+            output = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
+            return (
+                f"{oracle.where}: oracle {oracle.argv[0]!r} exited {result.returncode}: "
+                f"{output[-500:]}"
+            )
+        return None
 
     def step_info(self) -> dict[str, Any] | None:
         return None
