@@ -1,4 +1,4 @@
-"""`deskloop tasks list|show|validate`."""
+"""`deskloop tasks list|show|validate|verify`."""
 
 from __future__ import annotations
 
@@ -87,6 +87,93 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    import json
+    import sys
+    from collections import Counter
+
+    from app.cli.common import run_async
+    from app.store import Store
+    from app.tasks.loader import load_task, task_files
+    from app.verify import MODES, verdict_json, verify_tasks
+
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        print_err(f"--modes: unknown {', '.join(unknown) or 'empty list'}; use {','.join(MODES)}")
+        return 2
+    tasks = []
+    invalid: list[str] = []
+    for target in args.paths or [args.tasks_dir]:
+        for path in task_files(target):
+            try:
+                tasks.append(load_task(path))
+            except DeskLoopError as exc:
+                invalid.append(str(exc))
+    for problem in invalid:
+        print_err(f"invalid task:\n{problem}")
+
+    def progress(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    with Store(args.db) as store:
+        verdicts = run_async(
+            verify_tasks(tasks, store, args.backend, modes, None if args.json else progress)
+        )
+    ok = not invalid and all(v.ok for v in verdicts)
+    if args.json:
+        print(
+            json.dumps({"ok": ok, "invalid": invalid, "tasks": [verdict_json(v) for v in verdicts]})
+        )
+        return 0 if ok else 1
+
+    def cell(verdict: Any, mode: str) -> str:
+        run = next((r for r in verdict.runs if r.mode == mode), None)
+        if run is None:
+            return "-"
+        score = "error" if run.score is None else f"{run.score:.2f}"
+        return f"{score} {'ok' if run.ok else 'FAIL'} (#{run.episode_id})"
+
+    print()
+    table(
+        ["task", "app", "level", "kind", "solution", *modes, "verdict"],
+        [
+            [
+                v.task.id,
+                v.task.app,
+                v.task.level,
+                "interactive" if v.task.interactive else "standard",
+                v.reference_kind,
+                *(cell(v, m) for m in modes),
+                "ok" if v.ok else "FAILED",
+            ]
+            for v in verdicts
+        ],
+    )
+    failures = [(v.task.id, r) for v in verdicts for r in v.runs if not r.ok]
+    if failures:
+        print("\nfailures:")
+        for task_id, run in failures:
+            print(f"  {task_id} {run.mode}: {run.reason}")
+    counts = Counter(
+        (v.task.app, v.task.level, "interactive" if v.task.interactive else "standard")
+        for v in verdicts
+        if v.ok
+    )
+    print("\nverified tasks by app, level and kind:")
+    table(
+        ["app", "level", "kind", "verified"],
+        [[app, level, kind, str(n)] for (app, level, kind), n in sorted(counts.items())],
+    )
+    passed = sum(1 for v in verdicts if v.ok)
+    print(
+        f"\n{passed} of {len(verdicts)} tasks verified ({', '.join(modes)})"
+        + (f"; {len(invalid)} invalid task files" if invalid else "")
+        + f"; episodes recorded in {args.db}"
+    )
+    return 0 if ok else 1
+
+
 def register(sub: Any) -> None:
     tasks = sub.add_parser("tasks", help="list, show and validate tasks")
     tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
@@ -99,3 +186,24 @@ def register(sub: Any) -> None:
     tv = tsub.add_parser("validate", help="validate task files; exit 1 if any is invalid")
     tv.add_argument("paths", nargs="*", type=Path, help="files or folders (default: tasks)")
     tv.set_defaults(func=cmd_validate)
+    tvf = tsub.add_parser(
+        "verify",
+        help="prove tasks: reference scores 1, null agent and untouched start score 0",
+        description="For each task run three recorded episodes on fresh desktops: the "
+        "reference solution (must pass with score 1), the null agent (must score 0) and the "
+        "untouched start state (must score 0). Exit 1 if any task fails.",
+    )
+    tvf.add_argument("paths", nargs="*", type=Path, help="files or folders (default: tasks)")
+    tvf.add_argument(
+        "--backend",
+        choices=["local"],
+        default="local",
+        help="where desktops come from (default: local)",
+    )
+    tvf.add_argument(
+        "--modes",
+        default="reference,null,untouched",
+        help="which runs to do, comma-separated (default: reference,null,untouched)",
+    )
+    tvf.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    tvf.set_defaults(func=cmd_verify)
