@@ -97,6 +97,10 @@ def load_suite(path: Path | str) -> Suite:
     if unknown:
         raise TaskError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
     tasks, agents = raw.get("tasks", []), raw.get("agents", [])
+    if isinstance(agents, list):
+        # YAML reads a bare `null` as nothing; in an agent list it can only mean the
+        # null agent.
+        agents = ["null" if agent is None else agent for agent in agents]
     for name, value in (("tasks", tasks), ("agents", agents)):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise TaskError(f"{where}: {name} must be a list of strings")

@@ -1,0 +1,378 @@
+"""Batch runs: suites, slots, retries on a fresh desktop, time limits, and a real
+GIMP batch killed with SIGKILL halfway and resumed to the same final table."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import signal
+import sqlite3
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from app.actions import Action, Done, Type
+from app.agents.base import Agent, AgentContext, Observation
+from app.agents.openai import OpenAIConfig
+from app.batch import (
+    BatchOptions,
+    Progress,
+    Slot,
+    batch_table,
+    is_infrastructure_error,
+    load_suite,
+    resolve_tasks,
+    resume_batch,
+    start_batch,
+)
+from app.desktops.base import Desktop
+from app.desktops.factory import make_desktop
+from app.errors import AgentUnavailable, DeskLoopError, StoreError, TaskError
+from app.reports import build_report, write_jsonl
+from app.store import Store
+from app.tasks.loader import load_task
+from app.tasks.model import Task
+
+REPO = Path(__file__).resolve().parent.parent
+DESKLOOP = REPO / ".venv" / "bin" / "deskloop"
+
+
+# -- suites and slots (no desktop) ----------------------------------------------------
+
+
+def test_suite_file_and_task_references(tmp_path: Path) -> None:
+    suite_file = tmp_path / "suite.yaml"
+    suite_file.write_text(
+        f"tasks: [gimp-flip-export, '{REPO}/tasks/gimp/gimp-poster-*.yaml']\n"
+        "agents: [reference, null]\nrepeats: 2\n"
+    )
+    suite = load_suite(suite_file)
+    assert suite.agents == ["reference", "null"] and suite.repeats == 2
+    tasks = resolve_tasks(suite.tasks, REPO / "tasks")
+    assert [t.id for t in tasks] == ["gimp-flip-export", "gimp-poster-resize"]
+    folder = resolve_tasks([str(REPO / "tasks" / "gimp"), "gimp-flip-export"], REPO / "tasks")
+    assert len({t.id for t in folder}) == len(folder) >= 3  # no duplicates
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tasks: [a]\nagents: [null]\nrepeat: 2\n")
+    with pytest.raises(TaskError, match=r"unknown key.*repeat"):
+        load_suite(bad)
+    with pytest.raises(TaskError, match="did you mean gimp-flip-export"):
+        resolve_tasks(["gimp-flip-exprot"], REPO / "tasks")
+    with pytest.raises(TaskError, match="matches no task"):
+        resolve_tasks([str(tmp_path / "none" / "*.yaml")], REPO / "tasks")
+
+
+def test_infrastructure_errors_are_told_apart() -> None:
+    assert is_infrastructure_error("Desktop error: local desktop did not start within 60 s")
+    assert is_infrastructure_error("Agent unavailable: model endpoint failed after 4 retries")
+    assert is_infrastructure_error("scoring failed: Guest error: timed out")
+    assert is_infrastructure_error("User unavailable: LLM user endpoint failed")
+    assert is_infrastructure_error("batch time limit of 30 s exceeded")
+    assert not is_infrastructure_error("Agent error: scripted agent file x not found")
+    assert not is_infrastructure_error("Invalid task: bad")
+    assert not is_infrastructure_error(None)
+
+
+def test_progress_line_counts_and_eta() -> None:
+    stream = io.StringIO()
+    progress = Progress(total=4, already=1, stream=stream)
+    progress.finished("finished", True)
+    progress.finished("error", None)
+    progress.retry()
+    line = progress.line()
+    assert "3/4 done" in line and "1 passed" in line and "1 errored" in line
+    assert "1 retried" in line and "ETA" in line and "ETA ?" not in line
+    assert stream.getvalue().count("\n") == 3  # not a terminal: a line per change
+
+
+def _task(tmp_path: Path) -> Task:
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "xterm-proof.yaml"
+    path.write_text(textwrap.dedent(XTERM_TASK))
+    return load_task(path)
+
+
+def test_slots_resume_and_the_one_finished_episode_rule(tmp_path: Path) -> None:
+    task = _task(tmp_path)
+    store = Store.memory()
+    runner = start_batch(store, [task], ["null"], 2, BatchOptions(), batch_id="batch-one")
+    assert [slot for slot, _ in runner.pending()] == [
+        Slot("xterm-proof", "null", 0),
+        Slot("xterm-proof", "null", 1),
+    ]
+
+    def episode(repeat: int, attempt: int, status: Literal["finished", "error"]) -> int:
+        eid = store.start_episode(
+            task_id=task.id,
+            task_path=str(task.source),
+            task_sha256=task.sha256,
+            app="gimp",
+            level="L1",
+            interactive=False,
+            agent="null",
+            user_mode="simulated",
+            backend="local",
+            batch_id="batch-one",
+        )
+        store.tag_batch_slot(eid, agent="null", repeat=repeat, attempt=attempt)
+        store.finish_episode(
+            eid,
+            status=status,
+            end_reason="done" if status == "finished" else "error",
+            steps=1,
+        )
+        return eid
+
+    episode(0, 0, "error")
+    first = episode(0, 1, "finished")
+    pending = runner.pending()
+    assert pending == [(Slot("xterm-proof", "null", 1), 0)]
+    rows = batch_table(store, "batch-one")
+    assert rows[0].episode is not None and rows[0].episode.id == first and rows[0].attempts == 2
+    assert rows[1].status == "pending"
+    # A second finished episode for a slot is refused by the database itself.
+    with pytest.raises(StoreError, match="UNIQUE"):
+        episode(0, 2, "finished")
+    with pytest.raises(StoreError, match="already exists"):
+        start_batch(store, [task], ["null"], 1, BatchOptions(), batch_id="batch-one")
+    with pytest.raises(StoreError, match="did you mean batch-one"):
+        resume_batch(store, "batch-onw")
+    with pytest.raises(DeskLoopError, match="unknown agent"):
+        start_batch(store, [task], ["nobody"], 1, BatchOptions())
+    resumed = resume_batch(store, "batch-one", concurrency=3)
+    assert resumed.options.concurrency == 3 and resumed.pending() == pending
+    # A task edited since the batch began would make results incomparable.
+    Path(task.source).write_text(textwrap.dedent(XTERM_TASK).replace("proof.txt", "p.txt"))
+    with pytest.raises(TaskError, match="changed since batch batch-one"):
+        resume_batch(store, "batch-one")
+    store.close()
+
+
+def test_options_round_trip_without_the_key() -> None:
+    options = BatchOptions(
+        backend="local", retries=1, openai=OpenAIConfig(model="m", base_url="http://x/v1")
+    )
+    data = options.to_json()
+    again = BatchOptions.from_json(data, concurrency=2)
+    assert again.openai == options.openai and again.retries == 1 and again.concurrency == 2
+    assert "key" not in str(data).replace("api_key_env", "")
+
+
+# -- retries and time limits on a real desktop ----------------------------------------
+
+XTERM_TASK = """\
+id: xterm-proof
+app: gimp
+level: L1
+title: Make a proof file
+instruction: Create the file ~/proof.txt.
+setup:
+  - launch: [xterm]
+  - wait_window: {class: XTerm, timeout: 60}
+budget: {steps: 10, seconds: 120}
+evaluate:
+  all:
+    - {check: file_exists, path: ~/proof.txt}
+"""
+
+
+class _NeverAgent:
+    name = "never"
+
+    async def start(self, context: AgentContext) -> None:
+        return None
+
+    async def decide(self, observation: Observation) -> Action:
+        await asyncio.Event().wait()  # never answers: only the time limit ends it
+        raise AssertionError("unreachable")
+
+    def step_info(self) -> dict[str, Any] | None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+class _FlakyAgent:
+    """Attempt 0: the endpoint is down. Attempt 1: hangs. Attempt 2: does the task."""
+
+    name = "flaky"
+
+    def __init__(self, attempt: int) -> None:
+        self.attempt = attempt
+        self.turn = 0
+
+    async def start(self, context: AgentContext) -> None:
+        return None
+
+    async def decide(self, observation: Observation) -> Action:
+        if self.attempt == 0:
+            raise AgentUnavailable("model endpoint http://127.0.0.1:9/v1 failed after 4 retries")
+        if self.attempt == 1:
+            await asyncio.Event().wait()
+        self.turn += 1
+        return Type("touch ~/proof.txt\n") if self.turn == 1 else Done()
+
+    def step_info(self) -> dict[str, Any] | None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+@pytest.mark.desktop
+async def test_infrastructure_errors_retry_on_a_fresh_desktop(tmp_path: Path) -> None:
+    task = _task(tmp_path)
+    store = Store(tmp_path / "db.sqlite")
+    made: list[Desktop] = []
+    built: list[int] = []
+
+    def agents(spec: str, task: Task, openai: OpenAIConfig | None) -> Agent:
+        built.append(1)
+        # The first call is start_batch's check that the spec builds.
+        return _FlakyAgent(len(built) - 2)
+
+    def desktops(backend: str) -> Desktop:
+        desktop = make_desktop(backend)
+        made.append(desktop)
+        return desktop
+
+    runner = start_batch(
+        store,
+        [task],
+        ["flaky"],
+        1,
+        BatchOptions(retries=2, time_limit=25),
+        batch_id="retry",
+        agent_factory=agents,
+        desktop_factory=desktops,
+        progress_stream=io.StringIO(),
+    )
+    (row,) = await runner.run()
+    assert row.status == "finished" and row.episode is not None and row.episode.passed
+    assert row.attempts == 3 and row.episode.batch_attempt == 2
+    tries = sorted(store.list_episodes(batch_id="retry", limit=None), key=lambda r: r.id)
+    assert [t.status for t in tries] == ["error", "error", "finished"]
+    assert tries[0].error is not None and tries[0].error.startswith("Agent unavailable")
+    assert tries[1].error is not None and "aborted" in tries[1].error
+    assert len(made) == 3 and len({id(d) for d in made}) == 3  # a fresh desktop each retry
+    assert all(d.info().state != "running" for d in made)  # every desktop closed
+    store.close()
+
+
+# -- the real thing: GIMP tasks, SIGKILL halfway, resume ------------------------------
+
+
+def _count(db: Path, batch: str, status: str) -> int:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM episodes WHERE batch_id = ? AND status = ?", (batch, status)
+        ).fetchone()
+    return int(row[0])
+
+
+def _wait_for(condition: Any, timeout: float, what: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the batch exited (rc {proc.returncode}) before {what}")
+        try:
+            if condition():
+                return
+        except sqlite3.OperationalError:
+            pass  # the database is not created yet
+        time.sleep(0.2)  # polling a condition with a bounded deadline
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.desktop
+def test_gimp_batch_killed_halfway_resumes_to_the_same_table(tmp_path: Path) -> None:
+    db = tmp_path / "sessions" / "deskloop.db"
+    batch = "gimp-kill"
+    argv = [
+        str(DESKLOOP), "--db", str(db), "batch", "run",
+        "--task", "gimp-flip-export", "--task", "gimp-poster-resize",
+        "--agent", "reference", "--agent", "null",
+        "--repeats", "2", "--concurrency", "2", "--batch-id", batch,
+    ]  # fmt: skip
+    log = (tmp_path / "first.log").open("wb")
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_for(
+            lambda: _count(db, batch, "finished") >= 3 and _count(db, batch, "running") >= 1,
+            600,
+            "three finished episodes and one running",
+            proc,
+        )
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+    with sqlite3.connect(db) as conn:
+        before = conn.execute(
+            "SELECT id, task_id, batch_agent, batch_repeat, score, ended_at FROM episodes"
+            " WHERE batch_id = ? AND status = 'finished' ORDER BY id",
+            (batch,),
+        ).fetchall()
+    assert 3 <= len(before) < 8
+
+    resumed = subprocess.run(
+        [str(DESKLOOP), "--db", str(db), "batch", "run", "--resume", batch, "--concurrency", "2"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "episode(s) to run" in resumed.stderr and "done" in resumed.stderr
+
+    with Store(db) as store:
+        rows = batch_table(store, batch)
+        assert len(rows) == 8 and all(row.status == "finished" for row in rows)
+        for row in rows:
+            assert row.episode is not None
+            expected = (True, 1.0) if row.slot.agent == "reference" else (False, 0.0)
+            assert (row.episode.passed, row.episode.score) == expected, row
+        # Identical across repeats.
+        by_repeat = {r: [row.key()[:2] + row.key()[3:] for row in rows if row.slot.repeat == r]
+                     for r in (0, 1)}  # fmt: skip
+        assert by_repeat[0] == by_repeat[1]
+        everything = store.list_episodes(batch_id=batch, limit=None)
+        finished = [e for e in everything if e.status == "finished"]
+        assert len(finished) == 8  # none lost, none duplicated
+        killed = [e for e in everything if e.status == "error"]
+        assert killed and all("interrupted" in (e.error or "") for e in killed)
+        # The episodes finished before the kill are untouched.
+        with sqlite3.connect(db) as conn:
+            after = conn.execute(
+                "SELECT id, task_id, batch_agent, batch_repeat, score, ended_at FROM episodes"
+                " WHERE batch_id = ? AND status = 'finished' AND id <= ? ORDER BY id",
+                (batch, before[-1][0]),
+            ).fetchall()
+        assert after == before
+
+        report = build_report(store, batch)
+        by_agent = {g.agent: g for g in report.by_agent}
+        assert by_agent["reference"].success_rate == 1.0 and by_agent["reference"].episodes == 4
+        assert by_agent["null"].success_rate == 0.0 and by_agent["null"].errors == 0
+        jsonl = tmp_path / "export.jsonl"
+        assert write_jsonl(store, jsonl, batch) == 8
+
+    import datasets
+
+    loaded = datasets.load_dataset(
+        "json", data_files=str(jsonl), split="train", cache_dir=str(tmp_path / "hf")
+    )
+    assert loaded.num_rows == 8
+    reference = [r for r in loaded if r["agent"] == "reference"]
+    assert all(r["passed"] and r["actions"] and Path(r["final_frame"]).is_file() for r in reference)
