@@ -1,0 +1,320 @@
+"""A Gymnasium-style environment over DeskLoop, without depending on gymnasium.
+
+    env = DeskLoopEnv("gimp-flip-export")          # or make("gimp-flip-export")
+    obs, info = env.reset(seed=0)
+    while True:
+        obs, reward, terminated, truncated, info = env.step({"key": "ctrl+z"})
+        if terminated or truncated:
+            break
+    env.close()
+
+It is built on the same episode runner, protocol engine and store as every other
+run, so each episode is recorded (steps, frames, messages, score) and phases are
+delivered by the task's triggers. The runner pulls actions from an agent; here
+the agent is a bridge that hands each observation to `step`'s caller and waits
+for the next action. The runner lives on an asyncio loop in a background thread;
+`reset`, `step` and `close` are its synchronous facade.
+
+Observation (a dict):
+    screen        the screen, numpy uint8 array (height, width, 3)
+    instruction   the active instruction (the latest user message)
+    messages      the whole conversation, oldest first: dicts with role, kind, text, step
+    step          agent turns taken so far
+
+Actions: an `app.actions` action, or its compact or explicit form
+(``{"click": [10, 20]}``, ``{"kind": "type", "text": "hi"}``, ``"done"``,
+``{"ask": "Which size?"}``, ``{"fail": "stuck"}``). A malformed action is recorded
+as a rejected step and uses a step of the budget: `step` returns the next
+observation with ``info["rejected"]`` set to the reason.
+
+Reward: the episode's score (partial credit in [0, 1]) on the step that ends it,
+0 before. `terminated` is true when the agent ended it (DONE accepted, FAIL);
+`truncated` when a budget ran out, or on an error (``info["error"]``). The wall-clock
+budget runs from the end of setup, including the caller's own thinking time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from app.actions import Action, action_to_dict, parse_action, validate_action
+from app.agents.base import AgentContext, Observation
+from app.desktops.base import Desktop
+from app.desktops.factory import make_desktop
+from app.errors import ActionError, DeskLoopError, MalformedAction
+from app.protocol import Message
+from app.runner import EpisodeResult, EpisodeRunner, RunnerEvent, RunOptions, StepEvent
+from app.store import Store
+from app.tasks.loader import find_task
+from app.tasks.model import Task
+from app.users import SimulatedUser, User
+
+T = TypeVar("T")
+Obs = dict[str, Any]
+
+
+class _BridgeAgent:
+    """The runner's agent: hands observations out, takes actions in."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.observations: asyncio.Queue[Observation] = asyncio.Queue()
+        self.actions: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def start(self, context: AgentContext) -> None:
+        return None
+
+    async def decide(self, observation: Observation) -> Action:
+        await self.observations.put(observation)
+        raw = await self.actions.get()
+        try:
+            if isinstance(raw, Action):
+                validate_action(raw, "env action")
+                return raw
+            return parse_action(raw, "env action")
+        except ActionError as exc:
+            raise MalformedAction(str(exc), raw) from None
+
+    def step_info(self) -> dict[str, Any] | None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+def _message_dict(message: Message) -> dict[str, Any]:
+    return {
+        "role": message.role,
+        "kind": message.kind,
+        "text": message.text,
+        "step": message.step,
+        "source": message.source,
+    }
+
+
+class DeskLoopEnv:
+    """One task on one desktop, episode after episode (see the module docstring)."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"]}
+
+    def __init__(
+        self,
+        task: Task | str,
+        *,
+        backend: str = "local",
+        store: Store | Path | str | None = None,
+        user: User | None = None,
+        tasks_dir: Path | str = "tasks",
+        agent_name: str = "env",
+        options: RunOptions | None = None,
+        timeout: float = 900.0,
+    ) -> None:
+        self.task = task if isinstance(task, Task) else find_task(task, [tasks_dir])
+        self.backend = backend
+        self._owns_store = not isinstance(store, Store)
+        if isinstance(store, Store):
+            self.store = store
+        else:
+            self.store = Store(store) if store is not None else Store.memory()
+        self._user = user
+        self._agent_name = agent_name
+        self._options = options or RunOptions()
+        self._timeout = timeout
+        """Most seconds one reset or step may take (setup, the action, scoring)."""
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="deskloop-env", daemon=True
+        )
+        self._thread.start()
+        self._desktop: Desktop | None = None
+        self._runner: EpisodeRunner | None = None
+        self._episode: asyncio.Task[EpisodeResult] | None = None
+        self._bridge: _BridgeAgent | None = None
+        self._last_error: str | None = None
+        self._last_screen: npt.NDArray[np.uint8] | None = None
+        self._closed = False
+        self.np_random_seed: int | None = None
+        self.episode_id: int | None = None
+
+    # -- the facade -----------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Obs, dict[str, Any]]:
+        """End any running episode (recorded as aborted), reset the desktop, run the
+        task's setup; return the first observation. `seed` is recorded in `info`
+        (tasks are deterministic); `options` is unused and accepted for the API."""
+        if seed is not None:
+            self.np_random_seed = seed
+        return self._call(self._reset())
+
+    def step(self, action: Any) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
+        return self._call(self._step(action))
+
+    def render(self) -> npt.NDArray[np.uint8] | None:
+        """The last screen seen (rgb_array)."""
+        return self._last_screen
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._call(self._close())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=30)
+            self._loop.close()
+            if self._owns_store:
+                self.store.close()
+
+    def __enter__(self) -> DeskLoopEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._closed and self._thread.is_alive() is False:
+            coro.close()
+            raise DeskLoopError("the environment is closed")
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout=self._timeout)
+        except TimeoutError:
+            future.cancel()
+            raise DeskLoopError(
+                f"environment call took longer than {self._timeout:g} s; the episode was cancelled"
+            ) from None
+
+    # -- on the loop ----------------------------------------------------------------
+
+    async def _stop_episode(self) -> None:
+        episode, self._episode = self._episode, None
+        if episode is not None and not episode.done():
+            episode.cancel()  # the runner records the episode as aborted
+            with contextlib.suppress(asyncio.CancelledError):
+                await episode
+
+    async def _reset(self) -> tuple[Obs, dict[str, Any]]:
+        await self._stop_episode()
+        if self._desktop is None:
+            self._desktop = make_desktop(self.backend)
+        bridge = _BridgeAgent(self._agent_name)
+        self._bridge = bridge
+        self._last_error = None
+
+        def on_event(event: RunnerEvent) -> None:
+            if isinstance(event, StepEvent):
+                self._last_error = event.error
+
+        runner = EpisodeRunner(
+            self.task,
+            self._desktop,
+            bridge,
+            self._user or SimulatedUser(),
+            self.store,
+            backend=self.backend,
+            options=self._options,
+            on_event=on_event,
+        )
+        self._runner = runner
+        self._episode = asyncio.ensure_future(runner.run())
+        outcome = await self._next()
+        self.episode_id = runner.episode_id
+        if isinstance(outcome, EpisodeResult):
+            raise DeskLoopError(
+                f"reset failed: episode {outcome.episode_id} of {self.task.id} ended before "
+                f"its first step: {outcome.error or outcome.status}"
+            )
+        return self._observation(outcome), {
+            "episode_id": runner.episode_id,
+            "task_id": self.task.id,
+            "seed": self.np_random_seed,
+        }
+
+    async def _next(self) -> Observation | EpisodeResult:
+        """The runner's next observation, or its result when the episode ended."""
+        assert self._bridge is not None and self._episode is not None
+        waiting = asyncio.ensure_future(self._bridge.observations.get())
+        done, _ = await asyncio.wait({waiting, self._episode}, return_when=asyncio.FIRST_COMPLETED)
+        if waiting in done:
+            return waiting.result()
+        waiting.cancel()
+        return self._episode.result()
+
+    async def _step(self, action: Any) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
+        if self._episode is None or self._bridge is None or self._episode.done():
+            raise DeskLoopError("no running episode: call reset() first")
+        shown = action_to_dict(action) if isinstance(action, Action) else action
+        await self._bridge.actions.put(action)
+        outcome = await self._next()
+        if isinstance(outcome, Observation):
+            info: dict[str, Any] = {"episode_id": self.episode_id}
+            if self._last_error is not None:
+                info["rejected"] = self._last_error
+                info["action"] = shown
+            return self._observation(outcome), 0.0, False, False, info
+        return await self._final(outcome)
+
+    async def _final(self, result: EpisodeResult) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
+        assert self._runner is not None and self._desktop is not None
+        protocol = self._runner.protocol
+        try:
+            frame = await self._desktop.frame()
+            screen = frame.pixels
+        except DeskLoopError:
+            screen = (
+                self._last_screen
+                if self._last_screen is not None
+                else np.zeros((1, 1, 3), np.uint8)
+            )
+        messages = list(protocol.conversation) if protocol else []
+        obs = {
+            "screen": screen,
+            "instruction": protocol.active_message.text if protocol else self.task.instruction,
+            "messages": [_message_dict(m) for m in messages],
+            "step": result.steps,
+        }
+        self._last_screen = screen
+        terminated = result.status == "finished" and result.end_reason in ("done", "fail")
+        truncated = not terminated
+        info = {
+            "episode_id": result.episode_id,
+            "status": result.status,
+            "end_reason": result.end_reason,
+            "passed": result.passed,
+            "score": result.score,
+            "checks": result.checks,
+            "error": result.error,
+        }
+        reward = float(result.score or 0.0)
+        return obs, reward, terminated, truncated, info
+
+    def _observation(self, observation: Observation) -> Obs:
+        self._last_screen = observation.frame.pixels
+        return {
+            "screen": observation.frame.pixels,
+            "instruction": observation.active_message.text,
+            "messages": [_message_dict(m) for m in observation.conversation],
+            "step": observation.steps_taken,
+        }
+
+    async def _close(self) -> None:
+        await self._stop_episode()
+        if self._desktop is not None:
+            await self._desktop.close()
+            self._desktop = None
+
+
+def make(task: str, **kwargs: Any) -> DeskLoopEnv:
+    """An environment for a task id or file; unknown ids get "did you mean"."""
+    return DeskLoopEnv(task, **kwargs)
