@@ -1,4 +1,7 @@
-"""Generate every task asset from code (Pillow drawings): no downloads, reproducible.
+"""Generate every task asset from code: no downloads, reproducible.
+
+Pillow drawings, and sample photos that scikit-image ships inside its wheel
+(`skimage.data`: coffee, chelsea, rocket, astronaut; CC0 or public domain).
 
 Run: .venv/bin/python scripts/make_assets.py [--check]
 With --check, regenerate in memory and fail if a committed asset's pixels differ.
@@ -72,10 +75,96 @@ def badge() -> Image.Image:
     return image
 
 
+def _sample(name: str) -> Image.Image:
+    # Imported here: only these assets need scikit-image, and it is slow to import.
+    import skimage.data
+
+    pixels = getattr(skimage.data, name)()
+    return Image.fromarray(pixels).convert("RGB")
+
+
+def _framed(content: Image.Image, border: int, color: tuple[int, int, int]) -> Image.Image:
+    image = Image.new("RGB", (content.width + 2 * border, content.height + 2 * border), color)
+    image.paste(content, (border, border))
+    return image
+
+
+def _graded(image: Image.Image, gains: tuple[float, float, float]) -> Image.Image:
+    """`image` with each channel scaled: a colour cast and underexposure, as from a
+    badly lit studio shot."""
+    channels = [
+        band.point(lambda v, g=gain: min(255, round(v * g)))
+        for band, gain in zip(image.split(), gains, strict=True)
+    ]
+    return Image.merge("RGB", channels)
+
+
+def framed_cat() -> Image.Image:
+    """400×300: the chelsea photo at 320×220 inside a plain white 40 px border."""
+    cat = _sample("chelsea").crop((60, 20, 380, 240))
+    return _framed(cat, 40, (255, 255, 255))
+
+
+def coffee() -> Image.Image:
+    """600×400 colour photo of a cup of coffee."""
+    return _sample("coffee")
+
+
+def card() -> Image.Image:
+    """480×360: the coffee photo scaled to 400×280 inside a light grey 40 px border."""
+    content = _sample("coffee").resize((400, 280), Image.Resampling.LANCZOS)
+    return _framed(content, 40, (236, 236, 236))
+
+
+def dark_astronaut() -> Image.Image:
+    """512×512 astronaut portrait, underexposed with a warm cast (needs correcting)."""
+    return _graded(_sample("astronaut"), (0.62, 0.5, 0.4))
+
+
+def sign() -> Image.Image:
+    """480×320 blank shop sign: a wooden board on a wall, room for a word."""
+    image = _gradient(480, 320, (210, 220, 230), (150, 160, 175))
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((40, 60, 440, 260), radius=18, fill=(150, 95, 50))
+    draw.rounded_rectangle((56, 76, 424, 244), radius=12, fill=(232, 214, 170))
+    draw.line((120, 20, 140, 60), fill=(60, 60, 60), width=4)
+    draw.line((360, 20, 340, 60), fill=(60, 60, 60), width=4)
+    return image
+
+
+def shop_coffee() -> Image.Image:
+    """Shop product shot (600×400): coffee, dim and too warm."""
+    return _graded(_sample("coffee"), (0.75, 0.6, 0.45))
+
+
+def shop_cat() -> Image.Image:
+    """Shop product shot (451×300): the cat, dim and too warm."""
+    return _graded(_sample("chelsea"), (0.75, 0.6, 0.45))
+
+
+def shop_rocket() -> Image.Image:
+    """Shop product shot (640×427): the rocket, dim and too warm."""
+    return _graded(_sample("rocket"), (0.75, 0.6, 0.45))
+
+
+def launch() -> Image.Image:
+    """640×427 rocket launch photo for a poster."""
+    return _sample("rocket")
+
+
 ASSETS: dict[Path, Callable[[], Image.Image]] = {
     GIMP_ASSETS / "photo.png": photo,
     GIMP_ASSETS / "poster.png": poster,
     GIMP_ASSETS / "badge.png": badge,
+    GIMP_ASSETS / "framed-cat.png": framed_cat,
+    GIMP_ASSETS / "coffee.png": coffee,
+    GIMP_ASSETS / "card.png": card,
+    GIMP_ASSETS / "dark-astronaut.png": dark_astronaut,
+    GIMP_ASSETS / "sign.png": sign,
+    GIMP_ASSETS / "shop-coffee.png": shop_coffee,
+    GIMP_ASSETS / "shop-cat.png": shop_cat,
+    GIMP_ASSETS / "shop-rocket.png": shop_rocket,
+    GIMP_ASSETS / "launch.png": launch,
 }
 
 
