@@ -42,6 +42,8 @@ class DeskLoopApp(App[None]):
         "results": ResultsScreen,
     }
     CSS_PATH = "deskloop.tcss"
+    # Every action has a key in the footer; the palette's ^p would only crowd it.
+    ENABLE_COMMAND_PALETTE = False
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "switch_mode('desktops')", "Desktops"),
         Binding("t", "switch_mode('tasks')", "Tasks"),
@@ -99,6 +101,7 @@ class DeskLoopApp(App[None]):
         self.push_screen(HelpScreen(str(title), str(text)))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place a failed worker (the app's or a screen's) becomes an error dialog."""
         if event.state != WorkerState.ERROR:
             return
         error = event.worker.error

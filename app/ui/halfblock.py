@@ -153,13 +153,13 @@ def _regions(rows: list[int], size: Size) -> list[Region]:
     return regions
 
 
-def mark_point(pixels: Pixels, x: int, y: int, radius: int) -> Pixels:
-    """A copy of `pixels` with a red cross-hair at (x, y), `radius` pixels long."""
+def mark_point(pixels: Pixels, x: int, y: int, radius: int, thick: int = 1) -> Pixels:
+    """A copy of `pixels` with a red cross-hair at (x, y): arms `radius` pixels long,
+    `thick` pixels wide on each side of the centre line."""
     out = pixels.copy()
     height, width = out.shape[:2]
     if not (0 <= x < width and 0 <= y < height):
         return out
-    thick = max(1, radius // 6)
     x0, x1 = max(0, x - radius), min(width, x + radius + 1)
     y0, y1 = max(0, y - radius), min(height, y + radius + 1)
     out[max(0, y - thick) : y + thick + 1, x0:x1] = (255, 40, 40)

@@ -19,14 +19,15 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark", "dismiss", "Close"),
     ]
 
-    def __init__(self, title: str, text: str) -> None:
+    def __init__(self, title: str, text: str, heading: str = "help") -> None:
         super().__init__()
         self.title_text = title
         self.text = text
+        self.heading = heading
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="dialog"):
-            yield Static(f"[b]{self.title_text}[/b] — help", id="dialog-title")
+            yield Static(Text(f"{self.title_text} — {self.heading}", "bold"), id="dialog-title")
             yield Markdown(self.text)
             yield Static("[dim]esc closes[/dim]")
 

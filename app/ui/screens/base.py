@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.screen import Screen
+from textual.worker import Worker
 
 if TYPE_CHECKING:
     from app.ui.app import DeskLoopApp
@@ -21,3 +22,7 @@ class LabScreen(Screen[None]):
         app = self.app
         assert isinstance(app, DeskLoopApp)
         return app
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # Worker messages do not bubble: hand failures to the app's one handler.
+        self.lab.on_worker_state_changed(event)

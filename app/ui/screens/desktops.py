@@ -51,7 +51,7 @@ State column shows progress.
         with Vertical():
             yield DataTable(id="desktop-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="desktop-detail")
-        yield Footer()
+        yield Footer(compact=True)
 
     @property
     def pool(self) -> DesktopPool:

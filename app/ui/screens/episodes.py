@@ -54,7 +54,7 @@ Every episode in the database, newest first.
             )
             yield DataTable(id="episode-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="episode-count")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

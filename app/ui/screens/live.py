@@ -62,8 +62,8 @@ The running episode (or a desktop chosen with **v** in Desktops).
 Every message is recorded with its kind and the step at which it arrived.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f2", "pause", "Pause/resume", priority=True),
-        Binding("f3", "accept", "Accept DONE", priority=True),
+        Binding("f2", "pause", "Pause", priority=True),
+        Binding("f3", "accept", "Accept", priority=True),
         Binding("f4", "abort", "Abort", priority=True),
         Binding("c", "chat", "Chat"),
         Binding("escape", "unfocus", "Leave chat", show=False),
@@ -103,7 +103,7 @@ Every message is recorded with its kind and the step at which it arrived.
             with Horizontal(id="chat-row"):
                 yield Select(INJECT_KINDS, value="clarification", allow_blank=False, id="chat-kind")
                 yield Input(placeholder="", id="chat-input")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#live-steps", DataTable)

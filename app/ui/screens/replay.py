@@ -87,8 +87,8 @@ One recorded episode.
         Binding("escape", "app.pop_screen", "Back"),
         Binding("left", "scrub(-1)", "Prev step", priority=True),
         Binding("right", "scrub(1)", "Next step", priority=True),
-        Binding("home", "jump(0)", "First", show=False),
-        Binding("end", "jump(-1)", "Final", show=False),
+        Binding("home", "jump(0)", "First", show=False, priority=True),
+        Binding("end", "jump(-1)", "Final", show=False, priority=True),
     ]
 
     def __init__(self, episode_id: int) -> None:
@@ -109,7 +109,7 @@ One recorded episode.
             with Vertical(id="replay-right"):
                 yield DataTable(id="replay-timeline", cursor_type="row")
                 yield DataTable(id="replay-checks", cursor_type="row")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         store = self.lab.store
@@ -128,32 +128,42 @@ One recorded episode.
         self.query_one("#replay-head", Static).update(head)
         table = self.query_one("#replay-timeline", DataTable)
         table.border_title = "timeline"
-        table.add_columns("step", "what", "s")
+        table.add_columns("step", "s", "what")
         for key, item in self.rows:
             if isinstance(item, StepRecord):
                 total = item.agent_seconds + item.act_seconds + item.settle_seconds
                 what = Text(item.description)
                 if item.error:
                     what.append(f" — {item.error}", "red")
-                table.add_row(str(item.idx), what, f"{total:.1f}", key=key)
+                table.add_row(str(item.idx), f"{total:.1f}", what, key=key)
             elif isinstance(item, MessageRecord):
                 who = "agent" if item.role == "agent" else item.source
                 color = {"agent": "cyan", "person": "green", "phase": "magenta"}.get(who, "white")
                 text = Text(f"{who} {item.kind}: ", f"bold {color}")
                 text.append(item.text.strip().replace("\n", " "))
-                table.add_row(Text("✉", color), text, "", key=key)
+                table.add_row(Text("✉", color), "", text, key=key)
             else:
-                table.add_row("end", Text("final state", "bold"), "", key=key)
+                table.add_row("end", "", Text("final state", "bold"), key=key)
         checks = self.query_one("#replay-checks", DataTable)
         checks.border_title = "checks"
-        checks.add_columns("", "check", "score", "evidence")
+        checks.add_columns("", "score", "check", "evidence")
         for c in self.checks:
             mark = Text("PASS", "green") if c.passed else Text("FAIL", "red")
-            checks.add_row(mark, c.name, f"{c.score:.2f}", c.evidence)
+            checks.add_row(mark, f"{c.score:.2f}", c.name, c.evidence)
         if not self.checks:
-            checks.add_row("", Text("not scored", "dim"), "", "")
+            checks.add_row("", "", Text("not scored", "dim"), "")
         table.focus()
         self.show_row(0)
+
+    @on(DataTable.RowHighlighted, "#replay-checks")
+    def check_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if 0 <= event.cursor_row < len(self.checks):
+            c = self.checks[event.cursor_row]
+            verdict = "passed" if c.passed else "failed"
+            self.query_one("#replay-caption", Static).update(
+                Text(f"{c.name} ({c.path}) {verdict}, score {c.score:.2f}: {c.evidence}")
+            )
+            self.shown_key = None
 
     @on(DataTable.RowHighlighted, "#replay-timeline")
     def highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -171,7 +181,8 @@ One recorded episode.
         step = self._step_for(index)
         assert self.episode is not None
         if isinstance(item, MessageRecord):
-            caption.update(Text(f"message at step {item.step}: {item.text.strip()}"))
+            who = "agent" if item.role == "agent" else item.source
+            caption.update(Text(f"{who} {item.kind} at step {item.step}: {item.text.strip()}"))
         elif item is None:
             caption.update("final state of the desktop (what the checks scored)")
         if step is not None and item is step:
@@ -181,7 +192,8 @@ One recorded episode.
         if frame is None:
             self.query_one(HalfBlockView).clear()
             return
-        self.load(frame, point)
+        view = self.query_one(HalfBlockView)
+        self.load(frame, point, max(1, view.size.width))
 
     def _step_for(self, index: int) -> StepRecord | None:
         """The step at `index`, or for a message the next step after it (None: final)."""
@@ -199,10 +211,12 @@ One recorded episode.
         exit_on_error=False,
         description="loading a frame",
     )
-    def load(self, frame: str, point: tuple[int, int] | None) -> None:
+    def load(self, frame: str, point: tuple[int, int] | None, columns: int) -> None:
         pixels = load_frame(str(self.lab.store.frame_path(frame)))
         if point is not None:
-            pixels = mark_point(pixels, point[0], point[1], radius=max(8, pixels.shape[1] // 60))
+            # Pixels per terminal column: the cross must stay visible after sampling.
+            scale = max(1, -(-pixels.shape[1] // columns))
+            pixels = mark_point(pixels, point[0], point[1], radius=4 * scale, thick=scale)
         self.app.call_from_thread(self.query_one(HalfBlockView).show, pixels)
 
     def action_scrub(self, delta: int) -> None:

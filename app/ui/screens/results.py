@@ -65,7 +65,7 @@ Every ended episode in the database, grouped by app, level and kind
             yield DataTable(id="results-table", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="results-chart-box"):
                 yield Static("", id="results-chart")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -14,6 +14,7 @@ from textual.widgets import Button, Footer, Header, Input, Label, Markdown, Sele
 
 from app.tasks.model import Task
 from app.ui.describe import task_markdown
+from app.ui.modals import HelpScreen
 from app.ui.screens.base import LabScreen
 from app.ui.session import UserMode
 
@@ -104,7 +105,7 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
                 yield Tree("tasks", id="task-tree")
             with VerticalScroll(id="task-detail"):
                 yield Markdown("Select a task.", id="task-md")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.fill()
@@ -129,16 +130,19 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
             for level, members in levels.items():
                 level_node = app_node.add(level, expand=True)
                 for task in members:
-                    mark = " [magenta]interactive[/magenta]" if task.interactive else ""
-                    leaf = level_node.add_leaf(f"{task.id}{mark}", data=task)
-                    first = first or leaf
+                    mark = "[magenta]◆[/magenta] " if task.interactive else "  "
+                    leaf = level_node.add_leaf(f"{mark}{task.id}", data=task)
+                    if first is None or (self.selected and task.id == self.selected.id):
+                        first = leaf
         if first is not None:
-            # Start on the first task, so its details show and `s` works at once.
+            # Stay on the selected task (or start on the first), so its details show
+            # and `s` works at once.
             self.call_after_refresh(tree.move_cursor, first)
         errors = len(self.lab.task_errors)
         note = f" · [red]{errors} invalid (v)[/red]" if errors else ""
         self.query_one("#task-filter", Static).update(
-            f"{len(tasks)} tasks · showing: {self.kind_filter}{note}"
+            f"{len(tasks)} tasks · showing {self.kind_filter} (k) · "
+            f"[magenta]◆[/magenta] interactive{note}"
         )
 
     @on(Tree.NodeHighlighted)
@@ -158,14 +162,12 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
         self.fill()
         errors = self.lab.task_errors
         if errors:
-            text = "\n\n".join(f"- {e}" for e in errors)
-            self.query_one("#task-md", Markdown).update(
-                f"## {len(errors)} task file(s) failed validation\n\n{text}"
+            text = f"**{len(errors)} task file(s) failed validation**\n\n" + "\n\n".join(
+                f"- {e}" for e in errors
             )
         else:
-            self.query_one("#task-md", Markdown).update(
-                f"## All {len(self.lab.tasks)} tasks are valid\n\nin `{self.lab.tasks_dir}`"
-            )
+            text = f"All {len(self.lab.tasks)} tasks in `{self.lab.tasks_dir}` are valid."
+        self.app.push_screen(HelpScreen("Tasks", text, heading="validation"))
 
     def action_start(self) -> None:
         task = self.selected
