@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 KDENLIVE_ASSETS = ROOT / "tasks" / "kdenlive" / "assets"
 FPS = 25
@@ -393,10 +395,70 @@ def showcase() -> str:
     )
 
 
+PROMO_FRAMES = 290
+"""Length of the L3 promo: harbour 100 + market 75 + sunset 125 - 10 frames of dissolve."""
+
+
+def promo() -> str:
+    """The L3 delivery's end state (tasks/kdenlive/kdenlive-promo-delivery.yaml):
+    harbour then market on V1, a title over the first 2 s and the sunset shot on V2,
+    the sunset dissolving in over the last 10 frames of the market shot."""
+    v1 = [Placed("harbour.mp4", 0), Placed("market.mp4", 100)]
+    v2 = [
+        Placed("Promo title", 0, length=50, title="Harbour Days"),
+        Placed("sunset.mp4", 165),
+    ]
+    a1 = [Placed("harbour.mp4", 0), Placed("market.mp4", 100)]
+    a2 = [Placed("sunset.mp4", 165)]
+    dissolve = CompositionSpec("dissolve", "luma", 1, 2, 165, 174, (("softness", "0"),))
+    return kdenlive_xml(ProjectSpec(video=[v1, v2], audio=[a1, a2], compositions=[dissolve]))
+
+
+_ORACLE = (
+    "import os, subprocess, sys; "
+    "project, xml, video = sys.argv[1:4]; "
+    "open(project, 'w', encoding='utf-8').write(xml); "
+    "subprocess.run(['melt', '-quiet', project, 'out=%d', '-consumer', 'avformat:' + video, "
+    "'vcodec=libx264', 'acodec=aac', 'width=640', 'height=360', 'real_time=-1'], check=True)"
+)
+
+
+def promo_reference() -> str:
+    """The L3 reference: a state-level oracle (project written, then rendered by melt)."""
+    steps = [
+        {"wait_for": {"window": "^empty / .*Kdenlive$", "timeout": 60}},
+        {
+            "oracle": {
+                "run": [
+                    "python3", "-c", _ORACLE % (PROMO_FRAMES - 1),
+                    "~/Videos/promo.kdenlive", promo(), "~/Videos/promo.mp4",
+                ],
+                "timeout": 300,
+            }
+        },
+        {"wait_for": {"file": "~/Videos/promo.mp4", "timeout": 30}},
+        "done",
+    ]  # fmt: skip
+    head = (
+        "# Reference for kdenlive-promo-delivery, written by scripts/make_media_assets.py:\n"
+        "# a state-level oracle. The end-state project is MLT XML from the same template\n"
+        "# as the start projects; melt (MLT's own renderer) renders it through the guest.\n"
+    )
+    body = {"kind": "oracle", "description": "Write the finished project and render it with melt.",
+            "steps": steps}  # fmt: skip
+    return head + yaml.safe_dump(body, sort_keys=False, width=100, allow_unicode=True)
+
+
 PROJECTS: dict[str, Callable[[], str]] = {
     "rough-cut.kdenlive": rough_cut,
     "empty.kdenlive": empty_project,
 }
+
+REFERENCES: dict[str, Callable[[], str]] = {
+    "kdenlive-promo-delivery.yaml": promo_reference,
+}
+"""Generated reference solutions, written to tasks/kdenlive/references/."""
+KDENLIVE_REFERENCES = KDENLIVE_ASSETS.parent / "references"
 
 
 # --- driver -------------------------------------------------------------------------
@@ -435,13 +497,17 @@ def generate(folder: Path) -> None:
         make(folder / name)
     for name, build in PROJECTS.items():
         (folder / name).write_text(build(), encoding="utf-8")
+    references = folder.parent / "references"
+    references.mkdir(exist_ok=True)
+    for name, build in REFERENCES.items():
+        (references / name).write_text(build(), encoding="utf-8")
 
 
 def check(folder: Path) -> list[str]:
     """Names of committed assets that differ from a fresh generation."""
     differs = []
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp)
+        fresh = Path(tmp) / "assets"
         generate(fresh)
         for name in [*MEDIA, *PROJECTS]:
             committed = folder / name
@@ -453,6 +519,13 @@ def check(folder: Path) -> list[str]:
                     differs.append(f"differs: {rel}")
             elif media_properties(committed) != media_properties(fresh / name):
                 differs.append(f"differs: {rel}")
+        for name in REFERENCES:
+            committed = folder.parent / "references" / name
+            fresh_ref = fresh.parent / "references" / name
+            if not committed.is_file() or committed.read_bytes() != fresh_ref.read_bytes():
+                differs.append(
+                    f"differs: {committed.relative_to(ROOT) if committed.is_relative_to(ROOT) else committed}"
+                )
     return differs
 
 
