@@ -1,0 +1,141 @@
+"""A person as the agent: they drive the desktop through a VNC viewer, for baselines.
+
+The person's viewer connects to an `RFBRecordingProxy` (127.0.0.1, its own
+password) in front of the desktop's VNC server. Their input reaches the desktop
+live; the proxy's `InputRecorder` turns it into protocol actions, which this agent
+hands to the episode runner one per step, so a human episode is recorded exactly
+like a model's: steps with actions and frames, messages, phases, score.
+DONE / ASK / FAIL come from `command()` (the CLI reads them from stdin).
+
+Because the input already reached the desktop, the runner must not send it a
+second time: run the episode on `PassThroughDesktop(desktop)`, whose `act` only
+records. Frames are taken when the runner asks for the next action, so a step's
+frame shows the screen shortly after the person's previous action.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from app.actions import Action, Ask, Done, Fail, GuiAction
+from app.agents.base import AgentContext, Observation
+from app.desktops.base import Desktop, DesktopInfo, Frame, Guest, SettleResult
+from app.errors import AgentError
+from app.rfb_proxy import InputRecorder, ProxyAddress, RFBRecordingProxy
+
+COMMANDS_HELP = "done | ask QUESTION | fail REASON"
+
+
+def parse_command(line: str) -> Action:
+    """'done', 'ask Which size?', 'fail cannot find it' → the protocol action.
+
+    Raises:
+        ValueError: not one of the commands (the message lists them).
+    """
+    word, _, rest = line.strip().partition(" ")
+    word, rest = word.lower(), rest.strip()
+    if word == "done" and not rest:
+        return Done()
+    if word == "ask" and rest:
+        return Ask(rest)
+    if word == "fail":
+        return Fail(rest or "given up by the person")
+    raise ValueError(f"unknown command {line.strip()!r}; commands: {COMMANDS_HELP}")
+
+
+class PassThroughDesktop:
+    """A desktop whose `act` does nothing: the person's input was already delivered."""
+
+    def __init__(self, inner: Desktop) -> None:
+        self.inner = inner
+
+    @property
+    def guest(self) -> Guest:
+        return self.inner.guest
+
+    def info(self) -> DesktopInfo:
+        return self.inner.info()
+
+    async def reset(self) -> None:
+        await self.inner.reset()
+
+    async def frame(self, timeout: float = 5.0) -> Frame:
+        return await self.inner.frame(timeout)
+
+    async def act(self, action: GuiAction) -> None:
+        return None
+
+    async def settle(
+        self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
+    ) -> SettleResult:
+        return await self.inner.settle(timeout, quiet, change_wait)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+class PersonAgent:
+    """An `Agent` fed by a person's VNC viewer (through the proxy) and commands."""
+
+    name = "person"
+
+    def __init__(
+        self,
+        desktop: Desktop,
+        *,
+        port: int = 0,
+        announce: Callable[[ProxyAddress], None] | None = None,
+    ) -> None:
+        self._desktop = desktop
+        self._port = port
+        self._announce = announce
+        self._actions: asyncio.Queue[tuple[Action, str]] = asyncio.Queue()
+        self._recorder = InputRecorder(lambda action: self._put(action, "viewer"))
+        self._proxy: RFBRecordingProxy | None = None
+        self._info: dict[str, Any] | None = None
+
+    def _put(self, action: Action, source: str) -> None:
+        self._actions.put_nowait((action, source))
+
+    @property
+    def address(self) -> ProxyAddress | None:
+        return None if self._proxy is None else self._proxy.address
+
+    async def start(self, context: AgentContext) -> None:
+        endpoint = self._desktop.info().vnc
+        if endpoint is None:
+            raise AgentError("person agent: the desktop has no VNC endpoint to proxy")
+        if self._proxy is None:
+            self._proxy = RFBRecordingProxy(endpoint, self._recorder, self._port)
+            address = await self._proxy.start()
+            if self._announce is not None:
+                self._announce(address)
+
+    def command(self, line: str) -> Action:
+        """Queue DONE / ASK / FAIL after the input already made; returns the action.
+
+        Raises:
+            ValueError: not a command.
+        """
+        action = parse_command(line)
+        self._recorder.flush()
+        self._put(action, "command")
+        return action
+
+    async def decide(self, observation: Observation) -> Action:
+        action, source = await self._actions.get()
+        self._info = {"source": source}
+        if self._proxy is not None and self._proxy.errors:
+            self._info["proxy_errors"] = list(self._proxy.errors)
+            self._proxy.errors.clear()
+        return action
+
+    def step_info(self) -> dict[str, Any] | None:
+        return self._info
+
+    async def close(self) -> None:
+        if self._proxy is not None:
+            await self._proxy.close()
+            self._proxy = None

@@ -1,0 +1,97 @@
+"""`deskloop human TASK`: a person is the agent, through a VNC viewer (baselines)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import threading
+from typing import Any
+
+from app.cli.common import print_err, run_async
+
+
+async def run_human(args: argparse.Namespace) -> Any:
+    from app.agents.person import COMMANDS_HELP, PassThroughDesktop, PersonAgent
+    from app.desktops.factory import make_desktop
+    from app.rfb_proxy import ProxyAddress
+    from app.runner import EpisodeRunner, MessageEvent, RunnerEvent, RunOptions
+    from app.store import Store
+    from app.tasks.loader import find_task
+    from app.users import SimulatedUser
+
+    task = find_task(args.task, [args.tasks_dir])
+    loop = asyncio.get_running_loop()
+    desktop = make_desktop(args.backend)
+
+    def announce(address: ProxyAddress) -> None:
+        print(
+            f"\nConnect a VNC viewer to {address.host}:{address.port} "
+            f"(password {address.password}).\n"
+            f"Type commands here and press Enter: {COMMANDS_HELP}\n",
+            flush=True,
+        )
+
+    agent = PersonAgent(desktop, port=args.port, announce=announce)
+
+    def on_event(event: RunnerEvent) -> None:
+        if isinstance(event, MessageEvent) and event.message.role == "user":
+            print(f"\n[{event.message.kind}] {event.message.text}\n", flush=True)
+
+    def read_commands() -> None:
+        # stdin is read in a thread: a blocking readline must not hold up the loop.
+        for line in sys.stdin:
+            if line.strip():
+                loop.call_soon_threadsafe(submit, line)
+
+    def submit(line: str) -> None:
+        try:
+            action = agent.command(line)
+        except ValueError as exc:
+            print_err(str(exc))
+            return
+        print(f"sent: {type(action).__name__.upper()}", flush=True)
+
+    threading.Thread(target=read_commands, name="human-commands", daemon=True).start()
+    with Store(args.db) as store:
+        try:
+            runner = EpisodeRunner(
+                task,
+                PassThroughDesktop(desktop),
+                agent,
+                SimulatedUser(),
+                store,
+                backend=args.backend,
+                # The person's input is already on screen: no need to wait long.
+                options=RunOptions(settle_timeout=0.5),
+                progress=lambda text: print_err(f"[{task.id}] {text}"),
+                on_event=on_event,
+            )
+            return await runner.run()
+        finally:
+            await desktop.close()
+
+
+def cmd_human(args: argparse.Namespace) -> int:
+    from app.cli.run_cmd import print_result
+
+    result = run_async(run_human(args))
+    print_result(result)
+    return 0 if result.passed else 1
+
+
+def register(sub: Any) -> None:
+    from app.desktops.factory import BACKENDS
+
+    human = sub.add_parser(
+        "human",
+        help="a person does the task through a VNC viewer (recorded as an episode)",
+        description="Start the task's desktop and a recording VNC proxy on 127.0.0.1 with "
+        "its own password. Drive the desktop from any VNC viewer; your clicks, drags, "
+        "scrolls, keys and text are recorded as steps. Type done, ask QUESTION or fail "
+        "REASON here. The episode is scored and stored like any other (agent 'person').",
+    )
+    human.add_argument("task", help="task id or task file")
+    human.add_argument("--port", type=int, default=0, help="proxy port (default: any free)")
+    human.add_argument("--backend", choices=list(BACKENDS), default="local")
+    human.set_defaults(func=cmd_human)

@@ -1,0 +1,435 @@
+"""An RFB (VNC) recording proxy: a person's viewer → the desktop, input → actions.
+
+The proxy listens on 127.0.0.1 with its own random VNC password. A viewer that
+connects is authenticated by the proxy, which then opens its own (shared) session
+to the desktop's VNC server and relays bytes both ways. The server's side passes
+through untouched; the viewer's side is parsed message by message so that its
+pointer and key events can be recorded. Every event is forwarded at once: the
+person sees and drives the desktop live.
+
+`InputRecorder` turns the raw events into protocol actions:
+
+- a button press and release within a few pixels → `click` (quick repeats at the
+  same spot merge into a double or triple click); farther apart → `drag`;
+- wheel notches → `scroll` (consecutive notches at one spot merge);
+- printable keys, Enter and Tab without ctrl/alt/super → `type` (consecutive keys
+  merge into one text); other keys and any key with ctrl/alt/super → `key(combo)`.
+
+Pointer motion without a button is forwarded but not recorded (it only hovers).
+An action is emitted when the next, different input arrives or after a short
+idle pause, so typing "hello" is one step, not five.
+
+The viewer's encodings list is filtered to those whose client messages this
+proxy can parse (no fences, continuous updates or desktop resizing requests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import string
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.actions import Action, Click, Drag, Key, Scroll, Type
+from app.desktops.base import VncEndpoint
+from app.errors import VNCError
+from app.keys import NAMED_KEYS
+from app.vnc import SECURITY_VNC_AUTH, vnc_auth_response
+
+# Pseudo-encodings that make a viewer send client messages this proxy does not parse.
+_REFUSED_ENCODINGS = frozenset(
+    {
+        -308,  # ExtendedDesktopSize → SetDesktopSize (251)
+        -312,  # Fence → ClientFence (248)
+        -313,  # ContinuousUpdates → EnableContinuousUpdates (150)
+        -258,  # QEMU extended key events (255)
+        -261,  # QEMU audio (255)
+        -309,  # xvp (250)
+        0xC0A1E5CE - (1 << 32),  # ExtendedClipboard
+    }
+)
+CLICK_SLOP = 3
+"""Pixels a press may move before its release and still be a click."""
+MULTI_CLICK_SECONDS = 0.4
+IDLE_FLUSH_SECONDS = 0.8
+
+_SHIFT = {0xFFE1, 0xFFE2}
+_CTRL = {0xFFE3, 0xFFE4}
+_ALT = {0xFFE9, 0xFFEA, 0xFE03}
+_META = {0xFFE7, 0xFFE8}
+_SUPER = {0xFFEB, 0xFFEC}
+_LOCKS = {0xFFE5, 0xFFE6, 0xFF7F}  # Caps, Shift lock, Num lock: never an action
+_KEYPAD_CHARS = {0xFF8D: "\n", 0xFFAA: "*", 0xFFAB: "+", 0xFFAD: "-", 0xFFAE: ".", 0xFFAF: "/"}
+_KEYPAD_CHARS.update({0xFFB0 + n: str(n) for n in range(10)})
+# keysym → its first name in app.keys, for key(combo) actions.
+_KEY_NAMES: dict[int, str] = {}
+for _name, _sym in NAMED_KEYS.items():
+    _KEY_NAMES.setdefault(_sym, _name)
+_BUTTONS = {1: "left", 2: "middle", 4: "right"}
+
+
+def _char(keysym: int) -> str | None:
+    """The character a keysym types, if it types one."""
+    if keysym == 0xFF0D:
+        return "\n"
+    if keysym == 0xFF09:
+        return "\t"
+    if keysym in _KEYPAD_CHARS:
+        return _KEYPAD_CHARS[keysym]
+    if 0x20 <= keysym <= 0x7E or 0xA0 <= keysym <= 0xFF:
+        return chr(keysym)
+    if 0x01000100 <= keysym <= 0x0110FFFF:
+        return chr(keysym - 0x01000000)
+    return None
+
+
+def _key_name(keysym: int) -> str | None:
+    if keysym in _KEY_NAMES:
+        return _KEY_NAMES[keysym]
+    char = _char(keysym)
+    if char is not None and char not in "\n\t+":
+        return char.lower() if char.isalpha() else char
+    if char == "+":
+        return "plus"
+    return None
+
+
+@dataclass
+class _Press:
+    x: int
+    y: int
+
+
+class InputRecorder:
+    """Turns RFB pointer and key events into protocol actions (see the module doc).
+
+    `emit` is called with each finished action, on the event loop's thread.
+    """
+
+    def __init__(self, emit: Callable[[Action], None]) -> None:
+        self._emit = emit
+        self._mask = 0
+        self._presses: dict[int, _Press] = {}
+        self._held: set[int] = set()
+        self._pending: Action | None = None
+        self._pending_at = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self.ignored = 0
+        """Events that map to no action (unknown keysyms, side wheel)."""
+
+    # -- events ---------------------------------------------------------------------
+
+    def pointer(self, mask: int, x: int, y: int) -> None:
+        changed = mask ^ self._mask
+        self._mask = mask
+        for bit, button in _BUTTONS.items():
+            if not changed & bit:
+                continue
+            if mask & bit:
+                self._presses[bit] = _Press(x, y)
+            elif bit in self._presses:
+                press = self._presses.pop(bit)
+                if abs(press.x - x) <= CLICK_SLOP and abs(press.y - y) <= CLICK_SLOP:
+                    self._click(Click(press.x, press.y, button))  # type: ignore[arg-type]
+                else:
+                    self._push(Drag(press.x, press.y, x, y, button))  # type: ignore[arg-type]
+        for bit, dy in ((8, -1), (16, 1)):
+            if changed & bit and mask & bit:
+                self._scroll(x, y, dy)
+        if changed & (32 | 64) and mask & (32 | 64):
+            self.ignored += 1  # horizontal wheel: no protocol action for it
+
+    def key(self, down: bool, keysym: int) -> None:
+        modifier = keysym in _SHIFT | _CTRL | _ALT | _META | _SUPER
+        if not down:
+            self._held.discard(keysym)
+            return
+        if modifier:
+            self._held.add(keysym)
+            return
+        if keysym in _LOCKS:
+            return
+        mods = [
+            name
+            for name, group in (("ctrl", _CTRL), ("alt", _ALT), ("meta", _META), ("super", _SUPER))
+            if self._held & group
+        ]
+        char = _char(keysym)
+        if self._held & _SHIFT and char in ("\n", "\t"):
+            mods.append("shift")  # shift+tab is a key, not text
+            char = None
+        if not mods and char is not None:
+            self._type(char)
+            return
+        name = _key_name(keysym)
+        if name is None:
+            self.ignored += 1
+            return
+        if self._held & _SHIFT and "shift" not in mods and (mods or char is None):
+            mods.append("shift")
+        self._push(Key("+".join([*mods, name])))
+
+    def command(self, action: Action) -> None:
+        """An action from outside the viewer (DONE/ASK/FAIL): after any pending input."""
+        self.flush()
+        self._emit(action)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._emit(pending)
+
+    # -- merging --------------------------------------------------------------------
+
+    def _type(self, char: str) -> None:
+        if isinstance(self._pending, Type):
+            self._hold(Type(self._pending.text + char))
+        else:
+            self.flush()
+            self._hold(Type(char))
+
+    def _scroll(self, x: int, y: int, dy: int) -> None:
+        last = self._pending
+        if (
+            isinstance(last, Scroll)
+            and (last.dy > 0) == (dy > 0)
+            and abs(last.x - x) <= CLICK_SLOP
+            and abs(last.y - y) <= CLICK_SLOP
+        ):
+            self._hold(Scroll(last.x, last.y, last.dy + dy))
+        else:
+            self.flush()
+            self._hold(Scroll(x, y, dy))
+
+    def _click(self, click: Click) -> None:
+        last = self._pending
+        now = time.monotonic()
+        if (
+            isinstance(last, Click)
+            and last.button == click.button
+            and last.count < 3
+            and abs(last.x - click.x) <= CLICK_SLOP
+            and abs(last.y - click.y) <= CLICK_SLOP
+            and now - self._pending_at <= MULTI_CLICK_SECONDS
+        ):
+            self._hold(Click(last.x, last.y, last.button, last.count + 1))
+        else:
+            self.flush()
+            self._hold(click)
+
+    def _push(self, action: Action) -> None:
+        self.flush()
+        self._emit(action)
+
+    def _hold(self, action: Action) -> None:
+        self._pending = action
+        self._pending_at = time.monotonic()
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_later(IDLE_FLUSH_SECONDS, self.flush)
+
+
+# -- the proxy ------------------------------------------------------------------------
+
+_PASSWORD_ALPHABET = string.ascii_letters + string.digits
+
+
+@dataclass(frozen=True)
+class ProxyAddress:
+    host: str
+    port: int
+    password: str
+
+
+class RFBRecordingProxy:
+    """Serves viewers on 127.0.0.1:`port` (0: any free port) for `upstream`."""
+
+    def __init__(self, upstream: VncEndpoint, recorder: InputRecorder, port: int = 0) -> None:
+        self.upstream = upstream
+        self.recorder = recorder
+        self._port = port
+        # VNC passwords are at most 8 characters (the DES key).
+        self.password = "".join(secrets.choice(_PASSWORD_ALPHABET) for _ in range(8))
+        self._server: asyncio.Server | None = None
+        self._sessions: set[asyncio.Task[None]] = set()
+        self.viewers = 0
+        self.errors: list[str] = []
+
+    @property
+    def address(self) -> ProxyAddress:
+        if self._server is None:
+            raise VNCError("the recording proxy is not started")
+        port = self._server.sockets[0].getsockname()[1]
+        return ProxyAddress("127.0.0.1", int(port), self.password)
+
+    async def start(self) -> ProxyAddress:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self._port)
+        return self.address
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+        for session in list(self._sessions):
+            session.cancel()
+        await asyncio.gather(*self._sessions, return_exceptions=True)
+        self.recorder.flush()
+
+    async def __aenter__(self) -> RFBRecordingProxy:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        current = asyncio.current_task()
+        assert current is not None
+        self._sessions.add(current)
+        upstream_writer: asyncio.StreamWriter | None = None
+        try:
+            if not await self._authenticate(reader, writer):
+                return
+            shared = await reader.readexactly(1)  # ClientInit; we always share upstream
+            del shared
+            up_reader, upstream_writer = await self._connect_upstream()
+            self.viewers += 1
+            pipes = {
+                asyncio.create_task(self._pipe_down(up_reader, writer)),
+                asyncio.create_task(self._pipe_up(reader, upstream_writer)),
+            }
+            try:
+                await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                # Both pipes end together, and every outcome is collected, also when
+                # this session is cancelled (an unretrieved task error would be
+                # logged from a finalizer later).
+                for task in pipes:
+                    task.cancel()
+                outcomes = await asyncio.gather(*pipes, return_exceptions=True)
+            for error in outcomes:
+                if isinstance(error, Exception) and not isinstance(
+                    error, asyncio.IncompleteReadError | ConnectionError | asyncio.CancelledError
+                ):
+                    self.errors.append(f"{type(error).__name__}: {error}")
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the viewer went away
+        except asyncio.CancelledError:
+            # Only close() cancels a session. Ending normally instead of re-raising
+            # keeps asyncio's server callback (which calls task.exception()) quiet.
+            pass
+        except VNCError as exc:
+            self.errors.append(str(exc))
+        finally:
+            self.recorder.flush()
+            for w in (writer, upstream_writer):
+                if w is not None:
+                    with contextlib.suppress(Exception):
+                        w.close()
+            self._sessions.discard(current)
+
+    async def _authenticate(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
+        writer.write(b"RFB 003.008\n")
+        version = await reader.readexactly(12)
+        if not version.startswith(b"RFB 003.00") or version[10:11] not in (b"7", b"8"):
+            return False  # 3.3 viewers get no security-type list; not supported
+        writer.write(bytes([1, SECURITY_VNC_AUTH]))
+        if (await reader.readexactly(1))[0] != SECURITY_VNC_AUTH:
+            return False
+        challenge = os.urandom(16)
+        writer.write(challenge)
+        response = await reader.readexactly(16)
+        if not secrets.compare_digest(response, vnc_auth_response(self.password, challenge)):
+            reason = b"wrong password"
+            writer.write(struct.pack("!II", 1, len(reason)) + reason)
+            await writer.drain()
+            return False
+        writer.write(struct.pack("!I", 0))
+        await writer.drain()
+        return True
+
+    async def _connect_upstream(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A shared session to the desktop, up to (not including) ServerInit."""
+        where = f"{self.upstream.host}:{self.upstream.port}"
+        try:
+            async with asyncio.timeout(10):
+                reader, writer = await asyncio.open_connection(
+                    self.upstream.host, self.upstream.port
+                )
+                version = await reader.readexactly(12)
+                if not version.startswith(b"RFB "):
+                    raise VNCError(f"{where} is not a VNC server")
+                writer.write(b"RFB 003.008\n")
+                count = (await reader.readexactly(1))[0]
+                offered = list(await reader.readexactly(count)) if count else []
+                if SECURITY_VNC_AUTH not in offered:
+                    raise VNCError(f"{where} offers security types {offered}, not VNC auth")
+                writer.write(bytes([SECURITY_VNC_AUTH]))
+                challenge = await reader.readexactly(16)
+                writer.write(vnc_auth_response(self.upstream.password, challenge))
+                (result,) = struct.unpack("!I", await reader.readexactly(4))
+                if result != 0:
+                    raise VNCError(f"the desktop's VNC server {where} refused the proxy")
+                writer.write(b"\x01")
+                await writer.drain()
+                return reader, writer
+        except (TimeoutError, OSError, asyncio.IncompleteReadError) as exc:
+            raise VNCError(f"the proxy cannot reach the desktop at {where}: {exc!r}") from None
+
+    async def _pipe_down(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            data = await reader.read(1 << 16)
+            if not data:
+                return
+            writer.write(data)
+            await writer.drain()
+
+    async def _pipe_up(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Parse each client message, record input, forward (encodings filtered)."""
+        recorder = self.recorder
+        while True:
+            kind = (await reader.readexactly(1))[0]
+            if kind == 0:  # SetPixelFormat
+                data = bytes([kind]) + await reader.readexactly(19)
+            elif kind == 2:  # SetEncodings
+                head = await reader.readexactly(3)
+                (count,) = struct.unpack("!xH", head)
+                encodings = struct.unpack(f"!{count}i", await reader.readexactly(4 * count))
+                kept = [e for e in encodings if e not in _REFUSED_ENCODINGS]
+                data = struct.pack(f"!BxH{len(kept)}i", 2, len(kept), *kept)
+            elif kind == 3:  # FramebufferUpdateRequest
+                data = bytes([kind]) + await reader.readexactly(9)
+            elif kind == 4:  # KeyEvent
+                rest = await reader.readexactly(7)
+                down, keysym = struct.unpack("!BxxI", rest)
+                recorder.key(bool(down), keysym)
+                data = bytes([kind]) + rest
+            elif kind == 5:  # PointerEvent
+                rest = await reader.readexactly(5)
+                mask, x, y = struct.unpack("!BHH", rest)
+                recorder.pointer(mask, x, y)
+                data = bytes([kind]) + rest
+            elif kind == 6:  # ClientCutText
+                head = await reader.readexactly(7)
+                (length,) = struct.unpack("!xxxI", head)
+                if length > 1 << 20:
+                    raise VNCError(f"viewer sent {length} bytes of clipboard text; refused")
+                data = bytes([kind]) + head + await reader.readexactly(length)
+            else:
+                raise VNCError(
+                    f"viewer sent RFB client message type {kind}, which the recording "
+                    "proxy does not understand; use a plain VNC viewer"
+                )
+            writer.write(data)
+            await writer.drain()

@@ -1,0 +1,136 @@
+"""A person as the agent: a VNC viewer (our own RFB client) drives a real desktop
+through the recording proxy; the input reaches the desktop live and is recorded
+as protocol actions, one step each, with DONE given as a command."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from app.actions import Ask, Click, Done, Drag, Fail, Key, Scroll, Type
+from app.agents.person import PassThroughDesktop, PersonAgent, parse_command
+from app.desktops.local import LocalDesktop
+from app.errors import VNCError
+from app.rfb_proxy import InputRecorder, ProxyAddress
+from app.runner import EpisodeRunner, RunOptions
+from app.store import Store
+from app.tasks.loader import load_task
+from app.users import SimulatedUser
+from app.vnc import connect
+
+TASK = """\
+id: xterm-proof
+app: gimp
+level: L1
+title: Make a proof file
+instruction: Create the file ~/proof.txt.
+setup:
+  - launch: [xterm]
+  - wait_window: {class: XTerm, timeout: 60}
+budget: {steps: 20, seconds: 300}
+evaluate:
+  all:
+    - {check: file_exists, path: ~/proof.txt}
+"""
+
+
+def test_commands() -> None:
+    assert parse_command("done") == Done()
+    assert parse_command("ask  Which size? ") == Ask("Which size?")
+    assert parse_command("fail") == Fail("given up by the person")
+    with pytest.raises(ValueError, match="done \\| ask"):
+        parse_command("finish")
+
+
+async def test_recorder_merges_input_into_actions() -> None:
+    actions: list[object] = []
+    recorder = InputRecorder(actions.append)
+    for char in "hi":
+        recorder.key(True, ord(char))
+        recorder.key(False, ord(char))
+    recorder.key(True, 0xFFE3)  # ctrl down
+    recorder.key(True, ord("s"))
+    recorder.key(False, ord("s"))
+    recorder.key(False, 0xFFE3)
+    recorder.key(True, 0xFFE1)  # shift + tab is a key, not text
+    recorder.key(True, 0xFF09)
+    recorder.key(False, 0xFFE1)
+    for _ in range(2):  # a double click
+        recorder.pointer(1, 10, 10)
+        recorder.pointer(0, 10, 10)
+    recorder.pointer(16, 50, 50)
+    recorder.pointer(0, 50, 50)
+    recorder.pointer(16, 51, 50)
+    recorder.pointer(0, 51, 50)
+    recorder.pointer(4, 5, 5)
+    recorder.pointer(4, 100, 80)
+    recorder.pointer(0, 100, 80)
+    recorder.command(Done())
+    assert actions == [
+        Type("hi"),
+        Key("ctrl+s"),
+        Key("shift+tab"),
+        Click(10, 10, "left", 2),
+        Scroll(50, 50, 2),
+        Drag(5, 5, 100, 80, "right"),
+        Done(),
+    ]
+
+
+@pytest.mark.desktop
+async def test_a_person_episode_through_the_recording_proxy(tmp_path: Path) -> None:
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True)
+    (folder / "xterm-proof.yaml").write_text(textwrap.dedent(TASK))
+    task = load_task(folder / "xterm-proof.yaml")
+    store = Store(tmp_path / "db.sqlite")
+    ready: asyncio.Future[ProxyAddress] = asyncio.get_running_loop().create_future()
+    async with LocalDesktop() as desktop:
+        agent = PersonAgent(desktop, announce=ready.set_result)
+        runner = EpisodeRunner(
+            task,
+            PassThroughDesktop(desktop),
+            agent,
+            SimulatedUser(),
+            store,
+            backend="local",
+            options=RunOptions(settle_timeout=0.5),
+        )
+        episode = asyncio.create_task(runner.run())
+        address = await asyncio.wait_for(asyncio.shield(ready), 120)
+        assert address.host == "127.0.0.1"
+        with pytest.raises(VNCError, match="authentication failed"):
+            await connect(address.host, address.port, "wrong")
+        viewer = await connect(address.host, address.port, address.password)
+        assert (viewer.width, viewer.height) == (1280, 800)
+        frame = await viewer.frame()  # updates flow back through the proxy
+        assert frame.pixels.shape == (800, 1280, 3)
+        await viewer.type_text("touch ~/proof.txt\n")
+        await viewer.perform(Key("ctrl+l"))
+        await viewer.perform(Click(640, 790))
+        await viewer.perform(Scroll(640, 700, 2))
+        await viewer.perform(Drag(100, 700, 300, 750))
+        # The file appears because the viewer's keys reached the desktop live.
+        deadline = asyncio.get_running_loop().time() + 30
+        while not await desktop.guest.exists("~/proof.txt"):
+            assert asyncio.get_running_loop().time() < deadline, "typing never arrived"
+            await asyncio.sleep(0.1)
+        agent.command("done")
+        result = await asyncio.wait_for(episode, 120)
+        await viewer.close()
+    assert result.status == "finished" and result.passed is True
+    steps = store.steps(result.episode_id)
+    assert [s.kind for s in steps] == ["type", "key", "click", "scroll", "drag", "done"]
+    assert steps[0].action == {"kind": "type", "text": "touch ~/proof.txt\n"}
+    assert steps[1].action["combo"] == "ctrl+l"
+    assert (steps[2].action["x"], steps[2].action["y"]) == (640, 790)
+    assert steps[3].action["dy"] == 2
+    assert steps[4].action["x2"] == 300 and steps[4].action["y2"] == 750
+    assert all(s.frame is not None for s in steps)
+    assert steps[0].agent_info == {"source": "viewer"}
+    assert steps[-1].agent_info == {"source": "command"}
+    assert store.get_episode(result.episode_id).agent == "person"
+    store.close()
