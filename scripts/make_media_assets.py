@@ -523,9 +523,8 @@ def check(folder: Path) -> list[str]:
             committed = folder.parent / "references" / name
             fresh_ref = fresh.parent / "references" / name
             if not committed.is_file() or committed.read_bytes() != fresh_ref.read_bytes():
-                differs.append(
-                    f"differs: {committed.relative_to(ROOT) if committed.is_relative_to(ROOT) else committed}"
-                )
+                shown = committed.relative_to(ROOT) if committed.is_relative_to(ROOT) else committed
+                differs.append(f"differs: {shown}")
     return differs
 
 
