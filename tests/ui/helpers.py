@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -165,3 +166,43 @@ def fixture_db(path: Path) -> Path:
             minute=3,
         )
     return path
+
+
+STANDARD = """\
+id: alpha-touch
+app: gimp
+level: L1
+title: Touch a file
+instruction: Create ~/a.txt.
+setup:
+  - launch: [xterm]
+  - wait_window: {class: XTerm, timeout: 30}
+evaluate: {check: file_exists, path: ~/a.txt}
+"""
+
+INTERACTIVE = """\
+id: beta-steps
+app: kdenlive
+level: L2
+title: Two files, the second asked for later
+instruction: Create ~/b.txt.
+phases:
+  - message: Also create ~/c.txt.
+    trigger: {any: [agent_done, {step_count: 3}]}
+evaluate:
+  all:
+    - {check: file_exists, path: ~/b.txt}
+    - {check: file_exists, path: ~/c.txt, weight: 2}
+"""
+
+
+def write_tasks(root: Path, broken: bool = False) -> Path:
+    (root / "gimp").mkdir(parents=True, exist_ok=True)
+    (root / "kdenlive").mkdir(parents=True, exist_ok=True)
+    (root / "gimp" / "alpha-touch.yaml").write_text(STANDARD)
+    (root / "kdenlive" / "beta-steps.yaml").write_text(INTERACTIVE)
+    if broken:
+        (root / "gimp" / "gamma-broken.yaml").write_text(
+            textwrap.dedent(STANDARD).replace("alpha-touch", "gamma-broken").replace("L1", "L9")
+        )
+    return root

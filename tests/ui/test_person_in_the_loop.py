@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from textual.message import Message
-from textual.widgets import Input
+from textual.widgets import Input, Select, Static
 
 from app.runner import WaitingEvent
 from app.store import Store
@@ -132,3 +132,66 @@ async def test_person_answers_through_chat_pane_and_accepts(
         question = next(m for m in messages if m.kind == "question")
         assert answer.step == question.step == 1
         assert [m.kind for m in messages][-1] == "done"
+
+
+PAUSE_SCRIPT = """\
+kind: demonstration
+steps:
+  - expect: {message: only proof\\.txt}
+  - type: "echo started\\n"
+  - done
+  - expect: {message: Not yet}
+  - type: "touch ~/proof.txt\\n"
+  - wait_for: {file: ~/proof.txt, timeout: 60}
+  - done
+"""
+
+
+async def test_person_pauses_interrupts_and_gives_feedback(tasks_dir: Path, tmp_path: Path) -> None:
+    (tasks_dir / "gimp" / "ask.yaml").write_text(textwrap.dedent(PAUSE_SCRIPT))
+    app = DeskLoopApp(db=tmp_path / "db" / "deskloop.db", tasks_dir=tasks_dir)
+    async with app.run_test(size=(100, 30)) as pilot:
+        tasks = app.screen
+        assert isinstance(tasks, TasksScreen)
+        await wait_until(pilot, lambda: tasks.selected is not None, 5, "a selected task")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartEpisodeScreen), 5, "dialog")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, LiveScreen), 10, "Live screen")
+        live = app.screen
+        assert isinstance(live, LiveScreen)
+        session = app.session
+        assert session is not None
+        await pilot.press("f2")  # pause before the agent's first step
+        await wait_until(pilot, lambda: session.status == "paused", 60, "the pause")
+        assert session.steps == []
+        assert "PAUSED" in str(live.query_one("#live-status", Static).render())
+
+        # Choose 'interruption' in the kind selector, then type the message.
+        live.query_one("#chat-kind", Select).focus()
+        await pilot.press("enter", "down", "enter")
+        assert live.query_one("#chat-kind", Select).value == "interruption"
+        await pilot.press("c", *"Stop: make only proof.txt", "enter")
+        await pilot.press("f2")  # resume: the interruption is delivered first
+
+        person = session.person
+        assert person is not None
+        await wait_until(pilot, lambda: person.waiting == "review", 120, "the first DONE")
+        await pilot.press(*"Not yet: create proof.txt", "enter")
+        await wait_until(
+            pilot, lambda: person.waiting == "review" and len(session.steps) > 3, 120, "DONE"
+        )
+        await pilot.press("f3")
+        await wait_until(pilot, lambda: session.ended, 120, "the episode's end")
+        result = session.result
+        assert result is not None and result.passed, result
+
+    with Store(tmp_path / "db" / "deskloop.db") as store:
+        messages = [(m.role, m.kind, m.source, m.step) for m in store.messages(result.episode_id)]
+        assert messages == [
+            ("user", "instruction", "task", 0),
+            ("user", "interruption", "person", 0),
+            ("agent", "done", "agent", 2),
+            ("user", "feedback", "person", 2),
+            ("agent", "done", "agent", 4),
+        ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,46 +21,7 @@ from app.ui.screens.live import LiveScreen
 from app.ui.screens.replay import ReplayScreen
 from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
-from tests.ui.helpers import fixture_db, wait_until
-
-STANDARD = """\
-id: alpha-touch
-app: gimp
-level: L1
-title: Touch a file
-instruction: Create ~/a.txt.
-setup:
-  - launch: [xterm]
-  - wait_window: {class: XTerm, timeout: 30}
-evaluate: {check: file_exists, path: ~/a.txt}
-"""
-
-INTERACTIVE = """\
-id: beta-steps
-app: kdenlive
-level: L2
-title: Two files, the second asked for later
-instruction: Create ~/b.txt.
-phases:
-  - message: Also create ~/c.txt.
-    trigger: {any: [agent_done, {step_count: 3}]}
-evaluate:
-  all:
-    - {check: file_exists, path: ~/b.txt}
-    - {check: file_exists, path: ~/c.txt, weight: 2}
-"""
-
-
-def write_tasks(root: Path, broken: bool = False) -> Path:
-    (root / "gimp").mkdir(parents=True, exist_ok=True)
-    (root / "kdenlive").mkdir(parents=True, exist_ok=True)
-    (root / "gimp" / "alpha-touch.yaml").write_text(STANDARD)
-    (root / "kdenlive" / "beta-steps.yaml").write_text(INTERACTIVE)
-    if broken:
-        (root / "gimp" / "gamma-broken.yaml").write_text(
-            textwrap.dedent(STANDARD).replace("alpha-touch", "gamma-broken").replace("L1", "L9")
-        )
-    return root
+from tests.ui.helpers import fixture_db, wait_until, write_tasks
 
 
 @pytest.fixture

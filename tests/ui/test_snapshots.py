@@ -1,0 +1,67 @@
+"""Snapshots of the main screens at 160×50 and 100×30 (pytest-textual-snapshot).
+
+Everything shown is fixed: a recorded database with fixed times and frames, task
+files written by the test, relative paths, UTC. After an intended change of the
+look, review the diff and update with `pytest tests/ui/test_snapshots.py
+--snapshot-update`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from app.ui.app import DeskLoopApp
+from tests.ui.helpers import fixture_db, write_tasks
+
+SnapCompare = Callable[..., bool]
+
+BIG = (160, 50)
+SMALL = (100, 30)
+
+
+@pytest.fixture
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], DeskLoopApp]]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    fixture_db(Path("sessions") / "deskloop.db")
+    write_tasks(Path("tasks"))
+
+    def make(start: str) -> DeskLoopApp:
+        return DeskLoopApp(
+            db=Path("sessions/deskloop.db"), tasks_dir=Path("tasks"), start_mode=start
+        )
+
+    yield make
+    monkeypatch.delenv("TZ")
+    time.tzset()
+
+
+@pytest.mark.parametrize("size", [BIG, SMALL], ids=["160x50", "100x30"])
+@pytest.mark.parametrize(
+    ("start", "press"),
+    [
+        ("tasks", ["down", "down", "down"]),
+        ("episodes", []),
+        ("episodes", ["down", "down", "enter", "right", "right"]),
+        ("results", []),
+        ("live", []),
+    ],
+    ids=["tasks", "episodes", "replay", "results", "live"],
+)
+def test_screen(
+    snap_compare: SnapCompare,
+    lab: Callable[[str], DeskLoopApp],
+    start: str,
+    press: list[str],
+    size: tuple[int, int],
+) -> None:
+    assert snap_compare(lab(start), press=press, terminal_size=size)
+
+
+def test_desktops_and_help(snap_compare: SnapCompare, lab: Callable[[str], DeskLoopApp]) -> None:
+    assert snap_compare(lab("desktops"), press=["question_mark"], terminal_size=SMALL)
