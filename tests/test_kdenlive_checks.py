@@ -260,3 +260,29 @@ async def test_ffprobe_prober_in_a_real_guest(render: Path) -> None:
         assert missing.error == "not found"
         bad = await gather_probe(desktop.guest, Probe("ffprobe", "~/Videos/bad.mp4"))
         assert bad.error is not None and "ffprobe could not read it" in bad.error
+
+
+def test_media_assets_match_their_generator() -> None:
+    out = subprocess.run(
+        [sys.executable, "scripts/make_media_assets.py", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_asset_check_detects_a_changed_project(tmp_path: Path) -> None:
+    changed = tmp_path / "assets"
+    subprocess.run(
+        [sys.executable, "scripts/make_media_assets.py", "--out", str(changed)],
+        cwd=ROOT, check=True, capture_output=True,
+    )  # fmt: skip
+    project = changed / "rough-cut.kdenlive"
+    project.write_text(project.read_text().replace("market.mp4", "sunset.mp4"))
+    out = subprocess.run(
+        [sys.executable, "scripts/make_media_assets.py", "--check", "--out", str(changed)],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert out.returncode == 1 and "differs:" in out.stdout and "rough-cut" in out.stdout
