@@ -5,8 +5,7 @@ can validate check names and parameters without anything that touches a desktop.
 Importing this package registers every built-in check.
 """
 
-from app.checks import files, gimp, images
-from app.checks import blender  # noqa: F401  isort: skip
+from app.checks import blender, files, gimp, images
 from app.checks.base import (
     AssetPath,
     CheckParams,
@@ -58,6 +57,7 @@ __all__ = [
     "TreeError",
     "TreeResult",
     "UnknownCheck",
+    "blender",
     "evaluate",
     "files",
     "get_check",
