@@ -188,3 +188,39 @@ def test_jsonl_export_has_one_schema_and_loads_with_datasets(store: Store, tmp_p
     assert json.loads(model_row["actions"][2]["action_json"])["kind"] == "rejected"
     assert json.loads(model_row["actions"][0]["agent_info_json"])["prompt_tokens"] == 100
     assert [m["kind"] for m in model_row["messages"]][1:3] == ["question", "answer"]
+
+
+def test_report_and_batch_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from app.cli import main
+
+    db = tmp_path / "db.sqlite"
+    with Store(db) as s:
+        s.create_batch(
+            "nightly",
+            {
+                "tasks": [{"id": "gimp-a", "path": "x", "sha256": "0" * 64}],
+                "agents": ["null"],
+                "repeats": 1,
+            },
+        )
+        add_episode(s, agent="null", passed=False, score=0.0, batch="nightly", slot=("null", 0, 0))
+        add_episode(s, agent="reference")
+    html_path, jsonl_path = tmp_path / "r.html", tmp_path / "e.jsonl"
+    argv = ["--db", str(db), "report", "--html", str(html_path), "--jsonl", str(jsonl_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Report: all episodes" in out and "reference" in out and "null" in out
+    assert html_path.read_text().count("<svg") == 3
+    assert len(jsonl_path.read_text().splitlines()) == 2
+
+    assert main(["--db", str(db), "report", "--batch", "nightly"]) == 0
+    out = capsys.readouterr().out
+    assert "Report: batch nightly" in out and "reference" not in out
+
+    assert main(["--db", str(db), "batch", "list"]) == 0
+    assert "nightly" in capsys.readouterr().out
+    assert main(["--db", str(db), "batch", "show", "nightly", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["agent"] == "null" and row["status"] == "finished" and row["score"] == 0.0
+    assert main(["--db", str(db), "batch", "show", "nightlly"]) == 2
+    assert "did you mean nightly" in capsys.readouterr().err
