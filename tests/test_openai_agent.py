@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.actions import Ask, Click, Done, Drag, Fail, Key, Scroll, Type
+from app.actions import Ask, Click, Done, Drag, Fail, Key, Scroll, Type, Wait
 from app.agents.base import AgentContext, Observation
 from app.agents.factory import make_agent
 from app.agents.openai import (
@@ -34,7 +34,14 @@ from app.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task
 from app.users import SimulatedUser
-from tests.fake_openai import FakeEndpoint, Reply, error_reply, text_reply, tool_reply
+from tests.fake_openai import (
+    FakeEndpoint,
+    Reply,
+    completion,
+    error_reply,
+    text_reply,
+    tool_reply,
+)
 
 KEY_ENV = "DESKLOOP_TEST_OPENAI_KEY"
 SECRET = "sk-test-secret-never-logged"
@@ -177,6 +184,24 @@ async def test_json_fallback_for_models_without_tools() -> None:
     body = endpoint.received[0].body
     assert "tools" not in body
     assert '"action"' in body["messages"][0]["content"]
+
+
+async def test_other_answer_shapes_endpoints_send() -> None:
+    legacy = completion(content=None)
+    legacy["choices"][0]["message"]["function_call"] = {
+        "name": "key",
+        "arguments": '{"combo": "f5"}',
+    }
+    parts = completion(content=None)
+    parts["choices"][0]["message"]["content"] = [
+        {"type": "text", "text": '{"action": "wait", '},
+        {"type": "text", "text": '"seconds": 2}'},
+    ]
+    with FakeEndpoint([Reply(body=legacy), Reply(body=parts)]) as endpoint:
+        agent = await started(config(endpoint))
+        assert await agent.decide(observation()) == Key("f5")
+        assert await agent.decide(observation(steps=1)) == Wait(2)
+        await agent.close()
 
 
 @pytest.mark.parametrize(

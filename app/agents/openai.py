@@ -508,9 +508,20 @@ class OpenAIAgent:
         if not isinstance(message, dict):
             raise MalformedAction("the answer's choice has no message", _clip(data))
         content = message.get("content")
+        if isinstance(content, list):
+            # Some endpoints answer with content parts, like the request's.
+            content = "".join(
+                part.get("text", "")
+                for part in content
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
         if isinstance(content, str) and content:
             self._info["content"] = content[:RAW_TEXT_LIMIT]
         calls = message.get("tool_calls") or []
+        legacy = message.get("function_call")
+        if not calls and isinstance(legacy, dict):
+            # The pre-tools function-calling shape, still sent by some servers.
+            calls = [{"function": legacy}]
         if calls:
             if not isinstance(calls, list) or not isinstance(calls[0], dict):
                 raise MalformedAction("tool_calls is not a list of calls", _clip(message))
