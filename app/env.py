@@ -166,10 +166,10 @@ class DeskLoopEnv:
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
         try:
             self._call(self._close())
         finally:
+            self._closed = True
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=30)
             self._loop.close()
@@ -183,7 +183,7 @@ class DeskLoopEnv:
         self.close()
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        if self._closed and self._thread.is_alive() is False:
+        if self._closed:
             coro.close()
             raise DeskLoopError("the environment is closed")
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)

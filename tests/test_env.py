@@ -82,6 +82,9 @@ def test_episodes_through_reset_and_step(tmp_path: Path) -> None:
         assert env.render() is not None
         last_episode = info["episode_id"]
 
+    with pytest.raises(DeskLoopError, match="closed"):
+        env.reset()
+
     with Store(db) as store:
         assert store.get_episode(first_episode).passed is True
         assert store.get_episode(first_episode).agent == "env"
