@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import pytest
 
-from app.actions import Action, Done, Type
+from app.actions import Action, Ask, Done, Type
 from app.agents.base import Agent, AgentContext, Observation
 from app.agents.openai import OpenAIConfig
 from app.batch import (
@@ -376,3 +376,56 @@ def test_gimp_batch_killed_halfway_resumes_to_the_same_table(tmp_path: Path) -> 
     assert loaded.num_rows == 8
     reference = [r for r in loaded if r["agent"] == "reference"]
     assert all(r["passed"] and r["actions"] and Path(r["final_frame"]).is_file() for r in reference)
+
+
+class _AskingAgent:
+    """Asks one question, then does the task."""
+
+    name = "asking"
+
+    def __init__(self) -> None:
+        self.script: list[Action] = [Ask("Which file name?"), Type("touch ~/proof.txt\n"), Done()]
+
+    async def start(self, context: AgentContext) -> None:
+        return None
+
+    async def decide(self, observation: Observation) -> Action:
+        return self.script.pop(0)
+
+    def step_info(self) -> dict[str, Any] | None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+@pytest.mark.desktop
+async def test_llm_user_answers_are_reused_across_repeats(tmp_path: Path) -> None:
+    from tests.fake_openai import FakeEndpoint, text_reply
+
+    task = _task(tmp_path)
+    Path(task.source).with_name("xterm-proof.hidden.md").write_text("The file is proof.txt.")
+    store = Store(tmp_path / "db.sqlite")
+    with FakeEndpoint([text_reply("Call it proof.txt.")]) as endpoint:
+        options = BatchOptions(
+            user="llm", llm_user={"model": "fake-user", "base_url": endpoint.base_url}
+        )
+        runner = start_batch(
+            store,
+            [task],
+            ["asking"],
+            2,
+            options,
+            batch_id="llm",
+            agent_factory=lambda spec, task, openai: _AskingAgent(),
+            progress_stream=io.StringIO(),
+        )
+        rows = await runner.run()
+    assert [row.status for row in rows] == ["finished", "finished"]
+    assert len(endpoint.received) == 1  # the second repeat's answer came from the cache
+    for row in rows:
+        assert row.episode is not None and row.episode.passed
+        answers = [m for m in store.messages(row.episode.id) if m.kind == "answer"]
+        assert [(a.text, a.source) for a in answers] == [("Call it proof.txt.", "simulated")]
+    assert list((tmp_path / "llm-user-cache").rglob("*.json"))
+    store.close()
