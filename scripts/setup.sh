@@ -21,6 +21,7 @@ APT_PACKAGES=(
   qemu-system-x86 qemu-utils                # VMs under KVM or TCG
   libvirt-daemon-system libvirt-dev pkg-config  # libvirt (and headers for libvirt-python)
   mmdebstrap e2fsprogs openssh-client       # building VM images; SSH to guests
+  dnsmasq-base                              # DHCP on the isolated libvirt network of VM desktops
   procps                                    # pgrep/ps, used by tests and cleanup
 )
 

@@ -1,0 +1,696 @@
+"""VM images built from the recipes in `vm_images/`: layers, cache, manifest.
+
+An image is a Debian root filesystem made of *layers* (package lists in
+`vm_images/layers/`, stacked as `vm_images/images.yaml` says), then configured
+(`vm_images/files/` copied in, `vm_images/configure.sh` run inside it) and turned
+into an ext4 qcow2 disk plus the kernel and initrd beside it for direct kernel
+boot. Nothing is downloaded but Debian packages.
+
+Caching: each layer is stored as a tarball keyed by the hash of its package list
+and of every layer below it; an image is keyed by its layers' hashes plus the
+configure stage's files. A second build with an unchanged recipe does nothing;
+editing `layers/gimp.txt` rebuilds the gimp layer and the images above it, never
+the base system. Everything lives in the cache directory (`$DESKLOOP_CACHE`, else
+`~/.cache/deskloop`), outside git:
+
+    layers/<layer>-<hash>.tar       a root filesystem after that layer
+    images/<name>-<hash>/           disk.qcow2, vmlinuz, initrd.img, manifest.json, build.log
+    images/<name>.json              the manifest of the current build of <name>
+
+Builds need root (mmdebstrap in root mode, chroot, mounts in a private mount
+namespace so nothing is mounted on the host afterwards) and network access to the
+Debian mirror, which is read from this host's apt configuration unless given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from app.errors import DeskLoopError
+
+RECIPES_DIR = Path(__file__).resolve().parent.parent / "vm_images"
+MANIFEST_VERSION = 1
+# Free space left in the guest's filesystem beyond what the packages use: room for
+# task files, app caches and exports.
+FREE_SPACE_MIB = 1536
+
+# Left out of every layer by dpkg: a guest never reads them, and they are a third
+# of a minimal system's files.
+_DPKG_EXCLUDES = (
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/info/*",
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+)
+
+Progress = Callable[[str], None]
+
+
+class ImageError(DeskLoopError):
+    """A recipe is malformed or an image could not be built or found."""
+
+    title = "Image error"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    layers: tuple[str, ...]
+    memory_mib: int
+    suite: str
+
+
+@dataclass(frozen=True)
+class Image:
+    """A built image: the files a VM boots from, and its manifest."""
+
+    name: str
+    dir: Path
+    manifest: dict[str, Any]
+
+    @property
+    def disk(self) -> Path:
+        return self.dir / "disk.qcow2"
+
+    @property
+    def kernel(self) -> Path:
+        return self.dir / "vmlinuz"
+
+    @property
+    def initrd(self) -> Path:
+        return self.dir / "initrd.img"
+
+    @property
+    def recipe_hash(self) -> str:
+        return str(self.manifest["recipe_hash"])
+
+    @property
+    def memory_mib(self) -> int:
+        return int(self.manifest.get("memory_mib", 1024))
+
+
+def cache_dir() -> Path:
+    """Where images, layers and VM files live: $DESKLOOP_CACHE or ~/.cache/deskloop."""
+    env = os.environ.get("DESKLOOP_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "deskloop"
+
+
+# ---------------------------------------------------------------- recipes
+
+
+def load_recipes(recipes: Path = RECIPES_DIR) -> dict[str, Recipe]:
+    """Every image recipe in `recipes/images.yaml`, checked against `layers/`.
+
+    Raises:
+        ImageError: the file is missing or malformed, or names a missing layer.
+    """
+    path = recipes / "images.yaml"
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ImageError(f"{path}: cannot read the image recipes: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("images"), dict):
+        raise ImageError(f"{path}: expected a mapping with 'suite' and 'images'")
+    suite = data.get("suite")
+    if not isinstance(suite, str) or not suite:
+        raise ImageError(f"{path}: 'suite' must be a Debian suite name such as bookworm")
+    result: dict[str, Recipe] = {}
+    for name, spec in data["images"].items():
+        where = f"{path}: images.{name}"
+        if not isinstance(spec, dict) or not isinstance(spec.get("layers"), list):
+            raise ImageError(f"{where}: expected a mapping with a 'layers' list")
+        layers = tuple(str(layer) for layer in spec["layers"])
+        if not layers:
+            raise ImageError(f"{where}.layers: an image needs at least one layer")
+        for layer in layers:
+            if not (recipes / "layers" / f"{layer}.txt").is_file():
+                raise ImageError(f"{where}.layers: no package list layers/{layer}.txt")
+        memory = spec.get("memory_mib", 1024)
+        if not isinstance(memory, int) or memory < 256:
+            raise ImageError(f"{where}.memory_mib: expected a number of MiB ≥ 256")
+        result[str(name)] = Recipe(str(name), layers, memory, suite)
+    return result
+
+
+def get_recipe(name: str, recipes: Path = RECIPES_DIR) -> Recipe:
+    all_recipes = load_recipes(recipes)
+    if name not in all_recipes:
+        raise ImageError(
+            f"no image recipe {name!r} in {recipes / 'images.yaml'}; "
+            f"available: {', '.join(sorted(all_recipes))}"
+        )
+    return all_recipes[name]
+
+
+def read_packages(layer: str, recipes: Path = RECIPES_DIR) -> list[str]:
+    """The packages of a layer: one per line, '#' comments and blank lines ignored."""
+    path = recipes / "layers" / f"{layer}.txt"
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise ImageError(f"{path}: cannot read the package list: {exc}") from exc
+    packages = []
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        if " " in text or "/" in text:
+            raise ImageError(f"{path}:{number}: one package name per line, got {text!r}")
+        packages.append(text)
+    if not packages:
+        raise ImageError(f"{path}: the layer lists no packages")
+    return packages
+
+
+def _sha(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def layer_hashes(recipe: Recipe, recipes: Path = RECIPES_DIR) -> list[tuple[str, str]]:
+    """(layer, hash) from the bottom up; a hash covers its layer and all below it."""
+    result: list[tuple[str, str]] = []
+    parent = f"suite={recipe.suite}"
+    for layer in recipe.layers:
+        parent = _sha(parent, layer, "\n".join(read_packages(layer, recipes)))
+        result.append((layer, parent))
+    return result
+
+
+def _tree_hash(root: Path) -> str:
+    """Names, modes and contents of every file under `root` (the configure stage)."""
+    parts = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
+        rel = path.relative_to(root).as_posix()
+        content = os.readlink(path) if path.is_symlink() else path.read_bytes().hex()
+        parts.append(f"{rel}:{path.lstat().st_mode:o}:{content}")
+    return _sha(*parts)
+
+
+def recipe_hash(recipe: Recipe, recipes: Path = RECIPES_DIR) -> str:
+    """The cache key of an image: its layers and its configure stage."""
+    top = layer_hashes(recipe, recipes)[-1][1]
+    return _sha(
+        f"manifest-v{MANIFEST_VERSION}",
+        top,
+        _tree_hash(recipes / "files"),
+        (recipes / "configure.sh").read_text(),
+    )
+
+
+# ---------------------------------------------------------------- mirror
+
+
+def _deb822_entries(text: str) -> Iterator[dict[str, str]]:
+    for block in text.split("\n\n"):
+        entry: dict[str, str] = {}
+        for line in block.splitlines():
+            if line.startswith("#") or ":" not in line or line[:1].isspace():
+                continue
+            key, value = line.split(":", 1)
+            entry[key.strip().lower()] = value.strip()
+        if entry:
+            yield entry
+
+
+def host_apt_sources(suite: str, apt_dir: Path = Path("/etc/apt")) -> list[str]:
+    """One-line `deb URI SUITE COMPONENTS` entries for `suite` (and its -updates and
+    -security suites) from this host's apt configuration, in file order."""
+    files = [apt_dir / "sources.list"]
+    parts = apt_dir / "sources.list.d"
+    if parts.is_dir():
+        files += sorted(p for p in parts.iterdir() if p.suffix in (".list", ".sources"))
+
+    def wanted(s: str) -> bool:
+        return s == suite or s.startswith(f"{suite}-")
+
+    lines: list[str] = []
+    for path in files:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        if path.suffix == ".sources":
+            for entry in _deb822_entries(text):
+                if entry.get("enabled", "yes").lower() == "no":
+                    continue
+                if "deb" not in entry.get("types", "").split():
+                    continue
+                comps = entry.get("components", "main")
+                for uri in entry.get("uris", "").split():
+                    for s in entry.get("suites", "").split():
+                        if wanted(s):
+                            lines.append(f"deb {uri} {s} {comps}")
+        else:
+            for raw in text.splitlines():
+                words = raw.split("#", 1)[0].split()
+                if not words or words[0] != "deb":
+                    continue
+                words = words[1:]
+                if words and words[0].startswith("["):  # [arch=amd64 signed-by=...]
+                    while words and not words[0].endswith("]"):
+                        words.pop(0)
+                    words = words[1:]
+                if len(words) >= 2 and wanted(words[1]):
+                    lines.append(" ".join(["deb", *words]))
+    return list(dict.fromkeys(lines))
+
+
+def apt_sources(suite: str, mirror: str | None = None) -> list[str]:
+    """The package sources an image is built from.
+
+    Raises:
+        ImageError: no mirror given and none for `suite` in this host's apt config.
+    """
+    if mirror:
+        if not mirror.startswith(("http://", "https://", "file:/")):
+            raise ImageError(f"--mirror {mirror!r}: expected an http(s):// or file:/ URL")
+        return [f"deb {mirror} {suite} main", f"deb {mirror} {suite}-updates main"]
+    lines = host_apt_sources(suite)
+    if not lines:
+        raise ImageError(
+            f"no Debian mirror for {suite!r} in /etc/apt/sources.list or "
+            "/etc/apt/sources.list.d/; pass one with --mirror URL"
+        )
+    return lines
+
+
+# ---------------------------------------------------------------- finding images
+
+
+def _images_dir(cache: Path) -> Path:
+    return cache / "images"
+
+
+def find_image(name: str, cache: Path | None = None) -> Image | None:
+    """The current build of image `name`, or None when it was never built."""
+    cache = cache or cache_dir()
+    pointer = _images_dir(cache) / f"{name}.json"
+    try:
+        manifest = json.loads(pointer.read_text())
+    except (OSError, ValueError):
+        return None
+    image = Image(name, _images_dir(cache) / str(manifest["dir"]), manifest)
+    if not (image.disk.is_file() and image.kernel.is_file() and image.initrd.is_file()):
+        return None
+    return image
+
+
+def require_image(name: str, cache: Path | None = None) -> Image:
+    image = find_image(name, cache)
+    if image is None:
+        raise ImageError(
+            f"image {name!r} is not built in {cache or cache_dir()}; "
+            f"run `deskloop image build {name}`"
+        )
+    return image
+
+
+def list_images(cache: Path | None = None) -> list[Image]:
+    cache = cache or cache_dir()
+    images_dir = _images_dir(cache)
+    if not images_dir.is_dir():
+        return []
+    found = (find_image(p.stem, cache) for p in sorted(images_dir.glob("*.json")))
+    return [image for image in found if image is not None]
+
+
+def is_current(name: str, cache: Path | None = None, recipes: Path = RECIPES_DIR) -> bool:
+    """Whether the built image matches its recipe (no rebuild needed)."""
+    image = find_image(name, cache)
+    return image is not None and image.recipe_hash == recipe_hash(
+        get_recipe(name, recipes), recipes
+    )
+
+
+# ---------------------------------------------------------------- building
+
+# Runs a command chrooted into $1 inside a private mount namespace (unshare -m),
+# with its own /proc and a minimal /dev (never the host's /dev: FIELD_NOTES, a
+# package script once changed the host's /dev/kvm through a bind mount). The
+# mounts disappear with the namespace, however the build ends.
+_CHROOT_SH = r"""
+set -eu
+root=$1; shift
+mount --make-rprivate /
+mount -t proc proc "$root/proc"
+mount -t tmpfs -o mode=0755,size=16m dev "$root/dev"
+for spec in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
+  IFS=: read -r name major minor <<EOF_SPEC
+$spec
+EOF_SPEC
+  mknod -m 0666 "$root/dev/$name" c "$major" "$minor"
+done
+mkdir -p "$root/dev/pts" "$root/dev/shm"
+mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"
+ln -s pts/ptmx "$root/dev/ptmx"
+mount -t tmpfs tmpfs "$root/dev/shm"
+exec chroot "$root" "$@"
+"""
+
+
+class _Builder:
+    def __init__(
+        self,
+        recipe: Recipe,
+        cache: Path,
+        recipes: Path,
+        sources: list[str],
+        progress: Progress,
+        log_path: Path,
+    ) -> None:
+        self.recipe = recipe
+        self.cache = cache
+        self.recipes = recipes
+        self.sources = sources
+        self.progress = progress
+        self.log_path = log_path
+
+    def log(self, text: str) -> None:
+        with open(self.log_path, "a") as log:
+            log.write(text.rstrip("\n") + "\n")
+
+    def sh(self, argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
+        """Run a build command, its output appended to the build log."""
+        self.log(f"$ {' '.join(argv)}")
+        with open(self.log_path, "ab") as log:
+            proc = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C.UTF-8"}
+                | (env or {}),
+                check=False,
+            )
+        if proc.returncode != 0:
+            raise ImageError(
+                f"image {self.recipe.name}: {what} failed (exit {proc.returncode}); "
+                f"last lines of {self.log_path}:\n{_tail(self.log_path)}"
+            )
+
+    def chroot(self, root: Path, argv: list[str], what: str) -> None:
+        self.sh(["unshare", "--mount", "--", "sh", "-c", _CHROOT_SH, "sh", str(root), *argv], what)
+
+    def extract(self, tarball: Path, root: Path) -> None:
+        self.sh(
+            ["tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "-xpf", str(tarball),
+             "-C", str(root)],
+            f"unpacking {tarball.name}",
+        )  # fmt: skip
+
+    def pack(self, root: Path, tarball: Path) -> None:
+        partial = tarball.with_suffix(".tar.partial")
+        self.sh(
+            ["tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "-cf", str(partial),
+             "-C", str(root), "."],
+            f"packing {tarball.name}",
+        )  # fmt: skip
+        partial.rename(tarball)
+
+    def base_layer(self, layer: str, out: Path) -> None:
+        packages = read_packages(layer, self.recipes)
+        partial = out.with_suffix(".tar.partial")
+        argv = [
+            "mmdebstrap",
+            "--mode=root",
+            "--variant=apt",
+            "--format=tar",
+            f"--include={','.join(packages)}",
+            '--aptopt=Acquire::Languages "none"',
+            '--aptopt=APT::Install-Recommends "false"',
+            *(f"--dpkgopt={opt}" for opt in _DPKG_EXCLUDES),
+            self.recipe.suite,
+            str(partial),
+            *self.sources,
+        ]
+        self.sh(argv, f"bootstrapping layer {layer} (mmdebstrap)")
+        partial.rename(out)
+
+    def app_layer(self, layer: str, parent: Path, out: Path, work: Path) -> None:
+        root = work / f"layer-{layer}"
+        root.mkdir()
+        self.extract(parent, root)
+        # The same sources as the base layer, even if it was built from another mirror.
+        (root / "etc/apt/sources.list").write_text("\n".join(self.sources) + "\n")
+        _write_resolv_conf(root)
+        # Services must not start inside the build chroot.
+        policy = root / "usr/sbin/policy-rc.d"
+        policy.write_text("#!/bin/sh\nexit 101\n")
+        policy.chmod(0o755)
+        packages = read_packages(layer, self.recipes)
+        self.chroot(root, ["apt-get", "update", "-q"], f"layer {layer}: apt-get update")
+        self.chroot(
+            root,
+            ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
+            f"layer {layer}: installing {len(packages)} packages",
+        )
+        self.chroot(root, ["apt-get", "clean"], f"layer {layer}: apt-get clean")
+        policy.unlink()
+        self.pack(root, out)
+        shutil.rmtree(root)
+
+
+def _write_resolv_conf(root: Path) -> None:
+    target = root / "etc/resolv.conf"
+    with contextlib.suppress(OSError):
+        if target.is_symlink() or target.exists():
+            target.unlink()
+        target.write_bytes(Path("/etc/resolv.conf").read_bytes())
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _du_bytes(root: Path) -> int:
+    out = subprocess.run(
+        ["du", "-s", "-B1", "-x", str(root)], capture_output=True, text=True, check=True
+    ).stdout
+    return int(out.split()[0])
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(4 * 1024 * 1024), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _installed_packages(root: Path) -> dict[str, str]:
+    out = subprocess.run(
+        ["dpkg-query", f"--admindir={root / 'var/lib/dpkg'}", "-W", "-f",
+         "${Package}\t${Version}\t${db:Status-Abbrev}\n"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    packages = {}
+    for line in out.splitlines():
+        name, version, status = ([*line.split("\t"), "", ""])[:3]
+        if status.startswith("ii"):
+            packages[name] = version
+    return packages
+
+
+def _newest(root: Path, pattern: str) -> Path:
+    found = sorted((root / "boot").glob(pattern))
+    if not found:
+        raise ImageError(f"no /boot/{pattern} in the image: is linux-image-amd64 in a layer?")
+    return found[-1]
+
+
+def build_image(
+    name: str,
+    *,
+    mirror: str | None = None,
+    cache: Path | None = None,
+    recipes: Path = RECIPES_DIR,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> Image:
+    """Build image `name` (blocking; minutes), reusing cached layers; return it.
+
+    With an unchanged recipe and `force=False` the existing build is returned at once.
+
+    Raises:
+        ImageError: bad recipe, no mirror, not root, or a build step failed (the
+            message has the end of the build log).
+    """
+    say = progress or (lambda _text: None)
+    cache = cache or cache_dir()
+    recipe = get_recipe(name, recipes)
+    wanted = recipe_hash(recipe, recipes)
+    existing = find_image(name, cache)
+    if existing is not None and existing.recipe_hash == wanted and not force:
+        say(f"image {name} is up to date ({existing.dir}); nothing to build")
+        return existing
+    if os.geteuid() != 0:
+        raise ImageError(
+            "building an image needs root (mmdebstrap, chroot and mounts in a private "
+            "namespace); run `sudo deskloop image build ...`"
+        )
+    for tool in ("mmdebstrap", "mke2fs", "qemu-img", "unshare", "tar"):
+        if shutil.which(tool) is None:
+            raise ImageError(f"{tool} is not installed; run scripts/setup.sh")
+    sources = apt_sources(recipe.suite, mirror)
+    layers = layer_hashes(recipe, recipes)
+    stages = len(layers) + 3
+    layer_dir = cache / "layers"
+    images_dir = _images_dir(cache)
+    layer_dir.mkdir(parents=True, exist_ok=True)
+    images_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = images_dir / f"{name}-{wanted[:12]}"
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"build-{name}-", dir=cache) as tmp:
+        work = Path(tmp)
+        log_path = work / "build.log"
+        builder = _Builder(recipe, cache, recipes, sources, say, log_path)
+        say(f"image {name}: layers {' + '.join(recipe.layers)}; sources: {'; '.join(sources)}")
+        layer_records = []
+        parent: Path | None = None
+        for index, (layer, digest) in enumerate(layers, 1):
+            tarball = layer_dir / f"{layer}-{digest[:16]}.tar"
+            stage = f"[{index}/{stages}] layer {layer}"
+            t0 = time.monotonic()
+            if tarball.is_file():
+                say(f"{stage}: cached ({tarball.name})")
+                built = False
+            else:
+                say(f"{stage}: building ...")
+                if parent is None:
+                    builder.base_layer(layer, tarball)
+                else:
+                    builder.app_layer(layer, parent, tarball, work)
+                say(f"{stage}: built in {time.monotonic() - t0:.0f} s")
+                built = True
+            layer_records.append({"name": layer, "hash": digest, "built_now": built})
+            parent = tarball
+        assert parent is not None
+
+        stage = f"[{len(layers) + 1}/{stages}] configure"
+        say(f"{stage}: files/, configure.sh, kernel trim, initrd ...")
+        t0 = time.monotonic()
+        root = work / "rootfs"
+        root.mkdir()
+        builder.extract(parent, root)
+        builder.sh(
+            ["cp", "-a", "--no-preserve=ownership", f"{recipes / 'files'}/.", str(root)],
+            "copying vm_images/files",
+        )
+        shutil.copy2(recipes / "configure.sh", root / "tmp/deskloop-configure.sh")
+        builder.chroot(root, ["/bin/sh", "/tmp/deskloop-configure.sh"], "configure.sh")
+        (root / "tmp/deskloop-configure.sh").unlink()
+        packages = _installed_packages(root)
+        say(f"{stage}: done in {time.monotonic() - t0:.0f} s ({len(packages)} packages)")
+
+        stage = f"[{len(layers) + 2}/{stages}] filesystem"
+        t0 = time.monotonic()
+        staging = work / "image"
+        staging.mkdir()
+        shutil.copy2(_newest(root, "vmlinuz-*"), staging / "vmlinuz")
+        shutil.copy2(_newest(root, "initrd.img-*"), staging / "initrd.img")
+        used = _du_bytes(root)
+        size_mib = int(used * 1.15 / 2**20) + FREE_SPACE_MIB
+        raw = work / "disk.raw"
+        builder.sh(
+            ["mke2fs", "-q", "-t", "ext4", "-L", "deskloop-root", "-E",
+             "root_owner=0:0", "-d", str(root), str(raw), f"{size_mib}M"],
+            "making the ext4 filesystem (mke2fs -d)",
+        )  # fmt: skip
+        shutil.rmtree(root)
+        builder.sh(
+            ["qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(raw),
+             str(staging / "disk.qcow2")],
+            "converting to qcow2",
+        )  # fmt: skip
+        raw.unlink()
+        say(f"{stage}: {size_mib} MiB ext4 → qcow2 in {time.monotonic() - t0:.0f} s")
+
+        stage = f"[{stages}/{stages}] manifest"
+        disk = staging / "disk.qcow2"
+        manifest: dict[str, Any] = {
+            "manifest_version": MANIFEST_VERSION,
+            "name": name,
+            "recipe_hash": wanted,
+            "dir": out_dir.name,
+            "suite": recipe.suite,
+            "sources": sources,
+            "layers": layer_records,
+            "memory_mib": recipe.memory_mib,
+            "filesystem_mib": size_mib,
+            "used_bytes": used,
+            "disk_bytes": disk.stat().st_size,
+            "disk_sha256": _sha256_file(disk),
+            "kernel_sha256": _sha256_file(staging / "vmlinuz"),
+            "initrd_sha256": _sha256_file(staging / "initrd.img"),
+            "build_seconds": round(time.monotonic() - started, 1),
+            "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "packages": packages,
+        }
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        shutil.copy2(log_path, staging / "build.log")
+        for path in staging.iterdir():
+            path.chmod(0o444)
+        if out_dir.exists():
+            _remove_tree(out_dir)
+        staging.rename(out_dir)
+        pointer = images_dir / f"{name}.json"
+        partial = pointer.with_suffix(".json.partial")
+        partial.write_text(json.dumps(manifest, indent=2) + "\n")
+        partial.rename(pointer)
+        say(
+            f"{stage}: {out_dir / 'manifest.json'} · {len(packages)} packages · "
+            f"{manifest['disk_bytes'] / 2**20:.0f} MiB qcow2 · built in "
+            f"{manifest['build_seconds']:.0f} s"
+        )
+    image = find_image(name, cache)
+    assert image is not None
+    return image
+
+
+def _remove_tree(path: Path) -> None:
+    for p in path.rglob("*"):
+        with contextlib.suppress(OSError):
+            p.chmod(0o644 if p.is_file() else 0o755)
+    shutil.rmtree(path)
+
+
+def remove_image(name: str, cache: Path | None = None) -> bool:
+    """Delete every build of image `name` (not its layers). True if something went."""
+    cache = cache or cache_dir()
+    images_dir = _images_dir(cache)
+    removed = False
+    for path in images_dir.glob(f"{name}-*"):
+        if path.is_dir() and path.name[len(name) + 1 :].isalnum():
+            _remove_tree(path)
+            removed = True
+    pointer = images_dir / f"{name}.json"
+    if pointer.exists():
+        pointer.unlink()
+        removed = True
+    return removed
