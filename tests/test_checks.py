@@ -652,13 +652,66 @@ def test_color_measures_on_known_pixels() -> None:
     from app.checks.images import color_measures
 
     grey = np.full((4, 4, 3), 100, np.uint8)
-    assert color_measures(grey) == {"brightness": 100.0, "contrast": 0.0, "saturation": 0.0}
+    assert color_measures(grey) == {
+        "brightness": 100.0,
+        "contrast": 0.0,
+        "saturation": 0.0,
+        "warmth": 0.0,
+    }
     halves = np.zeros((2, 2, 3), np.uint8)
     halves[0] = (255, 0, 0)  # pure red: saturation 1, luma 76.245
     values = color_measures(halves)
     assert values["saturation"] == pytest.approx(0.5)
     assert values["brightness"] == pytest.approx(0.299 * 255 / 2)
     assert values["contrast"] == pytest.approx(0.299 * 255 / 2)
+    assert values["warmth"] == pytest.approx(1.0)  # red, no blue at all
+
+
+def test_image_color_change_sees_a_warm_cast_removed() -> None:
+    source = scene()
+    pixels = np.asarray(source).astype(np.float64)
+    warm = Image.fromarray((pixels * [1.0, 0.8, 0.6]).astype(np.uint8))
+    state = state_with({OUT: encode(source)}, {REF: encode(warm)})
+    fixed = check(
+        "image_color_change",
+        state,
+        path=OUT,
+        source=REF,
+        measure="warmth",
+        direction="decrease",
+        min_amount=0.1,
+    )
+    assert fixed.passed, fixed.evidence
+    assert "warmth ((mean red - mean blue) / (mean red + mean blue), -1-1)" in fixed.evidence
+    # Darkening (or brightening) alone keeps the cast: warmth is a ratio.
+    darker_warm = Image.fromarray((np.asarray(warm) * 0.7).astype(np.uint8))
+    darker = state_with({OUT: encode(darker_warm)}, {REF: encode(warm)})
+    assert not check(
+        "image_color_change",
+        darker,
+        path=OUT,
+        source=REF,
+        measure="warmth",
+        direction="decrease",
+        min_amount=0.02,
+    ).passed
+    still_warm = state_with({OUT: encode(warm)}, {REF: encode(warm)})
+    assert not check(
+        "image_color_change",
+        still_warm,
+        path=OUT,
+        source=REF,
+        measure="warmth",
+        direction="decrease",
+        min_amount=1.0,
+    ).passed
+    neutral = check(
+        "image_color_stats",
+        state_with({OUT: encode(Image.new("RGB", (4, 4), (90, 90, 90)))}),
+        path=OUT,
+        warmth=[-0.02, 0.02],
+    )
+    assert neutral.passed and "warmth 0.000 in [-0.02, 0.02]" in neutral.evidence
 
 
 def test_image_color_stats_bounds_and_region() -> None:

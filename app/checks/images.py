@@ -455,12 +455,14 @@ def image_has_alpha(state: CheckState, params: ImageHasAlphaParams) -> CheckResu
 
 # --- colour statistics ------------------------------------------------------------
 
-Measure = Literal["brightness", "contrast", "saturation"]
+Measure = Literal["brightness", "contrast", "saturation", "warmth"]
+MEASURES: tuple[Measure, ...] = ("brightness", "contrast", "saturation", "warmth")
 
 _MEASURE_UNITS: dict[Measure, str] = {
     "brightness": "mean luma 0-255",
     "contrast": "luma standard deviation 0-255",
     "saturation": "mean HSV saturation 0-1",
+    "warmth": "(mean red - mean blue) / (mean red + mean blue), -1-1",
 }
 
 
@@ -478,11 +480,18 @@ def _cut(
     return pixels[y : y + h, x : x + w]
 
 
+def _warmth(red: float, blue: float) -> float:
+    return 0.0 if red + blue == 0 else (red - blue) / (red + blue)
+
+
 def color_measures(rgb: np.ndarray[Any, Any]) -> dict[Measure, float]:
-    """Brightness, contrast and saturation of an (H, W, 3) 8-bit RGB array.
+    """Brightness, contrast, saturation and warmth of an (H, W, 3) 8-bit RGB array.
 
     Brightness is the mean Rec. 601 luma (0-255), contrast its standard deviation,
-    saturation the mean HSV saturation (max-min)/max per pixel (0-1, black counts 0).
+    saturation the mean HSV saturation (max-min)/max per pixel (0-1, black counts 0),
+    warmth (mean red - mean blue) / (mean red + mean blue) (-1-1: a warm cast is
+    positive, a cold one negative, a neutral grey 0). Warmth is a ratio, so brightening
+    or darkening alone does not change it.
     """
     pixels = rgb.astype(np.float64).reshape(-1, 3)
     luma = pixels @ np.array([0.299, 0.587, 0.114])
@@ -493,6 +502,7 @@ def color_measures(rgb: np.ndarray[Any, Any]) -> dict[Measure, float]:
         "brightness": float(luma.mean()),
         "contrast": float(luma.std()),
         "saturation": float(saturation.mean()),
+        "warmth": _warmth(float(pixels[:, 0].mean()), float(pixels[:, 2].mean())),
     }
 
 
@@ -509,7 +519,7 @@ def _measured(
 
 
 def _fmt(measure: Measure, value: float) -> str:
-    return f"{value:.3f}" if measure == "saturation" else f"{value:.1f}"
+    return f"{value:.3f}" if measure in ("saturation", "warmth") else f"{value:.1f}"
 
 
 Bounds = tuple[StrictFloat, StrictFloat]
@@ -526,12 +536,15 @@ class ImageColorStatsParams(CheckParams):
     """[min, max] of the luma's standard deviation (0-255)."""
     saturation: Bounds | None = None
     """[min, max] of the mean HSV saturation (0-1); a greyscale image has 0."""
+    warmth: Bounds | None = None
+    """[min, max] of (mean red - mean blue) / (mean red + mean blue), -1-1; neutral is
+    near 0, a warm cast positive."""
 
     @model_validator(mode="after")
     def _needs_bounds(self) -> ImageColorStatsParams:
-        given = [(m, getattr(self, m)) for m in ("brightness", "contrast", "saturation")]
+        given = [(m, getattr(self, m)) for m in MEASURES]
         if all(b is None for _, b in given):
-            raise ValueError("give at least one of brightness, contrast, saturation")
+            raise ValueError("give at least one of brightness, contrast, saturation, warmth")
         for name, bounds in given:
             if bounds is not None and bounds[0] > bounds[1]:
                 raise ValueError(f"{name}: min {bounds[0]} is above max {bounds[1]}")
@@ -540,8 +553,8 @@ class ImageColorStatsParams(CheckParams):
 
 @register("image_color_stats", ImageColorStatsParams, files=("path",))
 def image_color_stats(state: CheckState, params: ImageColorStatsParams) -> CheckResult:
-    """Passes when brightness, contrast and saturation (those given) of the image or a
-    region lie within their [min, max] bounds (transparency composited onto white)."""
+    """Passes when brightness, contrast, saturation and warmth (those given) of the image
+    or a region lie within their [min, max] bounds (transparency composited onto white)."""
     image = load_image(state, params.path)
     if isinstance(image, CheckResult):
         return image
@@ -551,8 +564,7 @@ def image_color_stats(state: CheckState, params: ImageColorStatsParams) -> Check
     where = _region_words(params.region) if params.region else "the whole image"
     parts: list[str] = []
     ok = True
-    measures: tuple[Measure, ...] = ("brightness", "contrast", "saturation")
-    for measure in measures:
+    for measure in MEASURES:
         bounds = getattr(params, measure)
         if bounds is None:
             continue
@@ -572,7 +584,8 @@ class ImageColorChangeParams(CheckParams):
     """The task asset it was made from, e.g. 'assets/photo.png'."""
     measure: Measure
     """What changed: brightness (mean luma 0-255), contrast (luma standard deviation
-    0-255) or saturation (mean HSV saturation 0-1)."""
+    0-255), saturation (mean HSV saturation 0-1) or warmth ((mean red - mean blue) /
+    (mean red + mean blue), -1-1; removing a warm cast decreases it)."""
     direction: Literal["increase", "decrease"]
     """Which way the measure must move from the source to the output."""
     min_amount: Annotated[StrictFloat, Field(gt=0.0)]
@@ -589,8 +602,8 @@ class ImageColorChangeParams(CheckParams):
 
 @register("image_color_change", ImageColorChangeParams, files=("path",), assets=("source",))
 def image_color_change(state: CheckState, params: ImageColorChangeParams) -> CheckResult:
-    """Passes when brightness, contrast or saturation of the whole output moved from the
-    source's value in `direction` by at least `min_amount` (and at most `max_amount`).
+    """Passes when brightness, contrast, saturation or warmth of the whole output moved
+    from the source's value in `direction` by at least `min_amount` (and at most `max_amount`).
     The two images may differ in size: each is measured whole."""
     output = load_image(state, params.path)
     if isinstance(output, CheckResult):
