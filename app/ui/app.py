@@ -121,7 +121,7 @@ class DeskLoopApp(App[None]):
             raise DeskLoopError("an episode is already running; abort it or wait for its end")
         from app.agents.factory import make_agent
 
-        make_agent(agent_spec, task)  # a bad spec fails here, before a desktop starts
+        agent = make_agent(agent_spec, task)  # a bad spec fails here, before a desktop starts
         entry = self.pool.new()
         session = EpisodeSession(
             task=task,
@@ -130,6 +130,7 @@ class DeskLoopApp(App[None]):
             store=self.store,
             desktop=entry.desktop,
             backend=self.backend,
+            agent=agent,
         )
         self.session = session
         self.live_desktop = None

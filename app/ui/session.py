@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
+import numpy.typing as npt
+
+from app.agents.base import Agent
 from app.agents.factory import make_agent
 from app.desktops.base import Desktop, DesktopInfo, VncEndpoint
 from app.desktops.factory import make_desktop
@@ -41,6 +45,8 @@ from app.tasks.model import Task
 from app.tasks.triggers import describe_trigger
 from app.users import SimulatedUser, User
 from app.vnc import VNCClient, connect
+
+Pixels = npt.NDArray[np.uint8]
 
 UserMode = Literal["person", "simulated"]
 
@@ -194,6 +200,8 @@ class EpisodeSession:
     store: Store
     desktop: Desktop
     backend: str
+    agent: Agent | None = None
+    """The agent built from `agent_spec` (built at run time when None)."""
     control: EpisodeControl = field(default_factory=EpisodeControl)
     user: User = field(init=False)
     episode_id: int | None = None
@@ -279,7 +287,7 @@ class EpisodeSession:
             listener(event)
 
     async def run(self) -> EpisodeResult:
-        agent = make_agent(self.agent_spec, self.task)
+        agent = self.agent or make_agent(self.agent_spec, self.task)
         runner = EpisodeRunner(
             self.task,
             self.desktop,
@@ -337,7 +345,7 @@ async def frame_feed(
     *,
     fps: float = 12.0,
     idle_poll: float = 0.5,
-) -> AsyncIterator[tuple[float, object]]:
+) -> AsyncIterator[tuple[float, Pixels]]:
     """Frames of a desktop from our own (shared) VNC connection, at most `fps` a second.
 
     Yields (monotonic time, RGB pixels) when the screen changed. `endpoint` is asked

@@ -69,6 +69,9 @@ Every message is recorded with its kind and the step at which it arrived.
         Binding("escape", "unfocus", "Leave chat", show=False),
     ]
 
+    fps: ClassVar[float] = FEED_FPS
+    """Live view redraw cap; 0 turns the live view off (bench/bench_tui.py's baseline)."""
+
     class RunnerUpdate(Message):
         """A runner event, re-posted so widgets change in the screen's own handler."""
 
@@ -141,7 +144,8 @@ Every message is recorded with its kind and the step at which it arrived.
                 self._log_message(message)
         self.update_all()
         self.workers.cancel_group(self, "feed")
-        if self._endpoint() is not None or (session is not None and not session.ended):
+        live = self._endpoint() is not None or (session is not None and not session.ended)
+        if live and self.fps > 0:
             self.feed()
 
     def _listen(self, event: RunnerEvent) -> None:
@@ -160,10 +164,10 @@ Every message is recorded with its kind and the step at which it arrived.
         """Redraw the desktop as it changes (cancelled while the screen is hidden)."""
         self.feed_started = time.monotonic()
         self.frames_received = 0
-        async for at, pixels in frame_feed(self._endpoint, fps=FEED_FPS):
+        view = self.query_one(HalfBlockView)
+        async for _at, pixels in frame_feed(self._endpoint, fps=self.fps):
             self.frames_received += 1
-            self.query_one(HalfBlockView).show(pixels)  # type: ignore[arg-type]
-            del at
+            view.show(pixels)
 
     def update_all(self) -> None:
         self.update_status()

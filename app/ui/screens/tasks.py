@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Header, Input, Label, Markdown, Select, Static, Tree
 
+from app.agents.factory import AGENT_SPECS
 from app.tasks.model import Task
 from app.ui.describe import task_markdown
 from app.ui.modals import HelpScreen
@@ -33,7 +34,7 @@ class StartEpisodeScreen(ModalScreen[tuple[str, UserMode] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(f"[b]Start an episode of {self.task_.id}[/b]", id="dialog-title")
-            yield Label("Agent (reference | null | scripted:FILE)")
+            yield Label(f"Agent ({AGENT_SPECS})")
             yield Input(value="reference", id="agent")
             yield Label("User")
             yield Select(
