@@ -15,7 +15,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app import __version__
-from app.cli import batch_cmd, desktops_cmd, episodes_cmd, human_cmd, run_cmd, tasks_cmd, tui_cmd
+from app.cli import (
+    batch_cmd,
+    desktops_cmd,
+    episodes_cmd,
+    human_cmd,
+    run_cmd,
+    tasks_cmd,
+    tui_cmd,
+    vm_cmd,
+)
 from app.cli.common import print_err
 from app.errors import DeskLoopError
 
@@ -32,7 +41,16 @@ examples:
   deskloop episodes show 3                       one episode: steps, messages, checks
 """
 
-COMMAND_MODULES = (run_cmd, tasks_cmd, episodes_cmd, desktops_cmd, tui_cmd, batch_cmd, human_cmd)
+COMMAND_MODULES = (
+    run_cmd,
+    tasks_cmd,
+    episodes_cmd,
+    desktops_cmd,
+    tui_cmd,
+    batch_cmd,
+    human_cmd,
+    vm_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

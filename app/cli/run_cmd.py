@@ -16,9 +16,10 @@ DEMO_TASKS = ("gimp-flip-export", "gimp-poster-resize", "gimp-badge-interactive"
 def add_desktop_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
-        choices=["local"],
+        choices=["local", "libvirt"],
         default="local",
-        help="where desktops come from (default: local, an Xvnc on this host)",
+        help="where desktops come from (default: local, an Xvnc on this host; "
+        "libvirt: a VM of image $DESKLOOP_IMAGE, default gimp, see docs/backends.md)",
     )
     parser.add_argument(
         "--user",

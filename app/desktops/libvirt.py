@@ -453,6 +453,21 @@ class LibvirtDesktop:
                 )
             await self._restore(state)
 
+    async def attach_running(self) -> None:
+        """Take over a desktop that is already running (another process started it)."""
+        async with self._lock:
+            await self._prepare(define=False)
+            if self._record is None or self._dom is None:
+                raise DesktopError(f"no libvirt desktop {self.name} (see `deskloop vm list`)")
+            if self._domain_state != "running":
+                raise DesktopError(
+                    f"libvirt desktop {self.name} is {self._domain_state}; "
+                    f"`deskloop vm start {self.name}` first"
+                )
+            ip = await self._wait_ip(30.0)
+            await self._attach(ip, 60.0)
+            self._state = "running"
+
     def state_keys(self) -> list[str]:
         states = self.dir / "states"
         if not states.is_dir():
@@ -488,6 +503,7 @@ class LibvirtDesktop:
             await self._call(self._define)
         elif self._dom is None:
             conn = self._conn
+            assert conn is not None
             with contextlib.suppress(libvirt.libvirtError):
                 self._dom = await self._call(conn.lookupByName, self.domain_name)
         if self._dom is not None and self._callback_id is None:
@@ -995,6 +1011,32 @@ class LibvirtDesktop:
 
 
 # ---------------------------------------------------------------- listing
+
+
+def vnc_endpoint(name: str, config: LibvirtConfig | None = None) -> VncEndpoint:
+    """Where a viewer reaches running desktop `name` (blocking; no lock taken, so it
+    works while another process drives the desktop).
+
+    Raises:
+        DesktopError: no such desktop, or it is not running.
+    """
+    config = config or LibvirtConfig()
+    record = VmRecord.load(config.cache / "vms" / validate_name(name) / "vm.json")
+    conn = open_connection(config.uri)
+    try:
+        try:
+            dom = conn.lookupByName(DOMAIN_PREFIX + name)
+        except libvirt.libvirtError as exc:
+            raise DesktopError(f"no libvirt domain {DOMAIN_PREFIX}{name}: {exc}") from exc
+        if not dom.isActive():
+            raise DesktopError(f"desktop {name} is not running; `deskloop vm start {name}`")
+        graphics = ET.fromstring(dom.XMLDesc(0)).find("./devices/graphics[@type='vnc']")
+        port = int(graphics.get("port", "-1")) if graphics is not None else -1
+    finally:
+        conn.close()
+    if port <= 0:
+        raise DesktopError(f"desktop {name} has no VNC port")
+    return VncEndpoint("127.0.0.1", port, record.vnc_password)
 
 
 @dataclass(frozen=True)

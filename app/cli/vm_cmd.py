@@ -1,0 +1,305 @@
+"""`deskloop vm ...` (libvirt desktops) and `deskloop image ...` (VM images)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from app.cli.common import run_async, table
+from app.errors import DesktopError
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _desktop(args: argparse.Namespace, **kwargs: Any) -> Any:
+    from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
+
+    config = LibvirtConfig()
+    if getattr(args, "uri", None):
+        config.uri = args.uri
+    if getattr(args, "virt_type", None):
+        config.virt_type = args.virt_type
+    return LibvirtDesktop(name=args.name, config=config, progress=_say, **kwargs)
+
+
+def _print_endpoint(desktop: Any) -> None:
+    info = desktop.info()
+    print(f"{desktop.domain_name}: {info.state} · {info.details.get('virt', '')}")
+    if info.vnc is not None:
+        print(f"  VNC      {info.vnc.host}:{info.vnc.port}  password {info.vnc.password}")
+    if "ip" in info.details:
+        print(f"  SSH      user@{info.details['ip']} (the lab's key only)")
+    if desktop.timings:
+        print("  timings  " + ", ".join(f"{k} {v:.1f} s" for k, v in desktop.timings.items()))
+
+
+# ---------------------------------------------------------------- vm
+
+
+def cmd_vm_list(args: argparse.Namespace) -> int:
+    from app.desktops.libvirt import detect_virt_type, list_vms
+
+    vms = list_vms()
+    table(
+        ["name", "domain", "state", "image", "start states"],
+        [[v.name, v.domain, v.state, v.image, str(len(v.states))] for v in vms],
+    )
+    virt, why = detect_virt_type()
+    print(f"\nvirtualization here: {virt} ({why})")
+    return 0
+
+
+def cmd_vm_create(args: argparse.Namespace) -> int:
+    width, height = _size(args.size)
+    desktop = _desktop(args, image=args.image, width=width, height=height)
+    if args.memory:
+        desktop.config.memory_mib = args.memory
+    if args.vcpus:
+        desktop.config.vcpus = args.vcpus
+
+    async def go() -> None:
+        await desktop.create()
+        print(f"defined {desktop.domain_name} (image {desktop.image_name}, {width}x{height})")
+        print(f"virtualization: {desktop.virt_type} ({desktop.virt_reason})")
+        print(f"files: {desktop.dir}")
+
+    run_async(go())
+    return 0
+
+
+def cmd_vm_start(args: argparse.Namespace) -> int:
+    desktop = _desktop(args)
+
+    async def go() -> None:
+        t0 = time.monotonic()
+        await desktop.reset()
+        print(f"started in {time.monotonic() - t0:.1f} s")
+        _print_endpoint(desktop)
+
+    run_async(go())
+    return 0
+
+
+def cmd_vm_stop(args: argparse.Namespace) -> int:
+    desktop = _desktop(args)
+    run_async(desktop.stop())
+    print(f"stopped {desktop.domain_name}")
+    return 0
+
+
+def cmd_vm_rm(args: argparse.Namespace) -> int:
+    desktop = _desktop(args)
+    if not desktop.dir.exists() and not _domain_exists(desktop.domain_name):
+        raise DesktopError(f"no desktop {args.name} (see `deskloop vm list`)")
+    run_async(desktop.remove())
+    print(f"removed {desktop.domain_name}: domain, overlay, start states and {desktop.dir}")
+    return 0
+
+
+def _domain_exists(domain: str) -> bool:
+    from app.desktops.libvirt import LibvirtConfig, open_connection
+
+    conn = open_connection(LibvirtConfig().uri)
+    try:
+        return domain in {d.name() for d in conn.listAllDomains()}
+    finally:
+        conn.close()
+
+
+def cmd_vm_snapshot(args: argparse.Namespace) -> int:
+    desktop = _desktop(args)
+
+    async def go() -> None:
+        # The running desktop as it is now: attach without resetting it.
+        await desktop.attach_running()
+        state = await desktop.save_state(args.key)
+        print(f"saved start state {state.key} of {desktop.domain_name} in {state.dir}")
+        _print_endpoint(desktop)
+
+    run_async(go())
+    return 0
+
+
+def cmd_vm_revert(args: argparse.Namespace) -> int:
+    desktop = _desktop(args)
+
+    async def go() -> None:
+        t0 = time.monotonic()
+        await desktop.restore_state(args.key)
+        print(f"restored start state {args.key} in {time.monotonic() - t0:.1f} s")
+        _print_endpoint(desktop)
+
+    run_async(go())
+    return 0
+
+
+VIEWERS = ("vncviewer", "xtigervncviewer", "xvncviewer", "remote-viewer", "gvncviewer")
+
+
+def cmd_vm_view(args: argparse.Namespace) -> int:
+    from app.desktops.libvirt import vnc_endpoint
+    from app.desktops.local import vnc_password_file_bytes
+
+    endpoint = vnc_endpoint(args.name)
+    address = f"{endpoint.host}:{endpoint.port}"
+    viewer = None if args.print_only else next((v for v in VIEWERS if shutil.which(v)), None)
+    if viewer is None:
+        print(f"VNC address  {address}")
+        print(f"password     {endpoint.password}")
+        print(f"(no VNC viewer found: install one of {', '.join(VIEWERS)})")
+        return 0
+    if viewer in ("remote-viewer", "gvncviewer"):
+        # These take the password interactively; show it before they ask.
+        print(f"password: {endpoint.password}")
+        target = f"vnc://{address}" if viewer == "remote-viewer" else address
+        return subprocess.call([viewer, target])
+    # TigerVNC-style viewers read a VNC password file: keep it private and brief.
+    with tempfile.TemporaryDirectory(prefix="deskloop-view-") as tmp:
+        passwd = Path(tmp) / "passwd"
+        passwd.write_bytes(vnc_password_file_bytes(endpoint.password))
+        passwd.chmod(0o600)
+        return subprocess.call(
+            [viewer, "-passwd", str(passwd), f"{endpoint.host}::{endpoint.port}"]
+        )
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise DesktopError(f"--size {text!r}: expected WIDTHxHEIGHT, e.g. 1280x800") from None
+    return width, height
+
+
+# ---------------------------------------------------------------- image
+
+
+def cmd_image_build(args: argparse.Namespace) -> int:
+    from app.images import build_image
+
+    t0 = time.monotonic()
+
+    def progress(text: str) -> None:
+        print(f"[{time.monotonic() - t0:6.0f} s] {text}", flush=True)
+
+    image = build_image(args.name, mirror=args.mirror, force=args.force, progress=progress)
+    print(f"image {image.name}: {image.disk}")
+    print(f"manifest: {image.dir / 'manifest.json'}")
+    return 0
+
+
+def cmd_image_list(args: argparse.Namespace) -> int:
+    from app.images import cache_dir, find_image, load_recipes, recipe_hash
+
+    rows = []
+    for name, recipe in load_recipes().items():
+        image = find_image(name)
+        if image is None:
+            status, size, built = "not built", "", ""
+        else:
+            current = image.recipe_hash == recipe_hash(recipe)
+            status = "built" if current else "outdated (recipe changed)"
+            size = f"{image.manifest['disk_bytes'] / 2**20:.0f} MiB"
+            built = str(image.manifest.get("built_at", ""))
+        rows.append([name, " + ".join(recipe.layers), status, size, built])
+    table(["image", "layers", "status", "qcow2", "built"], rows)
+    print(f"\ncache: {cache_dir()}")
+    return 0
+
+
+def cmd_image_show(args: argparse.Namespace) -> int:
+    from app.images import require_image
+
+    image = require_image(args.name)
+    manifest = dict(image.manifest)
+    if args.json:
+        print(json.dumps(manifest, indent=2))
+        return 0
+    packages = manifest.pop("packages", {})
+    for key, value in manifest.items():
+        print(f"{key:<16} {value}")
+    print(f"{'packages':<16} {len(packages)}")
+    return 0
+
+
+def cmd_image_rm(args: argparse.Namespace) -> int:
+    from app.images import remove_image
+
+    if remove_image(args.name):
+        print(f"removed image {args.name} (its layers stay cached)")
+    else:
+        print(f"image {args.name} was not built")
+    return 0
+
+
+def register(sub: Any) -> None:
+    vm = sub.add_parser(
+        "vm",
+        help="libvirt VM desktops: list, create, start, stop, rm, snapshot, revert, view",
+        description="Manage libvirt desktops (domains named deskloop-NAME). The connection "
+        "URI comes from $DESKLOOP_LIBVIRT_URI (default qemu:///system); KVM or software "
+        "emulation is chosen at run time ($DESKLOOP_VIRT_TYPE overrides).",
+    )
+    vsub = vm.add_subparsers(dest="vm_command", metavar="ACTION", required=True)
+
+    def named(name: str, help_text: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = vsub.add_parser(name, help=help_text)
+        parser.add_argument("name", help="desktop name (domain deskloop-NAME)")
+        parser.add_argument("--uri", help="libvirt URI, e.g. qemu+ssh://host/system")
+        return parser
+
+    vsub.add_parser("list", help="every DeskLoop desktop and its state").set_defaults(
+        func=cmd_vm_list
+    )
+    create = named("create", "define a desktop from an image (no boot)")
+    create.add_argument("--image", default="base", help="image name (default: base)")
+    create.add_argument("--size", default="1280x800", help="screen size (default 1280x800)")
+    create.add_argument("--memory", type=int, help="MiB of guest memory (default: the image's)")
+    create.add_argument("--vcpus", type=int, help="virtual CPUs (default 2)")
+    create.add_argument("--virt-type", choices=["kvm", "qemu"], help="override KVM/TCG choice")
+    create.set_defaults(func=cmd_vm_create)
+    named("start", "boot, or restore the boot state; prints VNC address").set_defaults(
+        func=cmd_vm_start
+    )
+    named("stop", "power off (start states stay)").set_defaults(func=cmd_vm_stop)
+    named("rm", "delete the domain, its overlay, start states and files").set_defaults(
+        func=cmd_vm_rm
+    )
+    snap = named("snapshot", "save the running desktop (memory + disk) as a start state")
+    snap.add_argument("key", nargs="?", default="manual", help="state name (default manual)")
+    snap.set_defaults(func=cmd_vm_snapshot)
+    revert = named("revert", "restore a saved start state")
+    revert.add_argument("key", nargs="?", default="boot", help="state name (default boot)")
+    revert.set_defaults(func=cmd_vm_revert)
+    view = named("view", "open a VNC viewer on the desktop, or print address and password")
+    view.add_argument("--print", dest="print_only", action="store_true", help="only print")
+    view.set_defaults(func=cmd_vm_view)
+
+    image = sub.add_parser(
+        "image",
+        help="VM images built from vm_images/ recipes",
+        description="Build and inspect VM images. Images live in $DESKLOOP_CACHE "
+        "(default ~/.cache/deskloop), never in git.",
+    )
+    isub = image.add_subparsers(dest="image_command", metavar="ACTION", required=True)
+    build = isub.add_parser("build", help="build an image (cached layers are reused)")
+    build.add_argument("name", help="base, gimp, blender, kdenlive or studio")
+    build.add_argument("--mirror", help="Debian mirror URL (default: this host's apt sources)")
+    build.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    build.set_defaults(func=cmd_image_build)
+    isub.add_parser("list", help="recipes and what is built").set_defaults(func=cmd_image_list)
+    show = isub.add_parser("show", help="an image's manifest")
+    show.add_argument("name")
+    show.add_argument("--json", action="store_true", help="the whole manifest as JSON")
+    show.set_defaults(func=cmd_image_show)
+    rm = isub.add_parser("rm", help="delete an image's builds (layers stay cached)")
+    rm.add_argument("name")
+    rm.set_defaults(func=cmd_image_rm)
