@@ -3,12 +3,13 @@ real renders (melt) read by the real ffprobe; each check has a pass and a near m
 
 tests/data/kdenlive/*.kdenlive were saved by Kdenlive 22.12 (tests/data/kdenlive/
 capture.py re-makes them): `inserted` is a clip inserted with `v` after a profile
-switch; `showcase` holds effects with keyframes, a title, a dissolve, guides and
-renamed/locked/muted tracks.
+switch; `mix` a same-track mix made with `u`; `showcase` holds effects with
+keyframes, a title, a dissolve, guides and renamed/locked/muted tracks.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -30,6 +31,18 @@ ASSETS = ROOT / "tasks" / "kdenlive" / "assets"
 P = "~/Videos/edit.kdenlive"
 
 
+def media_assets_script() -> Any:
+    """scripts/make_media_assets.py as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "make_media_assets", ROOT / "scripts" / "make_media_assets.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("make_media_assets", module)  # dataclasses look it up
+    spec.loader.exec_module(module)
+    return module
+
+
 def project_state(name: str) -> CheckState:
     return CheckState(files={P: FileState.found(P, (DATA / name).read_bytes())}, assets={})
 
@@ -41,6 +54,7 @@ def check(check_name: str, state: CheckState, **params: Any) -> CheckResult:
 
 SHOWCASE = project_state("showcase.kdenlive")
 INSERTED = project_state("inserted.kdenlive")
+MIX = project_state("mix.kdenlive")
 
 
 # --- parsing ---------------------------------------------------------------------------
@@ -169,6 +183,18 @@ def test_compositions() -> None:
     assert not check("kdenlive_composition", SHOWCASE, composition="dissolve", start=141).passed
 
 
+def test_same_track_mix_counts_as_a_composition_on_that_track() -> None:
+    # Kdenlive's `u` mix: it extends both clips by the mix length and overlaps them.
+    assert check(
+        "kdenlive_composition", MIX, composition="dissolve|luma", a_track="V1", b_track="V1",
+        start=55, min_length=10,
+    ).passed  # fmt: skip
+    assert not check("kdenlive_composition", MIX, composition="luma", b_track="V2").passed
+    clips = [{"source": "market.mp4", "position": 0}, {"source": "harbour.mp4", "position": 55}]
+    assert check("kdenlive_clips", MIX, track="V1", clips=clips).passed
+    assert check("kdenlive_length", MIX, frames=155).passed
+
+
 def test_guides() -> None:
     assert check(
         "kdenlive_guides", SHOWCASE, guides=[{"position": 75, "comment": "harbour"}]
@@ -192,9 +218,7 @@ def test_length() -> None:
 def render(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The showcase project rendered by melt at 320×180 (frames 0-49: 2 s)."""
     folder = tmp_path_factory.mktemp("render")
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from make_media_assets import showcase
-
+    showcase = media_assets_script().showcase
     for name in ("harbour.mp4", "market.mp4", "sunset.mp4"):
         (folder / name).write_bytes((ASSETS / name).read_bytes())
     (folder / "p.kdenlive").write_text(showcase(), encoding="utf-8")

@@ -112,6 +112,8 @@ class Track:
 
 @dataclass(frozen=True)
 class Composition:
+    """A composition between two tracks, or a same-track mix (a_track == b_track)."""
+
     kdenlive_id: str
     service: str
     a_track: str
@@ -379,6 +381,25 @@ def parse_project(data: bytes) -> Project:
                 params=props,
             )
         )
+
+    # Same-track mixes (Kdenlive's crossfade between adjacent clips on one track) are
+    # transitions inside a track's tractor, between its two playlists.
+    for index, tractor, _ in raw_tracks:
+        for element in tractor.iterchildren("transition"):
+            props = _props(element)
+            if props.get("internal_added") == INTERNAL_ADDED:
+                continue
+            compositions.append(
+                Composition(
+                    kdenlive_id=props.get("kdenlive_id", ""),
+                    service=props.get("mlt_service", ""),
+                    a_track=labels[index],
+                    b_track=labels[index],
+                    start=to_frames(element.get("in"), fps) or 0,
+                    end=to_frames(element.get("out"), fps) or 0,
+                    params=props,
+                )
+            )
 
     main_bin = producers.get("main_bin")
     bin_props = _props(main_bin) if main_bin is not None else {}

@@ -4,6 +4,9 @@
 
 - inserted.kdenlive: `kdenlive -i harbour.mp4`, accept the profile switch, `v`
   (insert into V1), save. What a user's first edit looks like.
+- mix.kdenlive: market (trimmed to leave 10 spare frames at its end) then harbour
+  (starting 10 frames in) on V1; harbour selected and mixed with `u`: a same-track
+  mix as Kdenlive writes it.
 - showcase.kdenlive: scripts/make_media_assets.py's `showcase()` project opened in
   Kdenlive, a guide added at 3 s ("Harbour"), saved by Kdenlive: effects with
   keyframes, a title, a dissolve, guides, a renamed/locked/muted track as
@@ -19,9 +22,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
+sys.path[:0] = [str(ROOT)]
 
-from make_media_assets import KDENLIVE_ASSETS, showcase  # noqa: E402
+from tests.test_kdenlive_checks import media_assets_script  # noqa: E402
+
+_assets = media_assets_script()
+KDENLIVE_ASSETS: Path = _assets.KDENLIVE_ASSETS
+Placed = _assets.Placed
+ProjectSpec = _assets.ProjectSpec
+kdenlive_xml = _assets.kdenlive_xml
+showcase = _assets.showcase
 
 from app.actions import parse_action  # noqa: E402
 from app.desktops.local import LocalDesktop  # noqa: E402
@@ -83,7 +93,30 @@ async def saved_showcase() -> None:
         (HERE / "showcase.kdenlive").write_bytes(data)
 
 
+async def mixed() -> None:
+    v1 = [Placed("market.mp4", 0, 0, 65), Placed("harbour.mp4", 65, 10, 90)]
+    project = kdenlive_xml(ProjectSpec(video=[v1, []], audio=[[], []]))
+    async with LocalDesktop() as desktop:
+        await desktop.reset()
+        await _upload_media(desktop)
+        await desktop.guest.write_file("~/Videos/mix.kdenlive", project.encode())
+        await desktop.guest.launch(["kdenlive", "~/Videos/mix.kdenlive"])
+        await _title(desktop, "^mix /")
+        await asyncio.sleep(2)
+        await _keys(desktop, {"click": [437, 650]}, {"key": "u"})
+        await _title(desktop, r"^mix ?\*")
+        await _keys(desktop, {"key": "ctrl+s"})
+        await _title(desktop, "^mix /")
+        data = await desktop.guest.read_file("~/Videos/mix.kdenlive")
+        (HERE / "mix.kdenlive").write_bytes(data)
+
+
 if __name__ == "__main__":
-    asyncio.run(inserted())
-    asyncio.run(saved_showcase())
+    targets = set(sys.argv[1:]) or {"inserted", "showcase", "mix"}
+    if "mix" in targets:
+        asyncio.run(mixed())
+    if "inserted" in targets:
+        asyncio.run(inserted())
+    if "showcase" in targets:
+        asyncio.run(saved_showcase())
     print("wrote", *sorted(p.name for p in HERE.glob("*.kdenlive")))
