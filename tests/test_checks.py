@@ -1086,3 +1086,40 @@ def test_xcf_checks_fail_on_files_that_are_not_xcf() -> None:
         get_check("xcf_layer").parse_params({"path": XCF, "name": "a", "mode": "mult"})
     with pytest.raises(ValidationError, match="give count"):
         get_check("xcf_layers").parse_params({"path": XCF})
+
+
+# --- image_difference -----------------------------------------------------------------
+
+
+def test_image_difference_counts_changed_pixels_anywhere() -> None:
+    source = scene(100, 100)
+    marked = source.copy()
+    marked.paste((0, 0, 0), (10, 10, 30, 30))  # 4 % of the pixels, wherever they are
+    state = state_with({OUT: encode(marked)}, {REF: encode(source)})
+    added = check("image_difference", state, path=OUT, reference=REF, min_fraction=0.03)
+    assert added.passed, added.evidence
+    assert "differ from assets/in.png by more than 30" in added.evidence
+    assert not check("image_difference", state, path=OUT, reference=REF, min_fraction=0.05).passed
+    left_alone = check("image_difference", state, path=OUT, reference=REF, max_fraction=0.01)
+    assert not left_alone.passed
+    corner = check(
+        "image_difference",
+        state,
+        path=OUT,
+        reference=REF,
+        region=[50, 50, 50, 50],
+        max_fraction=0.0,
+    )
+    assert corner.passed, corner.evidence
+    untouched = state_with({OUT: encode(source)}, {REF: encode(source)})
+    assert not check(
+        "image_difference", untouched, path=OUT, reference=REF, min_fraction=0.001
+    ).passed
+
+
+def test_image_difference_needs_the_same_size_and_a_bound() -> None:
+    state = state_with({OUT: encode(scene(100, 90))}, {REF: encode(scene(100, 100))})
+    result = check("image_difference", state, path=OUT, reference=REF, min_fraction=0.1)
+    assert not result.passed and "needs the same size" in result.evidence
+    with pytest.raises(ValidationError, match="give min_fraction"):
+        get_check("image_difference").parse_params({"path": OUT, "reference": REF})

@@ -626,3 +626,72 @@ def image_color_change(state: CheckState, params: ImageColorChangeParams) -> Che
     )
     ok = change >= params.min_amount and (params.max_amount is None or change <= params.max_amount)
     return passed(text) if ok else failed(text)
+
+
+# --- image_difference -------------------------------------------------------------
+
+
+class ImageDifferenceParams(CheckParams):
+    path: GuestPath
+    """The guest image the agent produced, e.g. '~/Desktop/poster.png'."""
+    reference: AssetPath
+    """The task asset it is compared with, pixel by pixel, e.g. 'assets/photo.png'."""
+    tolerance: Annotated[StrictInt, Field(ge=0, le=255)] = 30
+    """A pixel counts as changed when some channel differs by more than this (0-255)."""
+    min_fraction: Annotated[StrictFloat, Field(ge=0.0, le=1.0)] = 0.0
+    """Smallest share of changed pixels (0-1): "something was added or changed"."""
+    max_fraction: Annotated[StrictFloat, Field(ge=0.0, le=1.0)] = 1.0
+    """Largest share of changed pixels (0-1): "the rest was left alone"."""
+    region: Region | None = None
+    """Where to compare, [x, y, width, height]; omit for the whole image."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ImageDifferenceParams:
+        if self.min_fraction > self.max_fraction:
+            raise ValueError(
+                f"min_fraction {self.min_fraction} is above max_fraction {self.max_fraction}"
+            )
+        if self.min_fraction == 0.0 and self.max_fraction == 1.0:
+            raise ValueError("give min_fraction, max_fraction or both")
+        return self
+
+
+@register("image_difference", ImageDifferenceParams, files=("path",), assets=("reference",))
+def image_difference(state: CheckState, params: ImageDifferenceParams) -> CheckResult:
+    """Passes when the share of pixels that differ from the reference (by more than
+    `tolerance` on some channel, transparency composited onto white) lies between
+    `min_fraction` and `max_fraction`. Both images must have the same size. Where
+    something was added (text, a shape) is left open: only how much changed counts."""
+    output = load_image(state, params.path)
+    if isinstance(output, CheckResult):
+        return output
+    reference = load_asset_image(state, params.reference)
+    if isinstance(reference, CheckResult):
+        return reference
+    if output.size != reference.size:
+        return failed(
+            f"{params.path} is {_size(output)}, {params.reference} is {_size(reference)}: "
+            "a pixel comparison needs the same size"
+        )
+    ours = np.asarray(on_white(output), dtype=np.int16)
+    theirs = np.asarray(on_white(reference), dtype=np.int16)
+    where = "the image"
+    if params.region is not None:
+        cut_ours = _cut(ours, params.region, params.path, output)
+        if isinstance(cut_ours, CheckResult):
+            return cut_ours
+        ours = cut_ours
+        theirs = theirs[
+            params.region[1] : params.region[1] + params.region[3],
+            params.region[0] : params.region[0] + params.region[2],
+        ]
+        where = _region_words(params.region)
+    changed = float(np.mean(np.abs(ours - theirs).max(axis=2) > params.tolerance))
+    text = (
+        f"{changed:.2%} of the pixels of {where} in {params.path} differ from "
+        f"{params.reference} by more than {params.tolerance}; expected "
+        f"{params.min_fraction:.2%}-{params.max_fraction:.2%}"
+    )
+    if params.min_fraction <= changed <= params.max_fraction:
+        return passed(text)
+    return failed(text)
