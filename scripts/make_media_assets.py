@@ -94,6 +94,9 @@ MEDIA: dict[str, Callable[[Path], None]] = {
 """Media assets by file name; the lengths (frames at 25 fps) are 100, 75, 125."""
 
 CLIP_FRAMES = {"harbour.mp4": 100, "market.mp4": 75, "sunset.mp4": 125}
+"""The shots every project's bin holds."""
+AUDIO_FRAMES = {"voice.wav": 90}
+"""Audio-only clips (3.6 s), in a project's bin only when it uses them."""
 CLIP_LENGTHS: dict[str, int] = {}
 """Lengths of the clips in the project being written (media plus titles)."""
 
@@ -192,6 +195,7 @@ def kdenlive_xml(spec: ProjectSpec) -> str:
     )
     CLIP_LENGTHS.clear()
     CLIP_LENGTHS.update(CLIP_FRAMES)
+    CLIP_LENGTHS.update(AUDIO_FRAMES)
     bin_ids = {name: str(n) for n, name in enumerate(clips, 2)}
     out: list[str] = [
         "<?xml version='1.0' encoding='utf-8'?>\n",
@@ -227,7 +231,7 @@ def kdenlive_xml(spec: ProjectSpec) -> str:
             "resource": name,
             "mlt_service": "avformat-novalidate",
             "kdenlive:clipname": "",
-            "kdenlive:clip_type": "0",
+            "kdenlive:clip_type": "1" if name in AUDIO_FRAMES else "0",
             "kdenlive:folderid": "-1",
             "kdenlive:id": bin_ids[name],
         }
@@ -423,24 +427,24 @@ _ORACLE = (
 )
 
 
-def promo_reference() -> str:
-    """The L3 reference: a state-level oracle (project written, then rendered by melt)."""
+def oracle_reference(task: str, start_title: str, project: str, video: str, frames: int) -> str:
+    """A state-level oracle reference: write the finished project, render it with melt."""
     steps = [
-        {"wait_for": {"window": "^empty / .*Kdenlive$", "timeout": 60}},
+        {"wait_for": {"window": f"^{start_title} / .*Kdenlive$", "timeout": 60}},
         {
             "oracle": {
                 "run": [
-                    "python3", "-c", _ORACLE % (PROMO_FRAMES - 1),
-                    "~/Videos/promo.kdenlive", promo(), "~/Videos/promo.mp4",
+                    "python3", "-c", _ORACLE % (frames - 1),
+                    f"~/Videos/{project}", PROJECT_BUILDERS[project](), f"~/Videos/{video}",
                 ],
                 "timeout": 300,
             }
         },
-        {"wait_for": {"file": "~/Videos/promo.mp4", "timeout": 30}},
+        {"wait_for": {"file": f"~/Videos/{video}", "timeout": 30}},
         "done",
     ]  # fmt: skip
     head = (
-        "# Reference for kdenlive-promo-delivery, written by scripts/make_media_assets.py:\n"
+        f"# Reference for {task}, written by scripts/make_media_assets.py:\n"
         "# a state-level oracle. The end-state project is MLT XML from the same template\n"
         "# as the start projects; melt (MLT's own renderer) renders it through the guest.\n"
     )
@@ -449,13 +453,50 @@ def promo_reference() -> str:
     return head + yaml.safe_dump(body, sort_keys=False, width=100, allow_unicode=True)
 
 
+ANNOUNCEMENT_FRAMES = 225
+"""Length of the L3 announcement: harbour 100 + sunset 125."""
+
+
+def announcement() -> str:
+    """The end state of tasks/kdenlive/kdenlive-voiceover-delivery.yaml: harbour then
+    sunset on V1, a fade from black over the first second, the shots' sound muted
+    (A1), the voice-over on A2 from 1 s, and a guide where it starts."""
+    fade = EffectSpec(
+        "fade_from_black",
+        "brightness",
+        (("alpha", "00:00:00.000=0;00:00:01.000=1"), ("level", "1"), ("start", "1")),
+    )
+    v1 = [Placed("harbour.mp4", 0, effects=(fade,)), Placed("sunset.mp4", 100)]
+    a1 = [Placed("harbour.mp4", 0), Placed("sunset.mp4", 100)]
+    a2 = [Placed("voice.wav", 25)]
+    return kdenlive_xml(
+        ProjectSpec(video=[v1, []], audio=[a1, a2], guides=[(25, "Voice")], off={"A1"})
+    )
+
+
+PROJECT_BUILDERS: dict[str, Callable[[], str]] = {
+    "promo.kdenlive": promo,
+    "announcement.kdenlive": announcement,
+}
+"""End-state projects the oracle references write, by guest file name."""
+
+
 PROJECTS: dict[str, Callable[[], str]] = {
     "rough-cut.kdenlive": rough_cut,
     "empty.kdenlive": empty_project,
 }
 
 REFERENCES: dict[str, Callable[[], str]] = {
-    "kdenlive-promo-delivery.yaml": promo_reference,
+    "kdenlive-promo-delivery.yaml": lambda: oracle_reference(
+        "kdenlive-promo-delivery", "empty", "promo.kdenlive", "promo.mp4", PROMO_FRAMES
+    ),
+    "kdenlive-voiceover-delivery.yaml": lambda: oracle_reference(
+        "kdenlive-voiceover-delivery",
+        "empty",
+        "announcement.kdenlive",
+        "announcement.mp4",
+        ANNOUNCEMENT_FRAMES,
+    ),
 }
 """Generated reference solutions, written to tasks/kdenlive/references/."""
 KDENLIVE_REFERENCES = KDENLIVE_ASSETS.parent / "references"
