@@ -91,6 +91,24 @@ def test_parses_a_project_saved_by_kdenlive() -> None:
     assert [g.position for g in project.guides] == [25, 75, 140]
 
 
+def test_kdenlive_23_chains_read_like_22_12_producers() -> None:
+    # Kdenlive 23.04+ writes media clips as <chain> (APP_FORMATS.md §3): rename the
+    # media producers of a real 22.12 file and expect the same timeline.
+    from lxml import etree
+
+    original = (DATA / "showcase.kdenlive").read_bytes()
+    root = etree.fromstring(original)
+    renamed = 0
+    for element in root:
+        props = {p.get("name"): p.text for p in element.iterchildren("property")}
+        if element.tag == "producer" and str(props.get("mlt_service", "")).startswith("avformat"):
+            element.tag = "chain"
+            renamed += 1
+    assert renamed > 0
+    chains = parse_project(etree.tostring(root))
+    assert chains == parse_project(original)
+
+
 def test_hostile_and_foreign_files_are_refused_with_a_reason() -> None:
     entity = (
         b'<?xml version="1.0"?><!DOCTYPE mlt [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
