@@ -368,8 +368,8 @@ def parse_project(data: bytes) -> Project:
         props = _props(element)
         if props.get("internal_added") == INTERNAL_ADDED:
             continue
-        a_index = int(props.get("a_track", "0") or 0)
-        b_index = int(props.get("b_track", "0") or 0)
+        a_index = _track_index(props, "a_track")
+        b_index = _track_index(props, "b_track")
         compositions.append(
             Composition(
                 kdenlive_id=props.get("kdenlive_id", ""),
@@ -413,6 +413,13 @@ def parse_project(data: bytes) -> Project:
         guides=guides,
         master_effects=_effects(main, fps),
     )
+
+
+def _track_index(props: dict[str, str], name: str) -> int:
+    try:
+        return int(props.get(name, "0") or 0)
+    except ValueError:
+        raise ProjectError(f"a composition's {name} is {props.get(name)!r}, not a number") from None
 
 
 def _guides(raw: str) -> tuple[Guide, ...]:
