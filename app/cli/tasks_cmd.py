@@ -41,13 +41,6 @@ def cmd_show(args: argparse.Namespace) -> int:
         print("\nsetup:")
         for step in task.setup:
             print(f"  - {step.model_dump(by_alias=True, exclude_defaults=True)}")
-    if task.phases:
-        print("\nphases:")
-        for i, phase in enumerate(task.phases, 1):
-            label = f" [{phase.kind}]" if phase.kind else ""
-            print(f"  {i}. {describe_trigger(phase.parsed_trigger)}{label}:")
-            print(f"     {indent_block(phase.message, '     ')}")
-    print(f"\nbudget: {task.budget.steps} steps, {task.budget.seconds:g} s")
 
     def show(node: EvalNode, depth: int) -> None:
         pad = "  " * depth
@@ -60,6 +53,18 @@ def cmd_show(args: argparse.Namespace) -> int:
             params: dict[str, Any] = node.params.model_dump(mode="json", exclude_defaults=True)
             label = f" — {node.label}" if node.label else ""
             print(f"{pad}- {node.spec.name}{req} weight {node.weight:g} {params}{label}")
+
+    if task.phases:
+        print("\nphases:")
+        for i, phase in enumerate(task.phases, 1):
+            label = f" [{phase.kind}]" if phase.kind else ""
+            print(f"  {i}. {describe_trigger(phase.parsed_trigger)}{label}:")
+            print(f"     {indent_block(phase.message, '     ')}")
+            tree = task.phase_tree(i - 1)
+            if tree is not None:
+                print("     checks at delivery:")
+                show(tree, 3)
+    print(f"\nbudget: {task.budget.steps} steps, {task.budget.seconds:g} s")
 
     print("\nevaluate:")
     show(task.eval_tree, 1)
