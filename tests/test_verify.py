@@ -88,14 +88,22 @@ def verify_cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.desktop
 def test_verify_command_proves_a_task_and_records_three_episodes(tmp_path: Path) -> None:
+    """End to end on an interactive task, whose phase carries checks of its own."""
     db = tmp_path / "db.sqlite"
-    out = verify_cli(db, "tasks/gimp/gimp-flip-export.yaml")
+    out = verify_cli(db, "tasks/gimp/gimp-card-interactive.yaml")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "1 of 1 tasks verified (reference, null, untouched)" in out.stdout
-    assert "[1/1] gimp-flip-export reference: ok — passed, score 1.00" in out.stderr
-    row = next(line for line in out.stdout.splitlines() if line.startswith("gimp-flip-export"))
-    assert row.split()[:5] == ["gimp-flip-export", "gimp", "L1", "standard", "demonstration"]
+    assert "[1/1] gimp-card-interactive reference: ok — passed, score 1.00" in out.stderr
+    row = next(line for line in out.stdout.splitlines() if line.startswith("gimp-card"))
+    assert row.split()[:5] == [
+        "gimp-card-interactive",
+        "gimp",
+        "L2",
+        "interactive",
+        "demonstration",
+    ]
     assert row.rstrip().endswith("ok")
+    assert "gimp  L2     interactive  1" in out.stdout  # the counts by app × level × kind
     with Store(db) as store:
         episodes = sorted(store.list_episodes(), key=lambda e: e.id)
         assert [(e.agent, e.passed) for e in episodes] == [
@@ -103,6 +111,14 @@ def test_verify_command_proves_a_task_and_records_three_episodes(tmp_path: Path)
             ("null", False),
             ("untouched", False),
         ]
+        reference, null, untouched = (store.checks(e.id) for e in episodes)
+        # The phase's checks ran when the first DONE delivered it, apart from the score.
+        phase_rows = [(c.phase, c.path, c.passed) for c in reference if c.phase is not None]
+        assert phase_rows == [(0, "phases[0].checks.all[0]", True)]
+        assert all(c.passed for c in reference)
+        # The null agent's DONE delivered the phase too, before anything was exported.
+        assert [(c.phase, c.passed) for c in null if c.phase is not None] == [(0, False)]
+        assert all(c.phase is None for c in untouched)  # FAIL delivers no phase
 
 
 @pytest.mark.desktop
