@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -204,7 +204,7 @@ class EpisodeSession:
     """The agent built from `agent_spec` (built at run time when None)."""
     control: EpisodeControl = field(default_factory=EpisodeControl)
     user: User = field(init=False)
-    episode_id: int | None = None
+    runner: EpisodeRunner | None = None
     status: str = "starting"
     steps: list[StepLine] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
@@ -223,6 +223,11 @@ class EpisodeSession:
             PhaseLine(i, p.message, describe_trigger(p.parsed_trigger))
             for i, p in enumerate(self.task.phases)
         ]
+
+    @property
+    def episode_id(self) -> int | None:
+        """Known once the runner has recorded the episode's start."""
+        return self.runner.episode_id if self.runner is not None else None
 
     @property
     def person(self) -> PersonUser | None:
@@ -298,11 +303,8 @@ class EpisodeSession:
             on_event=self._on_event,
             control=self.control,
         )
-        try:
-            result = await runner.run()
-        finally:
-            self.episode_id = runner.episode_id
-        return result
+        self.runner = runner
+        return await runner.run()
 
     def send(self, text: str, kind: UserKind) -> str:
         """The chat pane's Enter: answers a waiting ASK, gives feedback on a waiting
@@ -391,5 +393,8 @@ async def frame_feed(
             await client.close()
 
 
-def task_folder_label(task: Task) -> str:
-    return str(Path(task.source).parent)
+def flow(text: str) -> str:
+    """Task text with the YAML file's line breaks undone (blank lines kept), for
+    panes that wrap text themselves."""
+    paragraphs = re.split(r"\n\s*\n", text.strip())
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)

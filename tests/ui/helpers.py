@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from textual.app import App
 from textual.pilot import Pilot
 
 from app.store import Store, UserMode, encode_png
@@ -206,3 +207,9 @@ def write_tasks(root: Path, broken: bool = False) -> Path:
             textwrap.dedent(STANDARD).replace("alpha-touch", "gamma-broken").replace("L1", "L9")
         )
     return root
+
+
+def screen_text(app: App[None]) -> str:
+    """What the terminal shows now, as plain text (one line per row)."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join(strip.text for strip in strips)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from textual.message import Message
-from textual.widgets import Input, Select, Static
+from textual.widgets import Input, Select
 
 from app.runner import WaitingEvent
 from app.store import Store
@@ -17,7 +17,7 @@ from app.ui.halfblock import HalfBlockView
 from app.ui.screens.live import LiveScreen
 from app.ui.screens.replay import ReplayScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
-from tests.ui.helpers import wait_until
+from tests.ui.helpers import screen_text, wait_until
 
 pytestmark = pytest.mark.desktop
 
@@ -165,7 +165,7 @@ async def test_person_pauses_interrupts_and_gives_feedback(tasks_dir: Path, tmp_
         await pilot.press("f2")  # pause before the agent's first step
         await wait_until(pilot, lambda: session.status == "paused", 60, "the pause")
         assert session.steps == []
-        assert "PAUSED" in str(live.query_one("#live-status", Static).render())
+        await wait_until(pilot, lambda: "PAUSED" in screen_text(app), 5, "PAUSED on screen")
 
         # Choose 'interruption' in the kind selector, then type the message.
         live.query_one("#chat-kind", Select).focus()

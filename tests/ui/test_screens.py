@@ -21,7 +21,7 @@ from app.ui.screens.live import LiveScreen
 from app.ui.screens.replay import ReplayScreen
 from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
-from tests.ui.helpers import fixture_db, wait_until, write_tasks
+from tests.ui.helpers import fixture_db, screen_text, wait_until, write_tasks
 
 
 @pytest.fixture
@@ -198,8 +198,7 @@ async def test_live_screen_without_an_episode(lab: DeskLoopApp) -> None:
         await pilot.press("l")
         await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
         screen = lab.screen
-        status = str(screen.query_one("#live-status", Static).render())
-        assert "No episode is running" in status
+        assert "No episode is running" in screen_text(lab)
         await pilot.press("f2", "f3", "f4")  # nothing to pause, accept or abort: no crash
         await pilot.press("c", *"hello", "enter")
         assert screen.query_one("#chat-input", Input).value == "hello"  # not sent anywhere
@@ -239,7 +238,7 @@ async def test_desktops_start_view_snapshot_and_stop(lab: DeskLoopApp) -> None:
         await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
         view = lab.screen.query_one(HalfBlockView)
         await wait_until(pilot, lambda: view.has_frame, 20, "a live frame")
-        assert name in str(lab.screen.query_one("#live-status", Static).render())
+        await wait_until(pilot, lambda: f"watching desktop {name}" in screen_text(lab), 5, "name")
 
         await pilot.press("d", "x")
         await wait_until(pilot, lambda: entry.info().state == "closed", 30, "the stop")

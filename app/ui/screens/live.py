@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
+from rich.console import Group
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -27,7 +28,7 @@ from app.runner import (
 )
 from app.ui.halfblock import HalfBlockView
 from app.ui.screens.base import LabScreen
-from app.ui.session import EpisodeSession, StepLine, frame_feed
+from app.ui.session import EpisodeSession, StepLine, flow, frame_feed
 
 FEED_FPS = 12.0
 """Redraw cap: FIELD_NOTES measured 17 fps full-frame half-block redraws; 10-15 fps
@@ -110,12 +111,17 @@ Every message is recorded with its kind and the step at which it arrived.
 
     def on_mount(self) -> None:
         table = self.query_one("#live-steps", DataTable)
-        table.add_columns("step", "action", "agent s", "act s", "settle s", "note")
+        # Seconds the agent took to decide, to act, and for the screen to settle.
+        table.add_columns("step", "action", "agent", "act", "settle", "note")
         self.set_interval(1.0, self.update_status)
         self.attach()
 
     def on_screen_resume(self) -> None:
         self.attach()
+
+    def on_resize(self) -> None:
+        # Below 40 rows the chat and the boxes on the right give up rows first.
+        self.set_class(self.size.height < 40, "-short")
 
     def on_screen_suspend(self) -> None:
         self.workers.cancel_group(self, "feed")
@@ -186,26 +192,29 @@ Every message is recorded with its kind and the step at which it arrived.
                 status.update("No episode is running. Start one from Tasks (t, then s).")
             return
         steps_left, seconds_left = session.budget_left()
-        episode = f"episode {session.episode_id}" if session.episode_id else "episode"
-        paused = " · [reverse] PAUSED [/reverse]" if session.control.paused else ""
-        line = Text.from_markup(
-            f"[b]{session.task.id}[/b] · {episode} · agent {session.agent_spec} · "
-            f"user {session.user_mode}{paused}\n"
+        episode = f" #{session.episode_id}" if session.episode_id else ""
+        first = Text.from_markup(
+            f"[b]{session.task.id}[/b]{episode} · {session.agent_spec} · {session.user_mode}"
         )
-        line.append(session.status)
+        if session.control.paused:
+            first.append(" PAUSED ", "reverse")
+        second = Text(session.status)
         if not session.ended:
-            line.append(f" · budget: {steps_left} steps, {seconds_left:.0f} s left")
+            second.append(f" · budget {steps_left} steps, {seconds_left:.0f} s")
         elif session.result is not None and session.result.score is not None:
             r = session.result
-            line.append(f" · score {r.score:.2f} · {'passed' if r.passed else 'not passed'}")
-        status.update(line)
+            second.append(f" · score {r.score:.2f} · {'passed' if r.passed else 'not passed'}")
+        # One line each, cut with an ellipsis: the frame below keeps its rows.
+        for line in (first, second):
+            line.no_wrap, line.overflow = True, "ellipsis"
+        status.update(Group(first, second))
 
     def update_instruction(self) -> None:
         session = self.session
         text = session.active_instruction if session else ""
         widget = self.query_one("#live-instruction", Static)
         widget.border_title = "active instruction"
-        widget.update(Text(text.strip()))
+        widget.update(Text(flow(text)))
 
     def update_phases(self) -> None:
         session = self.session
@@ -215,16 +224,19 @@ Every message is recorded with its kind and the step at which it arrived.
             widget.update("no phases (a standard task)" if session else "")
             return
         pending = session.pending_phase
-        out = Text()
+        lines = []
         for phase in session.phases:
+            # The pending phase in full; the others one line each, so all fit.
+            line = Text(no_wrap=phase is not pending, overflow="ellipsis")
             if phase.delivered_step is not None:
-                out.append(f"✓ {phase.index + 1} at step {phase.delivered_step}: ", "green")
+                line.append(f"✓ {phase.index + 1} at step {phase.delivered_step}: ", "green")
             elif phase is pending:
-                out.append(f"▶ {phase.index + 1} {phase.trigger}: ", "bold yellow")
+                line.append(f"▶ {phase.index + 1} {phase.trigger}: ", "bold yellow")
             else:
-                out.append(f"· {phase.index + 1} {phase.trigger}: ", "dim")
-            out.append(phase.message.strip().replace("\n", " ") + "\n")
-        widget.update(out)
+                line.append(f"· {phase.index + 1} {phase.trigger}: ", "dim")
+            line.append(flow(phase.message))
+            lines.append(line)
+        widget.update(Group(*lines))
 
     def update_chat_prompt(self) -> None:
         session = self.session
@@ -263,7 +275,7 @@ Every message is recorded with its kind and the step at which it arrived.
         color = {"agent": "cyan", "person": "green", "phase": "magenta"}.get(who, "white")
         line = Text(f"[step {message.step}] ", "dim")
         line.append(f"{who} {message.kind}: ", f"bold {color}")
-        line.append(message.text.strip())
+        line.append(flow(message.text))
         self.query_one("#live-log", RichLog).write(line)
 
     # -- runner events --------------------------------------------------------------
