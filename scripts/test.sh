@@ -8,6 +8,9 @@ echo "== ruff"
 .venv/bin/ruff check app tests bench scripts
 echo "== mypy"
 .venv/bin/mypy
+echo "== services"
+# libvirtd and virtlogd for the VM tests (no systemd on our machines).
+bash scripts/services.sh
 echo "== pytest"
 set +e
 .venv/bin/pytest "$@"

@@ -1,0 +1,128 @@
+"""Cold boot vs restore of a libvirt desktop, in one run, naming the virtualization.
+
+    .venv/bin/python bench/bench_vm.py                    # gimp image, a GIMP task's start state
+    .venv/bin/python bench/bench_vm.py --image base --task none --restores 5
+    .venv/bin/python bench/bench_vm.py --concurrent 4      # also: memory of 4 desktops at once
+
+Prints: cold boot to a usable desktop; the first start state's making (setup + save);
+restore to a usable screen (VNC frame) and to a ready guest channel (SSH), median of
+--restores; their ratio to the cold boot; host memory per VM (QEMU's RSS). With
+--concurrent N, N desktops of the image are booted together and each one's memory is
+printed. Every VM it makes is removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop, setup_key
+from app.images import require_image
+from app.setup import run_setup
+from app.tasks.loader import find_task
+
+
+def qemu_rss_mib(domain: str) -> float:
+    """Resident memory of the domain's QEMU process (its pid file from libvirt)."""
+    pid = Path(f"/run/libvirt/qemu/{domain}.pid").read_text().strip()
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def say(text: str) -> None:
+    print(f"  · {text}", file=sys.stderr, flush=True)
+
+
+async def bench(args: argparse.Namespace) -> None:
+    image = require_image(args.image)
+    config = LibvirtConfig()
+    desktop = LibvirtDesktop(
+        name=f"bench-{secrets.token_hex(3)}",
+        image=args.image,
+        config=config,
+        ephemeral=True,
+        progress=say,
+    )
+    print(f"image {args.image} ({image.manifest['disk_bytes'] / 2**20:.0f} MiB qcow2)")
+    print(f"virtualization: {desktop.virt_type} ({desktop.virt_reason})")
+    try:
+        t0 = time.monotonic()
+        await desktop.reset()
+        first = time.monotonic() - t0
+        cold = desktop.timings["cold_boot"]
+        print(f"cold boot to usable desktop: {cold:.1f} s (first reset incl. save: {first:.1f} s)")
+
+        if args.task != "none":
+            task = find_task(args.task, [Path("tasks")])
+            key = setup_key(task)
+            t0 = time.monotonic()
+            await desktop.reset_to(key, lambda: run_setup(task, desktop, say))
+            print(f"start state of {task.id}: made in {time.monotonic() - t0:.1f} s")
+        else:
+            key = None
+
+        screen: list[float] = []
+        ssh: list[float] = []
+        whole: list[float] = []
+        for _ in range(args.restores):
+            t0 = time.monotonic()
+            if key is None:
+                await desktop.reset()
+            else:
+                await desktop.reset_to(key, lambda: asyncio.sleep(0))
+            whole.append(time.monotonic() - t0)
+            screen.append(desktop.timings["restore"])
+            await desktop.guest.connected()
+            ssh.append(time.monotonic() - t0)
+            await desktop.frame()
+        rss = qemu_rss_mib(desktop.domain_name)
+        med = statistics.median(screen)
+        print(
+            f"restore to usable screen (VNC frame): median {med:.2f} s "
+            f"(min {min(screen):.2f}, max {max(screen):.2f}, n={len(screen)})"
+        )
+        print(f"reset incl. stopping the old VM: median {statistics.median(whole):.2f} s")
+        print(f"restore to guest channel (SSH) ready: median {statistics.median(ssh):.2f} s")
+        print(f"cold boot / restore: {cold / med:.1f}x ({desktop.virt_type})")
+        print(f"host memory of this VM (QEMU RSS): {rss:.0f} MiB")
+    finally:
+        await desktop.close()
+
+    if args.concurrent:
+        desktops = [
+            LibvirtDesktop(
+                name=f"bench-{secrets.token_hex(3)}",
+                image=args.image,
+                config=config,
+                ephemeral=True,
+            )
+            for _ in range(args.concurrent)
+        ]
+        try:
+            t0 = time.monotonic()
+            await asyncio.gather(*(d.reset() for d in desktops))
+            print(f"{args.concurrent} desktops booted together in {time.monotonic() - t0:.0f} s")
+            for d in desktops:
+                print(f"  {d.domain_name}: QEMU RSS {qemu_rss_mib(d.domain_name):.0f} MiB")
+        finally:
+            await asyncio.gather(*(d.close() for d in desktops), return_exceptions=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--image", default="gimp")
+    parser.add_argument("--task", default="gimp-flip-export", help="task id, or none")
+    parser.add_argument("--restores", type=int, default=5)
+    parser.add_argument("--concurrent", type=int, default=0)
+    asyncio.run(bench(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

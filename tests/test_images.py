@@ -1,0 +1,164 @@
+"""VM image recipes and the image builder (app/images.py).
+
+The recipe, hashing and mirror tests are pure. The build test builds the real
+`base` image from Debian packages (minutes on a machine without the cache; at
+once when the recipe is unchanged) and checks its manifest against the files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app import images
+from app.images import (
+    ImageError,
+    apt_sources,
+    build_image,
+    find_image,
+    get_recipe,
+    host_apt_sources,
+    layer_hashes,
+    load_recipes,
+    read_packages,
+    recipe_hash,
+)
+
+
+@pytest.fixture
+def recipes(tmp_path: Path) -> Path:
+    """A copy of vm_images/ that a test may edit."""
+    copy = tmp_path / "vm_images"
+    shutil.copytree(images.RECIPES_DIR, copy)
+    return copy
+
+
+def test_shipped_recipes_are_valid() -> None:
+    all_recipes = load_recipes()
+    assert set(all_recipes) == {"base", "gimp", "blender", "kdenlive", "studio"}
+    assert all(r.layers[0] == "base" for r in all_recipes.values())
+    assert all_recipes["studio"].layers == ("base", "gimp", "blender", "kdenlive")
+    base = read_packages("base")
+    for needed in ("linux-image-amd64", "systemd", "openssh-server", "openbox", "xdotool"):
+        assert needed in base
+    assert "librsvg2-common" in read_packages("gimp")  # GIMP icons (FIELD_NOTES)
+
+
+def test_package_lists_ignore_comments_and_reject_junk(recipes: Path) -> None:
+    (recipes / "layers" / "gimp.txt").write_text("# a comment\n\ngimp  # the app\n")
+    assert read_packages("gimp", recipes) == ["gimp"]
+    (recipes / "layers" / "gimp.txt").write_text("gimp librsvg2-common\n")
+    with pytest.raises(ImageError, match=r"gimp\.txt:1: one package name per line"):
+        read_packages("gimp", recipes)
+
+
+def test_recipe_errors_name_the_file_and_field(recipes: Path) -> None:
+    text = (recipes / "images.yaml").read_text()
+    (recipes / "images.yaml").write_text(text.replace("[base, gimp]", "[base, gimpp]", 1))
+    with pytest.raises(ImageError, match=r"images\.yaml: images\.gimp\.layers: no package list"):
+        load_recipes(recipes)
+    with pytest.raises(ImageError, match="no image recipe 'nope'"):
+        get_recipe("nope")
+
+
+def test_changing_a_layer_changes_only_it_and_what_is_above(recipes: Path) -> None:
+    studio = get_recipe("studio", recipes)
+    gimp = get_recipe("gimp", recipes)
+    before = dict(layer_hashes(studio, recipes))
+    gimp_before = recipe_hash(gimp, recipes)
+    base_before = recipe_hash(get_recipe("base", recipes), recipes)
+    with open(recipes / "layers" / "gimp.txt", "a") as f:
+        f.write("gimp-data-extras\n")
+    after = dict(layer_hashes(studio, recipes))
+    assert after["base"] == before["base"]
+    assert after["gimp"] != before["gimp"]
+    # blender sits above gimp in studio, so its cached layer there is stale too.
+    assert after["blender"] != before["blender"]
+    assert recipe_hash(gimp, recipes) != gimp_before
+    assert recipe_hash(get_recipe("base", recipes), recipes) == base_before
+    # The configure stage is part of every image's key.
+    with open(recipes / "configure.sh", "a") as f:
+        f.write("# changed\n")
+    assert recipe_hash(get_recipe("base", recipes), recipes) != base_before
+
+
+def test_mirror_comes_from_host_apt_config(tmp_path: Path) -> None:
+    apt = tmp_path / "apt"
+    (apt / "sources.list.d").mkdir(parents=True)
+    (apt / "sources.list").write_text(
+        "# comment\ndeb [arch=amd64 signed-by=/k.gpg] http://m.example/debian bookworm main\n"
+        "deb-src http://m.example/debian bookworm main\n"
+        "deb http://other.example/ubuntu jammy main\n"
+    )
+    (apt / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://m.example/debian\nSuites: bookworm bookworm-updates\n"
+        "Components: main contrib\n\n"
+        "Types: deb\nURIs: http://sec.example/debian-security\nSuites: bookworm-security\n"
+        "Components: main\n\n"
+        "Types: deb\nURIs: http://off.example/x\nSuites: bookworm\nEnabled: no\n\n"
+        "Types: deb\nURIs: https://vendor.example/apt\nSuites: cloud-sdk-bookworm\n"
+    )
+    (apt / "sources.list.d" / "ignored.list.disabled").write_text(
+        "deb http://disabled.example bookworm main\n"
+    )
+    assert host_apt_sources("bookworm", apt) == [
+        "deb http://m.example/debian bookworm main",
+        "deb http://m.example/debian bookworm main contrib",
+        "deb http://m.example/debian bookworm-updates main contrib",
+        "deb http://sec.example/debian-security bookworm-security main",
+    ]
+    assert host_apt_sources("trixie", apt) == []
+
+
+def test_mirror_flag_replaces_host_config() -> None:
+    assert apt_sources("bookworm", "http://mirror.example/debian") == [
+        "deb http://mirror.example/debian bookworm main",
+        "deb http://mirror.example/debian bookworm-updates main",
+    ]
+    with pytest.raises(ImageError, match="--mirror 'ftp://x'"):
+        apt_sources("bookworm", "ftp://x")
+
+
+def test_find_image_is_none_before_a_build(tmp_path: Path) -> None:
+    assert find_image("base", tmp_path) is None
+    with pytest.raises(ImageError, match="deskloop image build base"):
+        images.require_image("base", tmp_path)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@pytest.mark.desktop
+@pytest.mark.timeout(1800)  # CI builds from scratch: minutes of apt on a loaded machine
+def test_base_image_builds_with_manifest_and_is_cached() -> None:
+    """Builds `base` (minutes without the cache), then proves the cache: a second
+    build returns the same image without touching it."""
+    lines: list[str] = []
+    image = build_image("base", progress=lines.append)
+    assert image.disk.is_file() and image.kernel.is_file() and image.initrd.is_file()
+    manifest = json.loads((image.dir / "manifest.json").read_text())
+    assert manifest == image.manifest
+    assert manifest["recipe_hash"] == recipe_hash(get_recipe("base"))
+    assert manifest["disk_bytes"] == image.disk.stat().st_size
+    assert manifest["disk_sha256"] == _sha256(image.disk)
+    assert manifest["build_seconds"] > 0
+    packages = manifest["packages"]
+    for name in read_packages("base"):
+        assert packages.get(name), f"{name} missing from the manifest"
+    assert all(line.startswith("deb ") for line in manifest["sources"])
+
+    mtime = image.disk.stat().st_mtime_ns
+    again: list[str] = []
+    second = build_image("base", progress=again.append)
+    assert second.dir == image.dir
+    assert image.disk.stat().st_mtime_ns == mtime
+    assert any("up to date" in line for line in again)
