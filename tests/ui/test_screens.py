@@ -21,7 +21,7 @@ from app.ui.screens.live import LiveScreen
 from app.ui.screens.replay import ReplayScreen
 from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
-from tests.ui.helpers import fixture_db, screen_text, wait_until, write_tasks
+from tests.ui.helpers import STANDARD, fixture_db, screen_text, wait_until, write_tasks
 
 
 @pytest.fixture
@@ -244,3 +244,25 @@ async def test_desktops_start_view_snapshot_and_stop(lab: DeskLoopApp) -> None:
         await wait_until(pilot, lambda: entry.info().state == "closed", 30, "the stop")
         changed = [m for m in unique(seen) if isinstance(m, DesktopsScreen.Changed)]
         assert len(changed) >= 3  # start, snapshot, stop each end with a message
+
+
+@pytest.mark.desktop
+async def test_live_shows_why_an_episode_failed(tmp_path: Path) -> None:
+    tasks = write_tasks(tmp_path / "tasks")
+    (tasks / "gimp" / "delta-broken.yaml").write_text(
+        STANDARD.replace("alpha-touch", "delta-broken").replace(
+            "launch: [xterm]", "launch: [no-such-program-deskloop]"
+        )
+    )
+    app = DeskLoopApp(db=tmp_path / "db" / "d.db", tasks_dir=tasks)
+    async with app.run_test(size=(160, 50)) as pilot:
+        task = next(t for t in app.tasks if t.id == "delta-broken")
+        session = app.start_episode(task, "null", "simulated")
+        await wait_until(pilot, lambda: session.ended, 60, "the failed episode's end")
+        assert session.result is not None and session.result.status == "error"
+        assert "no-such-program-deskloop" in (session.result.error or "")
+        await wait_until(
+            pilot, lambda: "no-such-program-deskloop" in screen_text(app), 5, "the reason shown"
+        )
+        entry = next(iter(app.pool.entries.values()))
+        await wait_until(pilot, lambda: entry.info().state == "closed", 30, "desktop closed")

@@ -19,6 +19,7 @@ from app.protocol import Message as ChatMessage
 from app.protocol import UserKind
 from app.runner import (
     EndedEvent,
+    EpisodeResult,
     MessageEvent,
     PhaseEvent,
     RunnerEvent,
@@ -148,6 +149,8 @@ Every message is recorded with its kind and the step at which it arrived.
                 self._add_step(step)
             for message in session.messages:
                 self._log_message(message)
+            if session.result is not None:
+                self._log_end(session.result)
         self.update_all()
         self.workers.cancel_group(self, "feed")
         live = self._endpoint() is not None or (session is not None and not session.ended)
@@ -204,6 +207,8 @@ Every message is recorded with its kind and the step at which it arrived.
         elif session.result is not None and session.result.score is not None:
             r = session.result
             second.append(f" · score {r.score:.2f} · {'passed' if r.passed else 'not passed'}")
+        elif session.result is not None and session.result.error:
+            second.append(f" · {session.result.error}", "red")
         # One line each, cut with an ellipsis: the frame below keeps its rows.
         for line in (first, second):
             line.no_wrap, line.overflow = True, "ellipsis"
@@ -278,6 +283,19 @@ Every message is recorded with its kind and the step at which it arrived.
         line.append(flow(message.text))
         self.query_one("#live-log", RichLog).write(line)
 
+    def _log_end(self, result: EpisodeResult) -> None:
+        """The episode's end in the conversation, where a long reason wraps."""
+        line = Text(f"episode {result.episode_id} ended: ", "bold")
+        if result.error:
+            line.append(f"error: {result.error}", "red")
+        else:
+            score = "unscored" if result.score is None else f"score {result.score:.2f}"
+            verdict = "passed" if result.passed else "not passed"
+            line.append(
+                f"{result.end_reason} · {score} · {verdict}", "green" if result.passed else ""
+            )
+        self.query_one("#live-log", RichLog).write(line)
+
     # -- runner events --------------------------------------------------------------
 
     def on_live_screen_runner_update(self, update: RunnerUpdate) -> None:
@@ -300,7 +318,12 @@ Every message is recorded with its kind and the step at which it arrived.
                     timeout=4,
                 )
             case EndedEvent(result):
-                self.notify(f"Episode {result.episode_id} ended: {result.status}", timeout=5)
+                self._log_end(result)
+                self.notify(
+                    f"Episode {result.episode_id} ended.",
+                    severity="error" if result.error else "information",
+                    timeout=5,
+                )
             case StatusEvent():
                 pass
         self.update_status()

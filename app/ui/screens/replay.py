@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from app.store import CheckRecord, EpisodeRecord, MessageRecord, StepRecord
 from app.ui.halfblock import HalfBlockView, Pixels, mark_point
 from app.ui.screens.base import LabScreen
+from app.ui.session import flow
 
 POINT_KINDS = ("click", "move", "scroll", "drag")
 
@@ -140,7 +141,7 @@ One recorded episode.
                 who = "agent" if item.role == "agent" else item.source
                 color = {"agent": "cyan", "person": "green", "phase": "magenta"}.get(who, "white")
                 text = Text(f"{who} {item.kind}: ", f"bold {color}")
-                text.append(item.text.strip().replace("\n", " "))
+                text.append(flow(item.text))
                 table.add_row(Text("✉", color), "", text, key=key)
             else:
                 table.add_row("end", "", Text("final state", "bold"), key=key)
@@ -182,7 +183,7 @@ One recorded episode.
         assert self.episode is not None
         if isinstance(item, MessageRecord):
             who = "agent" if item.role == "agent" else item.source
-            caption.update(Text(f"{who} {item.kind} at step {item.step}: {item.text.strip()}"))
+            caption.update(Text(f"{who} {item.kind} at step {item.step}: {flow(item.text)}"))
         elif item is None:
             caption.update("final state of the desktop (what the checks scored)")
         if step is not None and item is step:
