@@ -69,6 +69,10 @@ def task_markdown(task: Task) -> str:
         out.append(
             f"{i}. *{describe_trigger(phase.parsed_trigger)}*{kind_note}: {phase.message.strip()}"
         )
+        tree = task.phase_tree(i - 1)
+        if tree is not None:
+            out.append("   checked when delivered:")
+            out += ["   " + line for line in describe_check_tree(tree, 1)]
     out += ["", "### Setup"]
     out += [f"{i}. {describe_setup_step(s)}" for i, s in enumerate(task.setup, 1)] or ["none"]
     out += ["", "### Checks", *describe_check_tree(task.eval_tree), ""]

@@ -150,7 +150,8 @@ One recorded episode.
         checks.add_columns("", "score", "check", "evidence")
         for c in self.checks:
             mark = Text("PASS", "green") if c.passed else Text("FAIL", "red")
-            checks.add_row(mark, f"{c.score:.2f}", c.name, c.evidence)
+            name = c.name if c.phase is None else f"{c.name} (phase {c.phase + 1})"
+            checks.add_row(mark, f"{c.score:.2f}", name, c.evidence)
         if not self.checks:
             checks.add_row("", "", Text("not scored", "dim"), "")
         table.focus()
