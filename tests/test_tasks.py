@@ -148,4 +148,15 @@ def test_cli_validate_reports_and_fails(tmp_path: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert code == 1
     assert "INVALID" in out and "gimp-flip-export.yaml: setup[0].upload.src" in out
-    assert "2 valid, 1 invalid" in out
+    total = len(list((tmp_path / "gimp").glob("*.yaml")))
+    assert f"{total - 1} valid, 1 invalid" in out
+
+
+def test_phase_check_assets_are_validated_at_load(tmp_path: Path) -> None:
+    text = GOOD.replace(
+        "    trigger: {all: [agent_done, {step_count: 2}]}",
+        "    trigger: {all: [agent_done, {step_count: 2}]}\n"
+        "    checks: {check: image_similarity, path: ~/Desktop/out.png, reference: assets/zz.png}",
+    )
+    problems = problems_of(tmp_path, text)
+    assert "phases[0].checks.reference" in problems and "not found" in problems

@@ -78,16 +78,26 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_check_rows(title: str, rows: Sequence[Any]) -> None:
+    print(f"\n{title}:")
+    for c in rows:
+        mark = "PASS" if c.passed else "FAIL"
+        opt = "" if c.required else " (optional)"
+        print(
+            f"  {mark} {c.path:<16} {c.name}{opt} w={c.weight:g} "
+            f"score {c.score:.2f}: {c.evidence}"
+        )
+
+
 def print_checks(checks: Sequence[Any], e: Any) -> None:
-    if checks:
-        print("\nchecks:")
-        for c in checks:
-            mark = "PASS" if c.passed else "FAIL"
-            opt = "" if c.required else " (optional)"
-            print(
-                f"  {mark} {c.path:<16} {c.name}{opt} w={c.weight:g} "
-                f"score {c.score:.2f}: {c.evidence}"
-            )
+    # Phase checks describe the state when a phase arrived; they never count towards
+    # the final score, so they are listed apart from it.
+    for phase in sorted({c.phase for c in checks if c.phase is not None}):
+        rows = [c for c in checks if c.phase == phase]
+        _print_check_rows(f"checks when phase {phase + 1} arrived (not scored)", rows)
+    final = [c for c in checks if c.phase is None]
+    if final:
+        _print_check_rows("checks of the final state", final)
     if e.score is not None:
         print(f"\nscore {e.score:.2f} · passed {'yes' if e.passed else 'no'}")
     else:

@@ -77,11 +77,15 @@ def _asset_problems(task: Task) -> list[str]:
     for i, step in enumerate(task.setup):
         if isinstance(step, UploadStep):
             check(step.upload.src, f"setup[{i}].upload.src")
-    for leaf in leaves(task.eval_tree):
-        for name in leaf.spec.asset_fields:
-            value = getattr(leaf.params, name)
-            if value is not None:
-                check(str(value), f"{leaf.path}.{name}")
+    trees = [task.eval_tree] + [task.phase_tree(i) for i in range(len(task.phases))]
+    for tree in trees:
+        if tree is None:
+            continue
+        for leaf in leaves(tree):
+            for name in leaf.spec.asset_fields:
+                value = getattr(leaf.params, name)
+                if value is not None:
+                    check(str(value), f"{leaf.path}.{name}")
     if task.reference is not None:
         check(task.reference, "reference")
     return problems
