@@ -28,8 +28,10 @@ def register(sub: Any) -> None:
         description="The lab in a terminal: desktops, tasks, a live episode with a person "
         "in the loop, recorded episodes and results. Press ? on any screen for help.",
     )
+    from app.desktops.factory import BACKENDS
+
     tui.add_argument(
-        "--backend", choices=["local"], default="local", help="where desktops come from"
+        "--backend", choices=list(BACKENDS), default="local", help="where desktops come from"
     )
     tui.add_argument("--screen", choices=SCREENS, default="tasks", help="screen to open first")
     tui.set_defaults(func=cmd_tui)

@@ -29,6 +29,12 @@ from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import TasksScreen
 from app.ui.session import DesktopPool, EpisodeSession, UserMode
 
+SCREEN_KEYS = """
+**Screens** (from anywhere, when the cursor is not in a text box):
+**t** Tasks · **l** Live · **d** Desktops · **e** Episodes · **r** Results ·
+**?** this help · **q** quit.
+"""
+
 
 class DeskLoopApp(App[None]):
     """`deskloop tui`. Built by the CLI and by the tests with the same arguments."""
@@ -45,12 +51,14 @@ class DeskLoopApp(App[None]):
     # Every action has a key in the footer; the palette's ^p would only crowd it.
     ENABLE_COMMAND_PALETTE = False
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("d", "switch_mode('desktops')", "Desktops"),
-        Binding("t", "switch_mode('tasks')", "Tasks"),
-        Binding("l", "switch_mode('live')", "Live"),
-        Binding("e", "switch_mode('episodes')", "Episodes"),
-        Binding("r", "switch_mode('results')", "Results"),
-        Binding("question_mark", "help", "Help", key_display="?"),
+        # The screen keys share one footer entry, so every screen's own keys fit at 100
+        # columns; `?` lists them all.
+        Binding("d", "switch_mode('desktops')", "Desktops", show=False),
+        Binding("t", "switch_mode('tasks')", "Tasks", show=False),
+        Binding("l", "switch_mode('live')", "Live", show=False),
+        Binding("e", "switch_mode('episodes')", "Episodes", show=False),
+        Binding("r", "switch_mode('results')", "Results", show=False),
+        Binding("question_mark", "help", "Help · screens: d t l e r", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -96,7 +104,7 @@ class DeskLoopApp(App[None]):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        text = getattr(self.screen, "HELP", None) or "No help for this screen."
+        text = (getattr(self.screen, "HELP", None) or "No help for this screen.") + SCREEN_KEYS
         title = getattr(self.screen, "TITLE", None) or "DeskLoop"
         self.push_screen(HelpScreen(str(title), str(text)))
 

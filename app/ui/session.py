@@ -62,6 +62,8 @@ class DesktopEntry:
     episode: int | None = None
     """The episode running on it, if any."""
     error: str | None = None
+    snapshots: list[str] = field(default_factory=list)
+    """Keys of the snapshots taken of it in this session, oldest first."""
 
     def info(self) -> DesktopInfo:
         return self.desktop.info()
@@ -118,12 +120,37 @@ class DesktopPool:
     async def stop(self, name: str) -> None:
         await self._op(name, "stopping", lambda d: d.close())
 
-    async def snapshot(self, name: str) -> None:
-        self.get(name)
-        raise DesktopError(
-            f"the {self.backend} backend cannot take snapshots: its reset always starts "
-            "a fresh session (snapshots are a libvirt feature)"
-        )
+    async def snapshot(self, name: str) -> str:
+        """Save the running desktop as a start state; returns its key.
+
+        Raises:
+            DesktopError: the backend has no snapshots (local), or saving failed.
+        """
+        entry = self.get(name)
+        save = getattr(entry.desktop, "save_state", None)
+        if save is None:
+            raise DesktopError(
+                f"the {self.backend} backend cannot take snapshots: its reset always starts "
+                "a fresh session (snapshots are a libvirt feature)"
+            )
+        key = time.strftime("tui-%Y%m%d-%H%M%S")
+        await self._op(name, "saving a snapshot", lambda _d: save(key))
+        entry.snapshots.append(key)
+        return key
+
+    async def restore(self, name: str) -> str:
+        """Back to the last snapshot taken here; returns its key.
+
+        Raises:
+            DesktopError: no snapshot was taken of this desktop in this session.
+        """
+        entry = self.get(name)
+        restore = getattr(entry.desktop, "restore_state", None)
+        if restore is None or not entry.snapshots:
+            raise DesktopError(f"no snapshot of {name} was taken in this session (p takes one)")
+        key = entry.snapshots[-1]
+        await self._op(name, f"restoring {key}", lambda _d: restore(key))
+        return key
 
     async def close_all(self) -> None:
         for entry in self.entries.values():

@@ -56,7 +56,8 @@ async def test_keys_reach_every_screen_and_help_explains_it(lab: DeskLoopApp) ->
             await wait_until(pilot, lambda: isinstance(lab.screen, HelpScreen), 5, "help")
             help_screen = lab.screen
             assert isinstance(help_screen, HelpScreen)
-            assert help_screen.text == screen_type.HELP and len(help_screen.text) > 100
+            assert help_screen.text.startswith(screen_type.HELP) and len(screen_type.HELP) > 100
+            assert "**e** Episodes" in help_screen.text
             await pilot.press("escape")
             await wait_until(pilot, showing, 5, "back")
         assert "backend: local" in lab.sub_title and "deskloop.db" in lab.sub_title
@@ -233,6 +234,10 @@ async def test_desktops_start_view_snapshot_and_stop(lab: DeskLoopApp) -> None:
         await wait_until(pilot, lambda: isinstance(lab.screen, ErrorScreen), 10, "error")
         assert "cannot take snapshots" in lab.screen.text  # type: ignore[attr-defined]
         await pilot.press("escape")
+        await pilot.press("b")  # nothing to go back to
+        await wait_until(pilot, lambda: isinstance(lab.screen, ErrorScreen), 10, "error")
+        assert "no snapshot of" in lab.screen.text  # type: ignore[attr-defined]
+        await pilot.press("escape")
 
         await pilot.press("v")
         await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
@@ -243,7 +248,7 @@ async def test_desktops_start_view_snapshot_and_stop(lab: DeskLoopApp) -> None:
         await pilot.press("d", "x")
         await wait_until(pilot, lambda: entry.info().state == "closed", 30, "the stop")
         changed = [m for m in unique(seen) if isinstance(m, DesktopsScreen.Changed)]
-        assert len(changed) >= 3  # start, snapshot, stop each end with a message
+        assert len(changed) >= 4  # start, snapshot, restore, stop each end with a message
 
 
 @pytest.mark.desktop

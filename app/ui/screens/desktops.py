@@ -24,8 +24,9 @@ episode runs on. A local desktop is an Xvnc server on 127.0.0.1 with a random
 password, the openbox window manager and a throw-away home folder.
 
 - **n** new desktop (starts it), **s** start a stopped one, **x** stop it.
-- **z** reset: a fresh session, as a task's episode starts from. **p** snapshot:
-  only VM backends have snapshots; the local backend says so.
+- **z** reset: a fresh session, as a task's episode starts from.
+- **p** snapshot: save the running desktop (libvirt: a saved VM state); **b** back
+  to the last snapshot taken here. The local backend has no snapshots and says so.
 - **o** open in an external VNC viewer (TigerVNC's `vncviewer`); without one,
   the address and password to give any viewer are shown below the table.
 - **v** watch it live in the Live screen.
@@ -38,9 +39,10 @@ State column shows progress.
         Binding("s", "start", "Start"),
         Binding("x", "stop", "Stop"),
         Binding("z", "reset", "Reset"),
-        Binding("p", "snapshot", "Snapshot"),
-        Binding("o", "open_viewer", "Viewer"),
-        Binding("v", "view", "View live"),
+        Binding("p", "snapshot", "Snap"),
+        Binding("b", "restore", "Restore"),
+        Binding("o", "open_viewer", "VNC"),
+        Binding("v", "view", "Watch"),
     ]
 
     class Changed(Message):
@@ -161,7 +163,21 @@ State column shows progress.
 
     def action_snapshot(self) -> None:
         if name := self._need():
-            self._run(f"snapshot of {name}", lambda: self.pool.snapshot(name))
+
+            async def take() -> None:
+                key = await self.pool.snapshot(name)
+                self.notify(f"Snapshot {key} of {name} saved.")
+
+            self._run(f"snapshot of {name}", take)
+
+    def action_restore(self) -> None:
+        if name := self._need():
+
+            async def restore() -> None:
+                key = await self.pool.restore(name)
+                self.notify(f"{name} is back at {key}.")
+
+            self._run(f"restoring {name}", restore)
 
     def action_open_viewer(self) -> None:
         name = self._need()
