@@ -12,7 +12,10 @@ Prints, for each run:
 - process CPU (user+sys) per wall second, with and without the live view; the
   difference is what the live view costs (the runner, the VNC server's traffic on
   our side and PNG encoding are in both);
-- event-loop lag (how late a 50 ms timer fires): how much the UI is starved.
+- event-loop lag (how late a 50 ms timer fires): how much the UI is starved;
+- the Live screen's own redraw capacity, without VNC: a recorded frame scrolled so
+  every row changes, redrawn as fast as the app can (what the view could do if the
+  desktop and the VNC server delivered changes faster).
 
 Run: .venv/bin/python bench/bench_tui.py [--size 160x50] [--task FILE --agent SPEC]
 """
@@ -107,6 +110,28 @@ async def run_once(
         }
 
 
+async def render_capacity(frame_png: Path, size: tuple[int, int], seconds: float = 3.0) -> float:
+    """Redraws per second the Live screen manages on its own (no VNC, no cap): a
+    recorded frame, scrolled by 8 pixels per redraw so every row changes."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(frame_png) as image:
+        frame = np.asarray(image.convert("RGB"))
+    LiveScreen.fps = 0.0
+    app = DeskLoopApp(db=frame_png.parent.parent.parent / "capacity.db", tasks_dir=Path("."))
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("l")
+        await pilot.pause()
+        view = app.screen.query_one(HalfBlockView)
+        count, started = 0, time.monotonic()
+        while time.monotonic() - started < seconds:
+            view.show(np.roll(frame, 8 * count, axis=0))
+            await pilot.pause()  # until the screen has processed the repaint
+            count += 1
+        return count / (time.monotonic() - started)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="160x50", help="terminal size, COLSxROWS")
@@ -125,10 +150,13 @@ async def main() -> None:
         else:
             tasks_dir, task_id = args.task.resolve().parent.parent, args.task.stem
         runs = {}
-        for label, fps in (("live view off", 0.0), ("live view on", LiveScreen.fps)):
+        cap = LiveScreen.fps
+        for label, fps in (("live view off", 0.0), ("live view on", cap)):
             runs[label] = await run_once(
                 tasks_dir, root / "db" / "bench.db", task_id, args.agent, (cols, rows), fps
             )
+        frames = sorted((root / "db" / "frames").glob("*/*.png"))
+        capacity = await render_capacity(frames[-1], (cols, rows)) if frames else 0.0
     print(f"terminal {cols}x{rows}, task {task_id}, agent {args.agent}")
     print(
         f"{'':16}{'wall s':>8}{'CPU/s':>8}{'recv/s':>8}{'drawn/s':>8}{'rows':>6}"
@@ -143,8 +171,9 @@ async def main() -> None:
     on, off = runs["live view on"], runs["live view off"]
     print(
         f"live view cost: {on['cpu'] - off['cpu']:+.2f} CPU seconds per second "
-        f"at {on['shown']:.1f} redraws/s"
+        f"at {on['shown']:.1f} redraws/s (cap {cap:g}/s)"
     )
+    print(f"render capacity without VNC (every row changing): {capacity:.1f} redraws/s")
 
 
 if __name__ == "__main__":
