@@ -363,6 +363,14 @@ def rough_cut() -> str:
     return kdenlive_xml(ProjectSpec(video=[v1, []], audio=[a1, []]))
 
 
+def titled() -> str:
+    """The rough cut with a title ("Harbour Days") on V2 over the harbour shot."""
+    v1 = [Placed("market.mp4", 0), Placed("harbour.mp4", 75), Placed("sunset.mp4", 175)]
+    v2 = [Placed("Harbour title", 75, length=50, title="Harbour Days")]
+    a1 = [Placed(p.clip, p.position) for p in v1]
+    return kdenlive_xml(ProjectSpec(video=[v1, v2], audio=[a1, []]))
+
+
 def empty_project() -> str:
     """An empty timeline with the three shots in the project bin."""
     return kdenlive_xml(ProjectSpec())
@@ -484,6 +492,7 @@ PROJECT_BUILDERS: dict[str, Callable[[], str]] = {
 PROJECTS: dict[str, Callable[[], str]] = {
     "rough-cut.kdenlive": rough_cut,
     "empty.kdenlive": empty_project,
+    "titled.kdenlive": titled,
 }
 
 REFERENCES: dict[str, Callable[[], str]] = {
