@@ -440,34 +440,36 @@ class BatchRunner:
             )
 
     async def _worker(self, queue: asyncio.Queue[tuple[Slot, int]]) -> None:
-        desktop: Desktop | None = None
+        # The worker's desktop, reused across its episodes; a list so that _run_slot
+        # can replace it and the finally below still closes the current one.
+        holder: list[Desktop] = []
         try:
             while True:
                 try:
                     slot, attempt = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                desktop = await self._run_slot(slot, attempt, desktop)
+                await self._run_slot(slot, attempt, holder)
         finally:
-            if desktop is not None:
+            for desktop in holder:
                 await desktop.close()
 
-    async def _run_slot(self, slot: Slot, attempt: int, desktop: Desktop | None) -> Desktop | None:
-        """Run one slot with its retries; returns the desktop to reuse (or None)."""
+    async def _run_slot(self, slot: Slot, attempt: int, holder: list[Desktop]) -> None:
+        """Run one slot with its retries, on the worker's desktop (made on demand)."""
         progress = self._progress
         task = self.tasks[slot.task_id]
         last: EpisodeResult | None = None
         for try_index in range(self.options.retries + 1):
             if try_index:
                 progress.retry()
-            if desktop is None:
-                desktop = self._desktop_factory(self.options.backend)
+            if not holder:
+                holder.append(self._desktop_factory(self.options.backend))
                 self.desktops_made += 1
             progress.running += 1
             progress.show()
             try:
                 last, infrastructure = await self._run_episode(
-                    task, slot, attempt + try_index, desktop
+                    task, slot, attempt + try_index, holder[0]
                 )
             finally:
                 progress.running -= 1
@@ -475,11 +477,9 @@ class BatchRunner:
                 break
             # A fresh desktop for the retry: the old one may be what failed.
             self._log(f"{slot}: {last.error}; retrying on a fresh desktop")
-            await desktop.close()
-            desktop = None
+            await holder.pop().close()
         assert last is not None
         progress.finished(last.status, last.passed)
-        return desktop
 
     async def _run_episode(
         self, task: Task, slot: Slot, attempt: int, desktop: Desktop
