@@ -45,11 +45,15 @@ pytestmark = [
     pytest.mark.timeout(1800),
 ]
 
-XTERM_STATE = "test-xterm-v1"
+XTERM_STATE = "test-xterm-v2"
 
 
 async def _open_xterm(desktop: LibvirtDesktop) -> None:
-    await desktop.guest.launch(["xterm", "-geometry", "80x20+100+100", "-title", "deskloop-term"])
+    # allowTitleOps off: the guest's bash would retitle the window "user@deskloop: ~".
+    await desktop.guest.launch(
+        ["xterm", "-xrm", "*allowTitleOps: false", "-geometry", "80x20+100+100",
+         "-title", "deskloop-term"]
+    )  # fmt: skip
     await wait_window(desktop.guest, name="deskloop-term", timeout=120)
 
 

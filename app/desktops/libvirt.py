@@ -215,6 +215,64 @@ def ensure_network(conn: libvirt.virConnect, subnet: str, recipes: Path = RECIPE
         net.setAutostart(True)
 
 
+def _dhcp_hosts(net: libvirt.virNetwork) -> dict[str, str]:
+    """MAC → IP of the network's fixed DHCP host entries."""
+    root = ET.fromstring(net.XMLDesc(0))
+    return {
+        str(h.get("mac", "")).lower(): str(h.get("ip", "")) for h in root.findall("./ip/dhcp/host")
+    }
+
+
+_NETWORK_UPDATE_FLAGS = (
+    libvirt.VIR_NETWORK_UPDATE_AFFECT_LIVE | libvirt.VIR_NETWORK_UPDATE_AFFECT_CONFIG
+)
+
+
+def _reserve_address(conn: libvirt.virConnect, mac: str, name: str, subnet: str) -> str:
+    """A fixed address for `mac` (a DHCP host entry on the network; blocking).
+
+    Fixed, because a clone's DHCP client id changes with its machine-id at every cold
+    boot, and leases that never expire would otherwise pile up per MAC.
+    """
+    net = conn.networkLookupByName(NETWORK_NAME)
+    hosts = _dhcp_hosts(net)
+    if mac in hosts:
+        return hosts[mac]
+    taken = set(hosts.values())
+    start = int.from_bytes(hashlib.sha256(name.encode()).digest()[:2], "big") % 190
+    for step in range(190):
+        ip = f"{subnet}.{10 + (start + step) % 190}"
+        if ip not in taken:
+            break
+    else:
+        raise DesktopError(f"no free address left on {NETWORK_NAME} (190 desktops exist)")
+    try:
+        net.update(
+            libvirt.VIR_NETWORK_UPDATE_COMMAND_ADD_LAST,
+            libvirt.VIR_NETWORK_SECTION_IP_DHCP_HOST,
+            -1,
+            f"<host mac='{mac}' ip='{ip}'/>",
+            _NETWORK_UPDATE_FLAGS,
+        )
+    except libvirt.libvirtError as exc:
+        raise DesktopError(f"cannot reserve {ip} for {mac} on {NETWORK_NAME}: {exc}") from exc
+    return ip
+
+
+def _release_address(conn: libvirt.virConnect, mac: str) -> None:
+    with contextlib.suppress(libvirt.libvirtError):
+        net = conn.networkLookupByName(NETWORK_NAME)
+        ip = _dhcp_hosts(net).get(mac)
+        if ip:
+            net.update(
+                libvirt.VIR_NETWORK_UPDATE_COMMAND_DELETE,
+                libvirt.VIR_NETWORK_SECTION_IP_DHCP_HOST,
+                -1,
+                f"<host mac='{mac}' ip='{ip}'/>",
+                _NETWORK_UPDATE_FLAGS,
+            )
+
+
 def _state_name(code: int) -> str:
     names = {
         libvirt.VIR_DOMAIN_RUNNING: "running",
@@ -246,6 +304,7 @@ class VmRecord:
     vcpus: int
     virt_type: str
     created: float
+    ip: str = ""
 
     @classmethod
     def load(cls, path: Path) -> VmRecord:
@@ -514,6 +573,9 @@ class LibvirtDesktop:
                 self.image_name = self._record.image
                 self.width, self.height = self._record.width, self._record.height
             elif define:
+                await self._call(
+                    ensure_network, self._conn, self.config.subnet, self.config.recipes
+                )
                 self._record = await self._call(self._new_record)
         if define and self._record is not None:
             await self._call(ensure_network, self._conn, self.config.subnet, self.config.recipes)
@@ -551,7 +613,10 @@ class LibvirtDesktop:
         digest = hashlib.sha256(self.name.encode()).digest()
         # Locally administered unicast MAC, stable for the name.
         mac = "52:54:00:" + ":".join(f"{b:02x}" for b in digest[:3])
+        assert self._conn is not None
+        ip = _reserve_address(self._conn, mac, self.name, self.config.subnet)
         record = VmRecord(
+            ip=ip,
             name=self.name,
             image=self.image_name,
             image_dir=str(image.dir),
@@ -783,8 +848,11 @@ class LibvirtDesktop:
         self.timings["cold_boot"] = time.monotonic() - t0
 
     async def _wait_ip(self, timeout: float) -> str:
-        """The guest's address from the network's DHCP leases (bounded wait)."""
+        """The guest's fixed address; for desktops made before fixed addresses,
+        from the network's DHCP leases (bounded wait)."""
         assert self._dom is not None and self._record is not None
+        if self._record.ip:
+            return self._record.ip
         deadline = time.monotonic() + timeout
         mac = self._record.mac
         while time.monotonic() < deadline:
@@ -1004,6 +1072,8 @@ class LibvirtDesktop:
             self._guest = None
         if self._dom is not None:
             await self._call(self._undefine)
+        if self._record is not None and self._conn is not None:
+            await self._call(_release_address, self._conn, self._record.mac)
         await self._call(self._release_lock)
         await self._call(shutil.rmtree, self.dir, True)
         self._record = None
