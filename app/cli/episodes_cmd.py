@@ -73,9 +73,23 @@ def cmd_show(args: argparse.Namespace) -> int:
             f"settle {s.settle_seconds * 1000:.0f} ms"
         )
         err = f"  REJECTED: {s.error}" if s.error else ""
-        print(f"  {s.idx:>3}  {s.description:<40} {timing}{err}")
+        print(f"  {s.idx:>3}  {s.description:<40} {timing}{_agent_note(s.agent_info)}{err}")
     print_checks(checks, e)
     return 0
+
+
+def _agent_note(info: dict[str, Any] | None) -> str:
+    """Token counts and endpoint latency a model agent reported for the step."""
+    if not info:
+        return ""
+    parts = []
+    if info.get("prompt_tokens") is not None or info.get("completion_tokens") is not None:
+        parts.append(f"tokens {info.get('prompt_tokens')}+{info.get('completion_tokens')}")
+    if info.get("latency_s") is not None:
+        parts.append(f"model {float(info['latency_s']) * 1000:.0f} ms")
+    if info.get("retries"):
+        parts.append(f"retries {info['retries']}")
+    return f", {', '.join(parts)}" if parts else ""
 
 
 def _print_check_rows(title: str, rows: Sequence[Any]) -> None:
@@ -84,8 +98,7 @@ def _print_check_rows(title: str, rows: Sequence[Any]) -> None:
         mark = "PASS" if c.passed else "FAIL"
         opt = "" if c.required else " (optional)"
         print(
-            f"  {mark} {c.path:<16} {c.name}{opt} w={c.weight:g} "
-            f"score {c.score:.2f}: {c.evidence}"
+            f"  {mark} {c.path:<16} {c.name}{opt} w={c.weight:g} score {c.score:.2f}: {c.evidence}"
         )
 
 

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from app.cli.agent_options import add_openai_options, openai_config
 from app.cli.common import run_async, table
 
 DEMO_TASKS = ("gimp-flip-export", "gimp-poster-resize", "gimp-badge-interactive")
@@ -39,11 +40,13 @@ async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[
     from app.users import SimulatedUser
 
     tasks = [find_task(ref, [args.tasks_dir]) for ref in task_refs]
+    # `demo` has no model options: it always replays reference solutions.
+    model = openai_config(args, [args.agent]) if hasattr(args, "base_url") else None
     verbose = not args.json
     results = []
     with Store(args.db) as store:
         for task in tasks:
-            agent = make_agent(args.agent, task)
+            agent = make_agent(args.agent, task, openai=model)
             desktop = make_desktop(args.backend)
 
             def progress(text: str, task_id: str = task.id) -> None:
@@ -124,9 +127,10 @@ def register(sub: Any) -> None:
     run.add_argument(
         "--agent",
         default="reference",
-        help="reference (the task's own solution) | null (DONE at once) | scripted:FILE "
-        "(default: reference)",
+        help="reference (the task's own solution) | null (DONE at once) | scripted:FILE | "
+        "openai[:MODEL] (an OpenAI-compatible endpoint, see --base-url) (default: reference)",
     )
+    add_openai_options(run)
     add_desktop_options(run)
     run.add_argument(
         "--json",
