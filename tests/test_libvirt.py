@@ -125,7 +125,7 @@ async def test_restored_state_shows_the_xterm_over_vnc(vm: LibvirtDesktop) -> No
     assert ids
 
 
-async def test_clicks_land_exactly_and_keys_reach_the_window(vm: LibvirtDesktop) -> None:
+async def test_pointer_lands_within_a_pixel_and_keys_reach_the_window(vm: LibvirtDesktop) -> None:
     await _fresh(vm)
     for x, y in ((17, 23), (640, 400), (1200, 777)):
         await vm.act(Move(x=x, y=y))
@@ -133,7 +133,9 @@ async def test_clicks_land_exactly_and_keys_reach_the_window(vm: LibvirtDesktop)
         while True:
             where = await vm.guest.run(["xdotool", "getmouselocation", "--shell"])
             pos = dict(line.split("=", 1) for line in where.stdout_text().split())
-            if (int(pos["X"]), int(pos["Y"])) == (x, y):
+            # QEMU's tablet scales to 0..32767 and the guest scales back to the
+            # screen, which can round down by one pixel (measured: 17,23 -> 16,22).
+            if abs(int(pos["X"]) - x) <= 1 and abs(int(pos["Y"]) - y) <= 1:
                 break
             assert time.monotonic() < deadline, f"pointer at {pos}, wanted {(x, y)}"
             await asyncio.sleep(0.2)
