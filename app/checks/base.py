@@ -180,7 +180,7 @@ class CheckParams(BaseModel):
     """Base of every check's parameters: unknown keys rejected, values immutable.
 
     Subclasses document each field with an attribute docstring; it becomes the
-    field's description (shown in validation errors and the task-format docs).
+    field's description (shown in validation errors and the task docs).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)

@@ -1,7 +1,7 @@
 """The task model: τ = (s0, u0, Φ, E, R) as validated data.
 
 Models reject unknown keys. Field docstrings are the reference for the task
-format (docs/task-format.md follows them). Paths to task assets are checked by the
+format (docs/tasks.md follows them). Paths to task assets are checked by the
 loader, which knows the task's folder.
 """
 
@@ -178,7 +178,7 @@ class Task(_Strict):
     """Φ: later user messages, delivered in order by their triggers."""
     budget: Budget = Budget()
     evaluate: Any
-    """R: a tree of checks (see docs/task-format.md); parsed by the loader into
+    """R: a tree of checks (see docs/tasks.md); parsed by the loader into
     `app.checks.tree` nodes before the model is built."""
     reference: str | None = None
     """The reference solution (scripted-agent file) relative to the task folder."""
