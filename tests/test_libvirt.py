@@ -188,10 +188,10 @@ async def test_reset_discards_disk_and_memory(vm: LibvirtDesktop) -> None:
     await _fresh(vm)
     await vm.guest.write_file("~/marker.txt", b"from the last episode")
     await vm.guest.launch(["sleep", "777"])
-    assert (await vm.guest.run(["pgrep", "-f", "sleep 777"])).ok
+    assert (await vm.guest.run(["pgrep", "-x", "sleep"])).ok
     await _fresh(vm)
     assert not await vm.guest.exists("~/marker.txt")
-    assert (await vm.guest.run(["pgrep", "-f", "sleep 777"])).returncode == 1
+    assert (await vm.guest.run(["pgrep", "-x", "sleep"])).returncode == 1
     # The start state itself is intact: the xterm is still there.
     await wait_window(vm.guest, name="deskloop-term", timeout=30)
 
