@@ -29,7 +29,7 @@ from app.actions import (
     is_gui_action,
 )
 from app.agents.base import Agent, AgentContext, Observation
-from app.desktops.base import CommandResult, Desktop, Frame
+from app.desktops.base import CommandResult, Desktop, Frame, SavesStartStates
 from app.desktops.xwindows import active_window_title
 from app.errors import ActionError, AgentUnavailable, DeskLoopError, MalformedAction
 from app.protocol import EndReason, Message, Outcome, PhaseSpec, Protocol, UserKind
@@ -37,6 +37,7 @@ from app.scoring import ScoreResult, score_phase, score_task
 from app.setup import run_setup
 from app.store import Store
 from app.store.frames import encode_png
+from app.tasks.loader import setup_key
 from app.tasks.model import Task
 from app.tasks.triggers import trigger_to_raw
 from app.users import User
@@ -333,10 +334,20 @@ class EpisodeRunner:
     async def _play(self, episode_id: int, protocol: Protocol) -> str | None:
         """Reset, set up and run the agent loop; returns the final frame's path."""
         task = self.task
-        self._say(f"resetting the {self.backend} desktop")
-        await self.desktop.reset()
-        self._say("running setup")
-        await run_setup(task, self.desktop, self._say)
+        desktop = self.desktop
+        if isinstance(desktop, SavesStartStates):
+            # Under software emulation a VM needs minutes to open an app: build the
+            # start state once, then restore it from memory in seconds.
+            self._say(f"restoring the {self.backend} desktop's start state")
+            restored = await desktop.reset_to(
+                setup_key(task), lambda: run_setup(task, self.desktop, self._say)
+            )
+            self._say("restored the saved start state" if restored else "saved the start state")
+        else:
+            self._say(f"resetting the {self.backend} desktop")
+            await desktop.reset()
+            self._say("running setup")
+            await run_setup(task, desktop, self._say)
         self._record_messages(episode_id, protocol.conversation)
         info = self.desktop.info()
         await self.agent.start(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +21,7 @@ def add_desktop_options(parser: argparse.ArgumentParser) -> None:
         choices=["local", "libvirt"],
         default="local",
         help="where desktops come from (default: local, an Xvnc on this host; "
-        "libvirt: a VM of image $DESKLOOP_IMAGE, default gimp, see docs/backends.md)",
+        "libvirt: a VM of the task app's image, or $DESKLOOP_IMAGE; see docs/backends.md)",
     )
     parser.add_argument(
         "--user",
@@ -47,7 +48,9 @@ async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[
     with Store(args.db) as store:
         for task in tasks:
             agent = make_agent(args.agent, task, openai=model)
-            desktop = make_desktop(args.backend)
+            # A VM image per app (gimp, blender, kdenlive); $DESKLOOP_IMAGE overrides.
+            image = os.environ.get("DESKLOOP_IMAGE") or task.app
+            desktop = make_desktop(args.backend, image=image)
 
             def progress(text: str, task_id: str = task.id) -> None:
                 if verbose:

@@ -9,8 +9,9 @@ and bounded in time; a method that cannot finish in its timeout raises
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -181,4 +182,15 @@ class Desktop(Protocol):
 
     async def close(self) -> None:
         """Stop the session and remove everything it made. Safe to call twice."""
+        ...
+
+
+@runtime_checkable
+class SavesStartStates(Protocol):
+    """A desktop that can save a task's start state and restore it later (libvirt:
+    memory snapshots), instead of replaying the setup every episode."""
+
+    async def reset_to(self, setup_key: str, setup: Callable[[], Awaitable[None]]) -> bool:
+        """Restore the start state saved under `setup_key`, or, the first time, reset,
+        await `setup()`, settle and save it. True when it was restored."""
         ...

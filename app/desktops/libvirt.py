@@ -50,8 +50,7 @@ from app.desktops.base import DesktopInfo, Frame, SettleResult, VncEndpoint
 from app.desktops.ssh_guest import SSHGuest, lab_key
 from app.errors import DesktopError, GuestError, VNCError
 from app.images import RECIPES_DIR, Image, cache_dir, find_image, require_image
-from app.tasks.loader import resolve_asset
-from app.tasks.model import Task, UploadStep
+from app.tasks.loader import setup_key as setup_key  # re-exported for callers
 from app.vnc import VNCSession
 
 DOMAIN_PREFIX = "deskloop-"
@@ -335,21 +334,6 @@ def state_key(image: Image, width: int, height: int, setup: str) -> str:
     """The key of a start state: the image build, the screen size and the setup."""
     material = f"{image.recipe_hash}\0{width}x{height}\0{setup}"
     return hashlib.sha256(material.encode()).hexdigest()[:20]
-
-
-def setup_key(task: Task) -> str:
-    """What a task's start state depends on: its setup steps and the bytes of the
-    assets they upload (editing an asset makes a new start state)."""
-    parts = []
-    for step in task.setup:
-        parts.append(step.model_dump_json())
-        if isinstance(step, UploadStep):
-            try:
-                src = resolve_asset(task.folder, step.upload.src, "upload.src")
-                parts.append(hashlib.sha256(src.read_bytes()).hexdigest())
-            except (ValueError, OSError) as exc:
-                raise DesktopError(f"{task.source}: {exc}") from exc
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 class LibvirtDesktop:

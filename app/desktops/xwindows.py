@@ -10,7 +10,7 @@ import asyncio
 import time
 
 from app.desktops.base import Guest
-from app.errors import DesktopError
+from app.errors import DesktopError, GuestError
 
 # Between polls: GIMP/Kdenlive windows take seconds to map, so 0.1 s costs nothing
 # in latency and keeps xdotool from hogging a 2-core machine.
@@ -53,7 +53,15 @@ async def wait_window(
         found: set[str] | None = None
         order: list[str] = []
         for argv in searches:
-            result = await guest.run(argv, timeout=min(_XDOTOOL_TIMEOUT, max(remaining, 1.0)))
+            # Each poll gets the full xdotool timeout, even near the deadline: under
+            # software emulation one exec over SSH can take seconds, and a poll cut
+            # short must read as "not yet", not as the wait's failure.
+            try:
+                result = await guest.run(argv, timeout=_XDOTOOL_TIMEOUT)
+            except GuestError as exc:
+                last_error = str(exc)
+                found = set()
+                break
             ids = result.stdout_text().split() if result.ok else []
             # xdotool exits 1 with no output when nothing matches; anything on
             # stderr (no display, bad regex) is worth showing if we time out.

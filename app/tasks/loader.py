@@ -202,3 +202,23 @@ def find_task(ref: str, roots: Iterable[Path | str]) -> Task:
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     listing = ", ".join(sorted(known)) or "none"
     raise TaskError(f"no task with id {ref!r}{hint} (known tasks: {listing})")
+
+
+def setup_key(task: Task) -> str:
+    """What a task's start state depends on: its setup steps and the bytes of the
+    assets they upload (editing an asset makes a new start state). Backends that
+    save start states (libvirt) key them by this.
+
+    Raises:
+        TaskError: an uploaded asset cannot be read.
+    """
+    parts = []
+    for step in task.setup:
+        parts.append(step.model_dump_json())
+        if isinstance(step, UploadStep):
+            try:
+                src = resolve_asset(task.folder, step.upload.src, "upload.src")
+                parts.append(hashlib.sha256(src.read_bytes()).hexdigest())
+            except (ValueError, OSError) as exc:
+                raise TaskError(f"{task.source}: {exc}") from exc
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
