@@ -9,7 +9,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import textwrap
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +36,7 @@ from app.reports import build_report, write_jsonl
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
+from tests.xterm_task import write_xterm_task
 
 REPO = Path(__file__).resolve().parent.parent
 DESKLOOP = REPO / ".venv" / "bin" / "deskloop"
@@ -92,11 +92,7 @@ def test_progress_line_counts_and_eta() -> None:
 
 
 def _task(tmp_path: Path) -> Task:
-    folder = tmp_path / "tasks" / "gimp"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "xterm-proof.yaml"
-    path.write_text(textwrap.dedent(XTERM_TASK))
-    return load_task(path)
+    return load_task(write_xterm_task(tmp_path))
 
 
 def test_slots_resume_and_the_one_finished_episode_rule(tmp_path: Path) -> None:
@@ -149,7 +145,8 @@ def test_slots_resume_and_the_one_finished_episode_rule(tmp_path: Path) -> None:
     resumed = resume_batch(store, "batch-one", concurrency=3)
     assert resumed.options.concurrency == 3 and resumed.pending() == pending
     # A task edited since the batch began would make results incomparable.
-    Path(task.source).write_text(textwrap.dedent(XTERM_TASK).replace("proof.txt", "p.txt"))
+    source = Path(task.source)
+    source.write_text(source.read_text().replace("proof.txt", "p.txt"))
     with pytest.raises(TaskError, match="changed since batch batch-one"):
         resume_batch(store, "batch-one")
     store.close()
@@ -166,21 +163,6 @@ def test_options_round_trip_without_the_key() -> None:
 
 
 # -- retries and time limits on a real desktop ----------------------------------------
-
-XTERM_TASK = """\
-id: xterm-proof
-app: gimp
-level: L1
-title: Make a proof file
-instruction: Create the file ~/proof.txt.
-setup:
-  - launch: [xterm]
-  - wait_window: {class: XTerm, timeout: 60}
-budget: {steps: 10, seconds: 120}
-evaluate:
-  all:
-    - {check: file_exists, path: ~/proof.txt}
-"""
 
 
 class _NeverAgent:

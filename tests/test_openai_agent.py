@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from tests.fake_openai import (
     text_reply,
     tool_reply,
 )
+from tests.xterm_task import write_xterm_task
 
 KEY_ENV = "DESKLOOP_TEST_OPENAI_KEY"
 SECRET = "sk-test-secret-never-logged"
@@ -302,31 +302,12 @@ def test_factory_builds_openai_agents() -> None:
     assert built.config.model == "b"
 
 
-XTERM_TASK = """\
-id: xterm-proof
-app: gimp
-level: L1
-title: Make a proof file
-instruction: Create the file ~/proof.txt.
-setup:
-  - launch: [xterm]
-  - wait_window: {class: XTerm, timeout: 60}
-budget: {steps: 10, seconds: 180}
-evaluate:
-  all:
-    - {check: file_exists, path: ~/proof.txt}
-"""
-
-
 @pytest.mark.desktop
 async def test_episode_records_tool_calls_tokens_latency_and_outcomes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(KEY_ENV, SECRET)
-    folder = tmp_path / "tasks" / "gimp"
-    folder.mkdir(parents=True)
-    (folder / "xterm-proof.yaml").write_text(textwrap.dedent(XTERM_TASK))
-    task = load_task(folder / "xterm-proof.yaml")
+    task = load_task(write_xterm_task(tmp_path, seconds=180))
     replies = [
         tool_reply("press_button", {"x": 1}),  # malformed: a rejected step
         error_reply(502),  # retried within the next step

@@ -5,7 +5,6 @@ as protocol actions, one step each, with DONE given as a command."""
 from __future__ import annotations
 
 import asyncio
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,21 +19,7 @@ from app.store import Store
 from app.tasks.loader import load_task
 from app.users import SimulatedUser
 from app.vnc import connect
-
-TASK = """\
-id: xterm-proof
-app: gimp
-level: L1
-title: Make a proof file
-instruction: Create the file ~/proof.txt.
-setup:
-  - launch: [xterm]
-  - wait_window: {class: XTerm, timeout: 60}
-budget: {steps: 20, seconds: 300}
-evaluate:
-  all:
-    - {check: file_exists, path: ~/proof.txt}
-"""
+from tests.xterm_task import write_xterm_task
 
 
 def test_commands() -> None:
@@ -82,10 +67,7 @@ async def test_recorder_merges_input_into_actions() -> None:
 
 @pytest.mark.desktop
 async def test_a_person_episode_through_the_recording_proxy(tmp_path: Path) -> None:
-    folder = tmp_path / "tasks" / "gimp"
-    folder.mkdir(parents=True)
-    (folder / "xterm-proof.yaml").write_text(textwrap.dedent(TASK))
-    task = load_task(folder / "xterm-proof.yaml")
+    task = load_task(write_xterm_task(tmp_path, steps=20, seconds=300))
     store = Store(tmp_path / "db.sqlite")
     ready: asyncio.Future[ProxyAddress] = asyncio.get_running_loop().create_future()
     async with LocalDesktop() as desktop:

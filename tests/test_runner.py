@@ -4,7 +4,6 @@ infrastructure errors, a person injecting messages, reviewing DONE, aborting."""
 from __future__ import annotations
 
 import asyncio
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -30,23 +29,10 @@ from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
 from app.users import SimulatedUser, User
+from tests.xterm_task import write_xterm_task
 
 pytestmark = pytest.mark.desktop
 
-TASK = """\
-id: xterm-proof
-app: gimp
-level: L1
-title: Make a proof file
-instruction: Create the file ~/proof.txt.
-setup:
-  - launch: [xterm]
-  - wait_window: {class: XTerm, timeout: 30}
-budget: {steps: 10, seconds: 120}
-evaluate:
-  all:
-    - {check: file_exists, path: ~/proof.txt}
-"""
 
 TOUCH = Type("touch ~/proof.txt\n")
 Decision = Callable[[Observation], Action]
@@ -98,11 +84,7 @@ class ReviewingUser:
 
 @pytest.fixture
 def task(tmp_path: Path) -> Task:
-    folder = tmp_path / "tasks" / "gimp"
-    folder.mkdir(parents=True)
-    path = folder / "xterm-proof.yaml"
-    path.write_text(textwrap.dedent(TASK))
-    return load_task(path)
+    return load_task(write_xterm_task(tmp_path))
 
 
 async def run(

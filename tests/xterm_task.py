@@ -1,0 +1,30 @@
+"""A tiny real task for tests about the runner's own logic: an xterm on a real
+desktop, and a proof file the agent makes by typing a shell command into it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+XTERM_TASK = """\
+id: xterm-proof
+app: gimp
+level: L1
+title: Make a proof file
+instruction: Create the file ~/proof.txt.
+setup:
+  - launch: [xterm]
+  - wait_window: {{class: XTerm, timeout: 60}}
+budget: {{steps: {steps}, seconds: {seconds}}}
+evaluate:
+  all:
+    - {{check: file_exists, path: ~/proof.txt}}
+"""
+
+
+def write_xterm_task(root: Path, *, steps: int = 10, seconds: int = 120) -> Path:
+    """Write the task as `root/tasks/gimp/xterm-proof.yaml` and return its path."""
+    folder = root / "tasks" / "gimp"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "xterm-proof.yaml"
+    path.write_text(XTERM_TASK.format(steps=steps, seconds=seconds))
+    return path
