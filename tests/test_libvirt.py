@@ -16,7 +16,7 @@ import secrets
 import subprocess
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import numpy as np
@@ -71,21 +71,51 @@ async def vm() -> AsyncIterator[LibvirtDesktop]:
     await asyncio.to_thread(build_image, "base", progress=print)
     config = LibvirtConfig(vcpus=2, memory_mib=1024)
     await asyncio.to_thread(_sweep_stale_test_vms, config)
-    desktop = LibvirtDesktop(
-        name=f"test-{secrets.token_hex(3)}",
-        image="base",
-        config=config,
-        ephemeral=True,
-        progress=print,
-    )
+    desktop = await _first_boot(config)
     try:
-        restored = await desktop.reset_to(XTERM_STATE, lambda: _open_xterm(desktop))
-        assert not restored  # a fresh desktop makes its states
-        assert "cold_boot" in desktop.timings
-        print("timings:", desktop.timings)
         yield desktop
     finally:
         await desktop.close()
+
+
+def _xterm_opener(desktop: LibvirtDesktop) -> Callable[[], Awaitable[None]]:
+    return lambda: _open_xterm(desktop)
+
+
+async def _first_boot(config: LibvirtConfig) -> LibvirtDesktop:
+    """A fresh test VM with its xterm start state saved.
+
+    One full suite run on CI saw a cold-booted guest never answer SSH on its reserved
+    address (the next runs passed). Until that is understood, a failed first boot is
+    reported with the network's DHCP leases and tried once more on a new VM, so one
+    infrastructure hiccup does not hide whether the backend works.
+    """
+    for attempt in (1, 2):
+        desktop = LibvirtDesktop(
+            name=f"test-{secrets.token_hex(3)}",
+            image="base",
+            config=config,
+            ephemeral=True,
+            progress=print,
+        )
+        try:
+            restored = await desktop.reset_to(XTERM_STATE, _xterm_opener(desktop))
+        except (DesktopError, GuestError) as exc:
+            leases = await asyncio.to_thread(
+                subprocess.run,
+                ["virsh", "-c", config.uri, "net-dhcp-leases", "deskloop-net"],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            print(f"first boot attempt {attempt} failed: {exc}\nDHCP leases:\n{leases.stdout}")
+            await desktop.remove()
+            if attempt == 2:
+                raise
+            continue
+        assert not restored  # a fresh desktop makes its states
+        assert "cold_boot" in desktop.timings
+        print("timings:", desktop.timings)
+        return desktop
+    raise AssertionError("unreachable")
 
 
 async def _fresh(vm: LibvirtDesktop) -> None:
