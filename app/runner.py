@@ -397,7 +397,10 @@ class EpisodeRunner:
         action: Action | None = None
         raw: Any = None
         try:
-            action = await asyncio.wait_for(self.agent.decide(observation), remaining)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a
+            # cancellation (Ctrl-C, SIGTERM) that lands as the agent answers.
+            async with asyncio.timeout(remaining):
+                action = await self.agent.decide(observation)
         except TimeoutError:
             protocol.end(EndReason.TIME_BUDGET)
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -32,6 +32,29 @@ def table(headers: list[str], rows: list[list[str]]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
+class Interrupt:
+    """What SIGINT/SIGTERM did during a command.
+
+    The first answer to a signal is cancelling the command's task, which records the
+    running episode as aborted at once. Python 3.11's `asyncio.wait_for` can swallow
+    a cancellation that lands as its inner call finishes, so `hooks` (e.g. an
+    `EpisodeControl.abort`) also stop the episode at its next step boundary, and
+    the command exits 130 whatever happened to the cancellation.
+    """
+
+    def __init__(self) -> None:
+        self.received = False
+        self.hooks: list[Callable[[], None]] = []
+
+    def fire(self) -> None:
+        self.received = True
+        for hook in list(self.hooks):
+            hook()
+
+
+INTERRUPT = Interrupt()
+
+
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
     """Run `coro`; SIGINT/SIGTERM cancel it so episodes are recorded as aborted
     and desktops are closed (SIGKILL is covered by the reaper and store recovery)."""
@@ -40,12 +63,21 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
         current = asyncio.current_task()
         assert current is not None
         loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            INTERRUPT.fire()
+            current.cancel()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, current.cancel)
+            loop.add_signal_handler(sig, on_signal)
         return await coro
 
+    cancelled = False
     try:
-        return asyncio.run(main())
+        result = asyncio.run(main())
     except asyncio.CancelledError:
+        cancelled = True
+    if cancelled or INTERRUPT.received:
         print_err("interrupted: the episode was recorded as aborted")
-        raise SystemExit(130) from None
+        raise SystemExit(130)
+    return result

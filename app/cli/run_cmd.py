@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.cli.agent_options import add_openai_options, openai_config
-from app.cli.common import run_async, table
+from app.cli.common import INTERRUPT, run_async, table
 
 DEMO_TASKS = ("gimp-flip-export", "gimp-poster-resize", "gimp-badge-interactive")
 
@@ -35,7 +35,7 @@ async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[
     """Run each task once, one after the other, each on a fresh desktop."""
     from app.agents.factory import make_agent
     from app.desktops.factory import make_desktop
-    from app.runner import EpisodeRunner, RunOptions
+    from app.runner import EpisodeControl, EpisodeRunner, RunOptions
     from app.store import Store
     from app.tasks.loader import find_task
     from app.users import SimulatedUser
@@ -56,6 +56,8 @@ async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[
                 if verbose:
                     print(f"[{task_id}] {text}", file=sys.stderr, flush=True)
 
+            control = EpisodeControl()
+            INTERRUPT.hooks.append(control.abort)
             try:
                 runner = EpisodeRunner(
                     task,
@@ -66,9 +68,11 @@ async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[
                     backend=args.backend,
                     options=RunOptions(),
                     progress=progress,
+                    control=control,
                 )
                 results.append(await runner.run())
             finally:
+                INTERRUPT.hooks.remove(control.abort)
                 await desktop.close()
     return results
 
