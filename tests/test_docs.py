@@ -15,7 +15,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_evaluators_page_matches_the_registry() -> None:
     out = subprocess.run(
         [sys.executable, "scripts/gen_evaluators_doc.py", "--check"],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert out.returncode == 0, out.stdout + out.stderr
 
