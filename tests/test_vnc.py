@@ -469,8 +469,9 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def xvnc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDesktop]:
-    if shutil.which("Xvnc") is None or shutil.which("vncpasswd") is None:
-        pytest.skip("Xvnc / vncpasswd not installed")
+    # scripts/setup.sh installs both; a missing one is a broken setup, not a skip.
+    missing = [tool for tool in ("Xvnc", "vncpasswd") if shutil.which(tool) is None]
+    assert not missing, f"{', '.join(missing)} not installed: run scripts/setup.sh"
     tmp = tmp_path_factory.mktemp("xvnc")
     pwfile = tmp / "passwd"
     pwfile.write_bytes(
