@@ -19,6 +19,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+import numpy as np
+
 from app.actions import (
     Action,
     Ask,
@@ -231,6 +233,7 @@ class EpisodeRunner:
         self._on_event = on_event
         self._message_ids: dict[int, int] = {}
         self._agent_started_at: float | None = None
+        self._last_frame: tuple[Frame, str] | None = None
         self.episode_id: int | None = None
         self.protocol: Protocol | None = None
 
@@ -539,8 +542,18 @@ class EpisodeRunner:
     async def _save_frame(self, episode_id: int, name: str, frame: Frame) -> str | None:
         if not self.options.store_frames:
             return None
+        # Many steps leave the screen unchanged: compare raw pixels (~1 ms) before
+        # paying for PNG encoding (~40 ms at 1280×800) of a frame already stored.
+        if self._last_frame is not None:
+            last, last_path = self._last_frame
+            if last.pixels.shape == frame.pixels.shape and np.array_equal(
+                last.pixels, frame.pixels
+            ):
+                return last_path
         png = await asyncio.to_thread(encode_png, frame.pixels)
-        return self.store.save_frame(episode_id, name, png)
+        path = self.store.save_frame(episode_id, name, png)
+        self._last_frame = (frame, path)
+        return path
 
     def _finish(
         self,
