@@ -21,6 +21,7 @@ from app.runner import EpisodeResult, EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task
 from app.users import SimulatedUser
+from tests.episode_story import episode_story
 
 ROOT = Path(__file__).resolve().parent.parent
 BLENDER_TASKS = sorted((ROOT / "tasks" / "blender").glob("*.yaml"))
@@ -44,9 +45,10 @@ def _why(result: EpisodeResult) -> str:
 async def test_reference_solution_scores_one(task_path: Path, tmp_path: Path) -> None:
     with Store(tmp_path / "db.sqlite") as store:
         result = await run(task_path, "reference", store)
-        assert result.status == "finished", _why(result)
-        assert result.end_reason == "done", _why(result)
-        assert result.passed is True and result.score == pytest.approx(1.0), _why(result)
+        story = episode_story(store, result)
+        assert result.status == "finished", story
+        assert result.end_reason == "done", story
+        assert result.passed is True and result.score == pytest.approx(1.0), story
         task = load_task(task_path)
         delivered = [p.status for p in store.phases(result.episode_id)]
         assert delivered == ["delivered"] * len(task.phases)

@@ -26,6 +26,7 @@ from app.runner import EpisodeResult, EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task
 from app.users import SimulatedUser
+from tests.episode_story import episode_story
 
 ROOT = Path(__file__).resolve().parent.parent
 GIMP_TASKS = sorted((ROOT / "tasks" / "gimp").glob("*.yaml"))
@@ -46,9 +47,10 @@ async def run(task_path: Path, agent_spec: str, store: Store) -> EpisodeResult:
 async def test_reference_solution_scores_one(task_path: Path, tmp_path: Path) -> None:
     with Store(tmp_path / "db.sqlite") as store:
         result = await run(task_path, "reference", store)
-        assert result.status == "finished", result.error
-        assert result.end_reason == "done"
-        assert result.passed is True and result.score == pytest.approx(1.0)
+        story = episode_story(store, result)
+        assert result.status == "finished", story
+        assert result.end_reason == "done", story
+        assert result.passed is True and result.score == pytest.approx(1.0), story
         stored = store.get_episode(result.episode_id)
         assert stored.passed is True and stored.steps == result.steps
         steps = store.steps(result.episode_id)

@@ -14,6 +14,7 @@ from app.runner import EpisodeResult, EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task
 from app.users import SimulatedUser
+from tests.episode_story import episode_story
 
 ROOT = Path(__file__).resolve().parent.parent
 KDENLIVE_TASKS = sorted((ROOT / "tasks" / "kdenlive").glob("*.yaml"))
@@ -44,10 +45,10 @@ def test_the_library_has_every_level_and_trigger() -> None:
 async def test_reference_solution_scores_one(task_path: Path, tmp_path: Path) -> None:
     with Store(tmp_path / "db.sqlite") as store:
         result = await run(task_path, "reference", store)
-        checks = [(c.name, c.passed, c.evidence) for c in store.checks(result.episode_id)]
-        assert result.status == "finished", (result.error, checks)
-        assert result.end_reason == "done", (result.end_reason, checks)
-        assert result.passed is True and result.score == pytest.approx(1.0), checks
+        story = episode_story(store, result)
+        assert result.status == "finished", story
+        assert result.end_reason == "done", story
+        assert result.passed is True and result.score == pytest.approx(1.0), story
         phases = store.phases(result.episode_id)
         assert all(p.status == "delivered" for p in phases)
 

@@ -9,6 +9,10 @@ line). Each entry is an action in the compact form of `app.actions.parse_action`
 - ``- wait_for: {no_window: REGEX, timeout: 30}`` — the focused window's title does
   not match (a dialog closed);
 - ``- wait_for: {file: ~/Desktop/out.png, timeout: 30}`` — a file exists;
+- any ``wait_for`` may add ``resend_every: SECONDS``: while the condition does not
+  hold, the GUI action just before the guard is sent again every that many seconds
+  (for apps that drop input while busy, such as Kdenlive ignoring a key while a clip
+  job runs); each resend is a recorded step;
 - ``- expect: {message: REGEX}`` — the active user message matches, else the agent
   FAILs (a replay that lost sync with the task's phases says so instead of
   typing into the wrong dialog);
@@ -34,7 +38,7 @@ from typing import Any, Literal
 
 import yaml
 
-from app.actions import Action, Fail, parse_action
+from app.actions import Action, Fail, GuiAction, parse_action
 from app.agents.base import AgentContext, CommandProbe, Observation, Probe
 from app.errors import ActionError, AgentError, GuestError
 
@@ -49,6 +53,7 @@ class WaitFor:
     value: str
     timeout: float
     where: str
+    resend_every: float | None = None
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,7 @@ def _parse_guard(key: str, raw: Any, where: str) -> WaitFor | Expect:
         except re.error as exc:
             raise AgentError(f"{where}: expect.message is not a valid regex: {exc}") from None
         return Expect(raw["message"], where)
-    allowed = {"window", "no_window", "file", "timeout"}
+    allowed = {"window", "no_window", "file", "timeout", "resend_every"}
     unknown = set(raw) - allowed
     if unknown:
         raise AgentError(f"{where}: wait_for has unknown key(s) {', '.join(sorted(unknown))}")
@@ -112,7 +117,18 @@ def _parse_guard(key: str, raw: Any, where: str) -> WaitFor | Expect:
     timeout = raw.get("timeout", DEFAULT_GUARD_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise AgentError(f"{where}: wait_for.timeout must be a positive number")
-    return WaitFor(kind, value, float(timeout), where)  # type: ignore[arg-type]
+    resend = raw.get("resend_every")
+    if resend is not None and (
+        isinstance(resend, bool) or not isinstance(resend, int | float) or resend <= 0
+    ):
+        raise AgentError(f"{where}: wait_for.resend_every must be a positive number")
+    return WaitFor(
+        kind,  # type: ignore[arg-type]
+        value,
+        float(timeout),
+        where,
+        None if resend is None else float(resend),
+    )
 
 
 def parse_script(raw_entries: list[Any], source: str) -> list[Entry]:
@@ -122,7 +138,15 @@ def parse_script(raw_entries: list[Any], source: str) -> list[Entry]:
         if isinstance(raw, dict) and len(raw) == 1:
             key = next(iter(raw))
             if key in ("wait_for", "expect"):
-                entries.append(_parse_guard(key, raw[key], where))
+                guard = _parse_guard(key, raw[key], where)
+                if isinstance(guard, WaitFor) and guard.resend_every is not None:
+                    previous = entries[-1] if entries else None
+                    if not isinstance(previous, GuiAction):
+                        raise AgentError(
+                            f"{where}: wait_for.resend_every needs a GUI action right "
+                            f"before it to send again"
+                        )
+                entries.append(guard)
                 continue
             if key == "oracle":
                 entries.append(_parse_oracle(raw[key], where))
@@ -177,6 +201,10 @@ class ScriptedAgent:
         self._entries = entries
         self._cursor = 0
         self._probe: Probe | None = None
+        self._last_action: GuiAction | None = None
+        # When the guard under the cursor started waiting; kept across a resend so the
+        # guard's timeout counts from its first check, not from the latest resend.
+        self._guard_started: float | None = None
 
     @classmethod
     def from_file(cls, path: Path, name: str | None = None) -> ScriptedAgent:
@@ -185,6 +213,8 @@ class ScriptedAgent:
     async def start(self, context: AgentContext) -> None:
         self._cursor = 0
         self._probe = context.probe
+        self._last_action = None
+        self._guard_started = None
 
     async def decide(self, observation: Observation) -> Action:
         while self._cursor < len(self._entries):
@@ -199,22 +229,34 @@ class ScriptedAgent:
                     )
                 continue
             if isinstance(entry, WaitFor):
-                problem = await self._wait(entry)
-                if problem is not None:
-                    return Fail(problem)
+                outcome = await self._wait(entry)
+                if isinstance(outcome, str):
+                    self._guard_started = None
+                    return Fail(outcome)
+                if outcome is not None:
+                    self._cursor -= 1  # resent: come back to this guard next step
+                    return outcome
+                self._guard_started = None
                 continue
             if isinstance(entry, Oracle):
                 problem = await self._oracle(entry)
                 if problem is not None:
                     return Fail(problem)
                 continue
+            if isinstance(entry, GuiAction):
+                self._last_action = entry
             return entry
         return Fail("script ended without DONE")
 
-    async def _wait(self, guard: WaitFor) -> str | None:
+    async def _wait(self, guard: WaitFor) -> str | GuiAction | None:
+        """None when the condition holds, the action to resend, or why it timed out."""
         if self._probe is None:
             raise AgentError("scripted agent used before start()")
-        deadline = time.monotonic() + guard.timeout
+        now = time.monotonic()
+        if self._guard_started is None:
+            self._guard_started = now
+        deadline = self._guard_started + guard.timeout
+        resend_at = None if guard.resend_every is None else now + guard.resend_every
         last = ""
         while True:
             if guard.what == "file":
@@ -231,6 +273,9 @@ class ScriptedAgent:
                     f"{guard.where}: wait_for {guard.what} {guard.value!r} timed out "
                     f"after {guard.timeout:g} s{seen}"
                 )
+            resend_due = resend_at is not None and time.monotonic() >= resend_at
+            if resend_due and self._last_action is not None:
+                return self._last_action
             await asyncio.sleep(GUARD_POLL_SECONDS)
 
     async def _oracle(self, oracle: Oracle) -> str | None:
