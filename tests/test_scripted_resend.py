@@ -50,7 +50,7 @@ SCRIPT = [
 async def test_the_action_is_resent_until_the_app_reacts() -> None:
     probe = TitleProbe()
     agent = ScriptedAgent(parse_script(SCRIPT, "script"))
-    await agent.start(AgentContext("t", 8, 8, probe))  # type: ignore[arg-type]
+    await agent.start(AgentContext("t", 8, 8, probe))
     received = 0
     actions = []
     while True:
@@ -69,7 +69,7 @@ async def test_no_resend_once_the_condition_holds() -> None:
     probe = TitleProbe()
     probe.title = "harbour-edit * / Kdenlive"
     agent = ScriptedAgent(parse_script(SCRIPT, "script"))
-    await agent.start(AgentContext("t", 8, 8, probe))  # type: ignore[arg-type]
+    await agent.start(AgentContext("t", 8, 8, probe))
     assert await agent.decide(_observation()) == Key("v")
     assert await agent.decide(_observation()) == Done()
 
@@ -81,7 +81,7 @@ async def test_the_timeout_counts_from_the_first_check_across_resends() -> None:
         "done",
     ]
     agent = ScriptedAgent(parse_script(script, "script"))
-    await agent.start(AgentContext("t", 8, 8, TitleProbe()))  # type: ignore[arg-type]
+    await agent.start(AgentContext("t", 8, 8, TitleProbe()))
     resends = -1  # the first Key is the script's own
     while isinstance(action := await agent.decide(_observation()), Key):
         resends += 1
