@@ -1,9 +1,12 @@
 """Batch runs: a suite of tasks × agents × repeats over a pool of desktops.
 
 A *slot* is one (task, agent spec, repeat index) of the suite. Slots are handed to
-N workers, each owning one desktop of the chosen backend (made by
-`app.desktops.factory.make_desktop`, so any backend plugs in) and reusing it
-across episodes: the runner resets it before every episode.
+N workers. A worker takes a desktop from the batch's pool for each try of a slot:
+an idle desktop left by an earlier episode when one fits (the runner resets it
+before every episode), else a new one (made by `app.desktops.factory.make_desktop`,
+so any backend plugs in) on a host with free capacity. On the libvirt backend the
+hosts can be several libvirt URIs, each with a capacity (`Host`); elsewhere there
+is one host as large as the concurrency.
 
 Crash safety comes from the store. A batch records its suite (the `batches`
 table) and every episode records its slot (`batch_agent`, `batch_repeat`,
@@ -14,8 +17,10 @@ with SIGKILL and resumed ends with the same table as one that ran through.
 
 An episode that ends in an infrastructure error (the desktop, VNC, the guest
 channel, an unavailable model endpoint, the batch's time limit) is retried on a
-fresh desktop, up to `retries` more times; every try stays recorded. Errors that
-would repeat (a broken script, a refused request) are not retried.
+fresh desktop, up to `retries` more times, on another host where one has room;
+every try stays recorded. Errors that would repeat (a broken script, a refused
+request) are not retried. A host whose desktop failed before the agent's first
+step is taken out of the pool while another host is up.
 """
 
 from __future__ import annotations
@@ -23,14 +28,16 @@ from __future__ import annotations
 import asyncio
 import glob
 import json
+import os
+import re
 import secrets
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import yaml
 
@@ -152,6 +159,84 @@ class Slot:
         return f"{self.task_id} × {self.agent} #{self.repeat}"
 
 
+# -- the libvirt host pool ------------------------------------------------------------
+
+URIS_ENV = "DESKLOOP_LIBVIRT_URIS"
+# driver[+transport]://[user@][host][:port]/[path][?params], as libvirt writes them.
+# No commas (they separate the entries of $DESKLOOP_LIBVIRT_URIS) and no '*' (it
+# starts the capacity).
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9]*(\+[A-Za-z0-9]+)?://[^/\s,*]*/[^\s,*]*")
+
+
+@dataclass(frozen=True)
+class Host:
+    """A libvirt URI of a batch's pool and how many desktops it runs at once."""
+
+    uri: str
+    capacity: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.uri}*{self.capacity}"
+
+
+def parse_host(text: str, where: str = "--libvirt-uri") -> Host:
+    """`URI` (capacity 1) or `URI*N`, e.g. `qemu+ssh://user@lab2/system*4`.
+
+    Raises:
+        DeskLoopError: not a libvirt URI, or a capacity that is not a whole number >= 1.
+    """
+    raw = text.strip()
+    uri, star, count = raw.rpartition("*")
+    if not star:
+        uri, count = raw, "1"
+    example = "e.g. qemu:///system*2 or qemu+ssh://user@host/system*4"
+    if not _URI.fullmatch(uri):
+        raise DeskLoopError(
+            f"{where} {text!r}: {uri!r} is not a libvirt URI "
+            f"(driver[+transport]://[host]/path, {example})"
+        )
+    if not count.isdigit():
+        raise DeskLoopError(
+            f"{where} {text!r}: the capacity after '*' must be a whole number ({example})"
+        )
+    capacity = int(count)
+    if capacity < 1:
+        raise DeskLoopError(
+            f"{where} {text!r}: capacity {capacity}: a host runs at least 1 desktop; "
+            "leave a host out of the pool instead"
+        )
+    return Host(uri, capacity)
+
+
+def parse_hosts(items: Sequence[str], where: str = "--libvirt-uri") -> tuple[Host, ...]:
+    """A pool from `URI[*N]` items; a URI may appear only once."""
+    hosts = tuple(parse_host(item, where) for item in items)
+    seen: set[str] = set()
+    for host in hosts:
+        if host.uri in seen:
+            raise DeskLoopError(
+                f"{where}: {host.uri} is given twice; give it once with its whole "
+                f"capacity ({host.uri}*N)"
+            )
+        seen.add(host.uri)
+    return hosts
+
+
+def hosts_from_env(environ: Mapping[str, str] | None = None) -> tuple[Host, ...]:
+    """The pool in $DESKLOOP_LIBVIRT_URIS (comma separated `URI[*N]`), or ()."""
+    value = (os.environ if environ is None else environ).get(URIS_ENV, "")
+    items = [item.strip() for item in value.split(",")]
+    if not any(items):
+        return ()
+    if not all(items):
+        raise DeskLoopError(f"{URIS_ENV}={value!r}: an empty entry between commas")
+    return parse_hosts(items, URIS_ENV)
+
+
+def describe_pool(hosts: Sequence[Host]) -> str:
+    return " + ".join(str(host) for host in hosts)
+
+
 @dataclass(frozen=True)
 class BatchOptions:
     backend: str = "local"
@@ -165,10 +250,26 @@ class BatchOptions:
     """simulated | llm (app.llm_user, configured by `llm_user`)."""
     llm_user: dict[str, Any] | None = None
     store_frames: bool = True
+    hosts: tuple[Host, ...] = ()
+    """libvirt only: the URIs desktops are placed on, each with its capacity. Empty:
+    every desktop on the default URI ($DESKLOOP_LIBVIRT_URI), as many as the
+    concurrency."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise DeskLoopError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.hosts and self.backend != "libvirt":
+            raise DeskLoopError(
+                f"a pool of libvirt URIs (--libvirt-uri, {URIS_ENV}) needs --backend "
+                f"libvirt, not {self.backend}"
+            )
+        total = sum(host.capacity for host in self.hosts)
+        if self.hosts and self.concurrency > total:
+            raise DeskLoopError(
+                f"concurrency {self.concurrency} is more than the pool's total capacity "
+                f"{total} ({describe_pool(self.hosts)}); lower --concurrency or give the "
+                "hosts more capacity (URI*N)"
+            )
         if self.retries < 0:
             raise DeskLoopError(f"retries must be >= 0, got {self.retries}")
         if self.time_limit is not None and self.time_limit <= 0:
@@ -183,20 +284,32 @@ class BatchOptions:
             "user": self.user,
             "llm_user": self.llm_user,
             "store_frames": self.store_frames,
+            "libvirt_uris": [str(host) for host in self.hosts],
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], concurrency: int) -> BatchOptions:
+    def from_json(
+        cls,
+        data: dict[str, Any],
+        concurrency: int | None = None,
+        hosts: Sequence[Host] | None = None,
+    ) -> BatchOptions:
+        """Options recorded with a batch; `hosts` replaces the recorded pool. The
+        concurrency defaults to the pool's total capacity, else 1."""
         openai = data.get("openai")
+        pool = tuple(hosts) if hosts else parse_hosts(data.get("libvirt_uris") or [])
         return cls(
             backend=data.get("backend", "local"),
-            concurrency=concurrency,
+            concurrency=(sum(h.capacity for h in pool) or 1)
+            if concurrency is None
+            else concurrency,
             time_limit=data.get("time_limit"),
             retries=data.get("retries", 2),
             openai=None if openai is None else OpenAIConfig(**openai),
             user=data.get("user", "simulated"),
             llm_user=data.get("llm_user"),
             store_frames=data.get("store_frames", True),
+            hosts=pool,
         )
 
 
@@ -212,6 +325,17 @@ def is_infrastructure_error(error: str | None) -> bool:
     return text.startswith(INFRASTRUCTURE_TITLES) or text.startswith(
         ("batch time limit", "interrupted:")
     )
+
+
+# The desktop side of an episode: a failure of one of these before the agent's first
+# step means the desktop never came up on its host.
+_DESKTOP_TITLES = tuple(cls.title for cls in (DesktopError, VNCError, GuestError))
+
+
+def failed_at_startup(status: str, steps: int, error: str | None) -> bool:
+    """Whether an episode's desktop failed before the agent took a step (its host
+    could not be reached, the VM did not boot, VNC or the guest never answered)."""
+    return status == "error" and steps == 0 and (error or "").startswith(_DESKTOP_TITLES)
 
 
 # -- the table ------------------------------------------------------------------------
@@ -282,6 +406,8 @@ class Progress:
     retried: int = 0
     running: int = 0
     started: float = field(default_factory=time.monotonic)
+    host_failures: dict[str, int] = field(default_factory=dict)
+    """Desktops that failed at start-up, by host (a libvirt URI)."""
     _done_here: int = 0
 
     @property
@@ -302,6 +428,10 @@ class Progress:
         self.retried += 1
         self.show()
 
+    def host_failed(self, host: str) -> None:
+        self.host_failures[host] = self.host_failures.get(host, 0) + 1
+        self.show()
+
     def eta(self) -> str:
         remaining = self.total - self.done
         if remaining <= 0:
@@ -319,7 +449,7 @@ class Progress:
             f"[{bar}] {self.done}/{self.total} done · {self.passed} passed · "
             f"{self.failed} failed · {self.errored} errored · {self.retried} retried · "
             f"{self.running} running · ETA {self.eta()}"
-        )
+        ) + "".join(f" · host {host} failed {count}×" for host, count in self.host_failures.items())
 
     def show(self) -> None:
         if self.stream.isatty():
@@ -343,11 +473,223 @@ def _duration(seconds: float) -> str:
     return f"{seconds}s"
 
 
+# -- the desktop pool -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DesktopSpec:
+    """What the batch asks its desktop factory for."""
+
+    backend: str
+    uri: str | None
+    """The libvirt URI of the pool host; None: the backend's default."""
+    index: int
+    """The desktop's place on its host (0 .. capacity-1). Desktops that run at once
+    on one host differ in it, and so do their VM names."""
+    image: str | None
+    """The VM image (libvirt: $DESKLOOP_IMAGE, else the task's app); None elsewhere."""
+
+
+DesktopFactory = Callable[[DesktopSpec], Desktop]
+
+
+def make_pool_desktop(spec: DesktopSpec) -> Desktop:
+    return make_desktop(spec.backend, image=spec.image, uri=spec.uri, index=spec.index)
+
+
+@dataclass
+class Lease:
+    """A desktop of the pool, lent to one try of a slot."""
+
+    host: int
+    """The host's position in the pool."""
+    index: int
+    image: str | None
+    desktop: Desktop
+    uri: str | None
+
+    def where(self, backend: str) -> str:
+        """The host for people and records: its URI (the desktop's own when the pool
+        names none), else the backend."""
+        if self.uri is not None:
+            return self.uri
+        return self.desktop.info().details.get("uri") or backend
+
+
+@dataclass
+class _Host:
+    uri: str | None
+    capacity: int
+    idle: list[Lease] = field(default_factory=list)
+    busy: set[int] = field(default_factory=set)
+    down: str | None = None
+    """Why the host is out of the pool (a desktop failed at start-up), or None."""
+
+    def used(self) -> set[int]:
+        return self.busy | {lease.index for lease in self.idle}
+
+    def load(self) -> float:
+        return len(self.used()) / self.capacity
+
+
+class DesktopPool:
+    """The desktops of one batch run, placed on hosts with free capacity.
+
+    A desktop is lent for one try and given back after it; the next try that needs
+    its image reuses it (the runner resets it first), so a VM's cold boot is paid
+    once per place, not once per episode. A try asks for a desktop:
+
+    1. an idle desktop of its image, else
+    2. a new one on the host with the lowest share of its capacity in use, else
+    3. a new one in place of an idle desktop of another image, which is closed;
+
+    looking first at hosts that are up and not in `avoid` (the hosts on which this
+    slot already failed), then at every host that is up. A host whose desktop failed
+    at start-up is down: it gets nothing while another host is up, and comes back
+    once a desktop on it works again. When every host is down, all of them count as
+    up (the try fails fast and uses up the slot's retries rather than waiting
+    forever). When nothing fits, the try waits for a desktop to be given back.
+    """
+
+    def __init__(
+        self,
+        backend: str,
+        hosts: Sequence[tuple[str | None, int]],
+        factory: DesktopFactory,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        if not hosts or any(capacity < 1 for _, capacity in hosts):
+            raise DeskLoopError("a desktop pool needs hosts, each with capacity >= 1")
+        self.backend = backend
+        self._hosts = [_Host(uri, capacity) for uri, capacity in hosts]
+        self._factory = factory
+        self._log = log or (lambda text: None)
+        self._changed = asyncio.Event()
+        self.made: list[DesktopSpec] = []
+        """Every desktop made, in order."""
+        self.failures: dict[str, list[str]] = {}
+        """Start-up failures by host (see `Lease.where`), in order."""
+
+    def is_down(self, host: int) -> bool:
+        return self._hosts[host].down is not None
+
+    def in_use(self, host: int) -> int:
+        """Places of `host` taken by desktops, lent or idle."""
+        return len(self._hosts[host].used())
+
+    async def acquire(self, image: str | None, avoid: Collection[int] = ()) -> Lease:
+        while True:
+            pick = self._pick(image, avoid)
+            if pick is not None:
+                break
+            # No await between _pick and clear(): no give-back can slip in between.
+            self._changed.clear()
+            await self._changed.wait()
+        number, reuse, evict = pick
+        host = self._hosts[number]
+        if reuse is not None:
+            host.idle.remove(reuse)
+            host.busy.add(reuse.index)
+            return reuse
+        if evict is not None:
+            host.idle.remove(evict)
+            index = evict.index
+        else:
+            index = min(set(range(host.capacity)) - host.used())
+        # Hold the place before any await, so no other try counts it as free.
+        host.busy.add(index)
+        try:
+            if evict is not None:
+                await self._close(evict)
+            spec = DesktopSpec(self.backend, host.uri, index, image)
+            desktop = self._factory(spec)
+        except BaseException:
+            host.busy.discard(index)
+            self._changed.set()
+            raise
+        self.made.append(spec)
+        return Lease(number, index, image, desktop, host.uri)
+
+    def _pick(
+        self, image: str | None, avoid: Collection[int]
+    ) -> tuple[int, Lease | None, Lease | None] | None:
+        numbers = range(len(self._hosts))
+        up = [n for n in numbers if self._hosts[n].down is None] or list(numbers)
+        for tier in ([n for n in up if n not in avoid], up):
+            for n in tier:
+                for lease in self._hosts[n].idle:
+                    if lease.image == image:
+                        return n, lease, None
+            free = [n for n in tier if len(self._hosts[n].used()) < self._hosts[n].capacity]
+            if free:
+                # Spread the load; ties go to the host given first.
+                return min(free, key=lambda n: (self._hosts[n].load(), n)), None, None
+            for n in tier:
+                if self._hosts[n].idle:
+                    return n, None, self._hosts[n].idle[0]
+        return None
+
+    def give_back(self, lease: Lease, *, host_ok: bool = True) -> None:
+        """The desktop is fine for another episode. `host_ok`: it came up, so its
+        host is up again if it was down."""
+        host = self._hosts[lease.host]
+        host.busy.discard(lease.index)
+        host.idle.append(lease)
+        if host_ok and host.down is not None:
+            self._log(f"host {lease.where(self.backend)} works again")
+            host.down = None
+        self._changed.set()
+
+    async def discard(self, lease: Lease, *, host_error: str | None = None) -> None:
+        """Close a desktop that failed; `host_error`: it failed at start-up, so its
+        host is down."""
+        host = self._hosts[lease.host]
+        if host_error is not None:
+            where = lease.where(self.backend)
+            self.failures.setdefault(where, []).append(host_error)
+            # Down at once, before the close, so no try waiting now picks it.
+            host.down = host_error
+        try:
+            await self._close(lease)
+        finally:
+            host.busy.discard(lease.index)
+            self._changed.set()
+
+    async def close(self) -> None:
+        """Close every idle desktop (at the end of a run)."""
+        for host in self._hosts:
+            while host.idle:
+                await self._close(host.idle.pop())
+
+    async def _close(self, lease: Lease) -> None:
+        try:
+            await lease.desktop.close()
+        except DeskLoopError as exc:
+            # A desktop that failed may fail to close too; the next one must not wait.
+            self._log(f"closing a desktop on {lease.where(self.backend)}: {exc}")
+
+
+def pool_hosts(options: BatchOptions) -> list[tuple[str | None, int]]:
+    """The pool's hosts: the libvirt URIs given, else the backend's default host, as
+    large as the concurrency."""
+    if options.hosts:
+        return [(host.uri, host.capacity) for host in options.hosts]
+    return [(None, options.concurrency)]
+
+
+def desktop_image(backend: str, task: Task) -> str | None:
+    """The VM image a task's episode needs: a VM image per app (gimp, blender,
+    kdenlive), as for `deskloop run`; $DESKLOOP_IMAGE overrides. None: the backend
+    has no images."""
+    if backend != "libvirt":
+        return None
+    return os.environ.get("DESKLOOP_IMAGE") or task.app
+
+
 # -- running --------------------------------------------------------------------------
 
 AgentFactory = Callable[[str, Task, OpenAIConfig | None], Agent]
 UserFactory = Callable[[Task], User]
-DesktopFactory = Callable[[str], Desktop]
 
 
 def default_user_factory(options: BatchOptions, root: Path) -> UserFactory:
@@ -360,6 +702,27 @@ def default_user_factory(options: BatchOptions, root: Path) -> UserFactory:
         raise DeskLoopError(f"unknown user {options.user!r}; expected simulated or llm")
 
     return make
+
+
+class _EpisodeStore:
+    """The store as the runner of one batch episode sees it.
+
+    The runner is shared with `deskloop run`, the TUI and the Gym API and knows
+    nothing of batches; this view adds what the batch knows to the episode's record
+    (where its desktop ran, in the episode's `config` JSON) without the runner
+    taking batch options. Everything else goes straight to the store.
+    """
+
+    def __init__(self, store: Store, extra_config: Mapping[str, Any]) -> None:
+        self._store = store
+        self._extra = dict(extra_config)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def start_episode(self, **kwargs: Any) -> int:
+        kwargs["config"] = {**(kwargs.get("config") or {}), **self._extra}
+        return self._store.start_episode(**kwargs)
 
 
 class BatchRunner:
@@ -385,11 +748,21 @@ class BatchRunner:
         self.suite = suite
         self.options = options
         self._agent_factory = agent_factory or make_agent
-        self._desktop_factory = desktop_factory or make_desktop
         self._user_factory = user_factory or default_user_factory(options, store.root)
         self._log = log or (lambda text: None)
         self._progress_stream = progress_stream
-        self.desktops_made = 0
+        self.pool = DesktopPool(
+            options.backend, pool_hosts(options), desktop_factory or make_pool_desktop, self._log
+        )
+
+    @property
+    def desktops_made(self) -> int:
+        return len(self.pool.made)
+
+    @property
+    def host_failures(self) -> dict[str, list[str]]:
+        """Desktops that failed at start-up in this run, by host: their errors."""
+        return self.pool.failures
 
     def pending(self) -> list[tuple[Slot, int]]:
         """Slots with no finished episode, each with its next attempt number."""
@@ -427,6 +800,7 @@ class BatchRunner:
             raise
         finally:
             progress.close()
+            await self.pool.close()
         return batch_table(self.store, self.batch_id)
 
     def _refuse_if_running(self) -> None:
@@ -440,55 +814,63 @@ class BatchRunner:
             )
 
     async def _worker(self, queue: asyncio.Queue[tuple[Slot, int]]) -> None:
-        # The worker's desktop, reused across its episodes; a list so that _run_slot
-        # can replace it and the finally below still closes the current one.
-        holder: list[Desktop] = []
-        try:
-            while True:
-                try:
-                    slot, attempt = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                await self._run_slot(slot, attempt, holder)
-        finally:
-            for desktop in holder:
-                await desktop.close()
+        while True:
+            try:
+                slot, attempt = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            await self._run_slot(slot, attempt)
 
-    async def _run_slot(self, slot: Slot, attempt: int, holder: list[Desktop]) -> None:
-        """Run one slot with its retries, on the worker's desktop (made on demand)."""
+    async def _run_slot(self, slot: Slot, attempt: int) -> None:
+        """Run one slot with its retries, each try on a desktop from the pool."""
         progress = self._progress
         task = self.tasks[slot.task_id]
+        image = desktop_image(self.options.backend, task)
+        failed_on: set[int] = set()
         last: EpisodeResult | None = None
         for try_index in range(self.options.retries + 1):
             if try_index:
                 progress.retry()
-            if not holder:
-                holder.append(self._desktop_factory(self.options.backend))
-                self.desktops_made += 1
+            lease = await self.pool.acquire(image, failed_on)
             progress.running += 1
             progress.show()
             try:
                 last, infrastructure = await self._run_episode(
-                    task, slot, attempt + try_index, holder[0]
+                    task, slot, attempt + try_index, lease
                 )
+            except BaseException:
+                # Cancelled (or the store failed): the desktop is closed with the pool.
+                self.pool.give_back(lease, host_ok=False)
+                raise
             finally:
                 progress.running -= 1
             if last.status == "finished" or not infrastructure:
+                self.pool.give_back(lease)
                 break
-            # A fresh desktop for the retry: the old one may be what failed.
-            self._log(f"{slot}: {last.error}; retrying on a fresh desktop")
-            await holder.pop().close()
+            # A fresh desktop for the retry, on another host where one has room: the
+            # old desktop, or its host, may be what failed.
+            where = lease.where(self.options.backend)
+            startup = failed_at_startup(last.status, last.steps, last.error)
+            await self.pool.discard(lease, host_error=last.error if startup else None)
+            failed_on.add(lease.host)
+            if startup:
+                progress.host_failed(where)
+            self._log(f"{slot}: {last.error} (on {where}); retrying on a fresh desktop")
         assert last is not None
         progress.finished(last.status, last.passed)
 
     async def _run_episode(
-        self, task: Task, slot: Slot, attempt: int, desktop: Desktop
+        self, task: Task, slot: Slot, attempt: int, lease: Lease
     ) -> tuple[EpisodeResult, bool]:
         agent = self._agent_factory(slot.agent, task, self.options.openai)
         runner_box: list[EpisodeRunner] = []
         user = self._user_factory(task)
         bind = getattr(user, "bind_conversation", None)
         tagged = False
+        placement: dict[str, Any] = {"desktop": lease.desktop.info().name}
+        if self.options.backend == "libvirt":
+            placement["libvirt_uri"] = lease.where(self.options.backend)
+        store = _EpisodeStore(self.store, placement)
 
         def on_event(event: RunnerEvent) -> None:
             nonlocal tagged
@@ -501,10 +883,10 @@ class BatchRunner:
 
         runner = EpisodeRunner(
             task,
-            desktop,
+            lease.desktop,
             agent,
             user,
-            self.store,
+            cast(Store, store),
             backend=self.options.backend,
             options=RunOptions(batch_id=self.batch_id, store_frames=self.options.store_frames),
             on_event=on_event,
@@ -576,11 +958,20 @@ def start_batch(
 
 
 def resume_batch(
-    store: Store, batch_id: str, *, concurrency: int | None = None, **kwargs: Any
+    store: Store,
+    batch_id: str,
+    *,
+    concurrency: int | None = None,
+    hosts: Sequence[Host] | None = None,
+    **kwargs: Any,
 ) -> BatchRunner:
     """The runner of a recorded batch, for its slots without a finished episode.
 
+    `hosts` replaces the batch's recorded pool of libvirt URIs (a host moved, or
+    more capacity); `concurrency` defaults to the pool's total capacity, else 1.
+
     Raises:
+        DeskLoopError: concurrency above the pool's capacity.
         StoreError: no such batch.
         TaskError: a task file is gone or changed since the batch began (its results
             would not be comparable).
@@ -595,7 +986,7 @@ def resume_batch(
                 "start a new batch to run the new version"
             )
         tasks[task.id] = task
-    options = BatchOptions.from_json(suite.get("options", {}), concurrency or 1)
+    options = BatchOptions.from_json(suite.get("options", {}), concurrency, hosts)
     return BatchRunner(store, batch_id, tasks, suite, options, **kwargs)
 
 
@@ -616,6 +1007,7 @@ def table_json(rows: Sequence[SlotRow]) -> list[dict[str, Any]]:
                 "steps": None if e is None else e.steps,
                 "attempts": row.attempts,
                 "error": None if e is None else e.error,
+                "libvirt_uri": None if e is None else e.config.get("libvirt_uri"),
             }
         )
     return out

@@ -20,17 +20,18 @@ from app.agents.base import Agent, AgentContext, Observation
 from app.agents.openai import OpenAIConfig
 from app.batch import (
     BatchOptions,
+    DesktopSpec,
     Progress,
     Slot,
     batch_table,
     is_infrastructure_error,
     load_suite,
+    make_pool_desktop,
     resolve_tasks,
     resume_batch,
     start_batch,
 )
 from app.desktops.base import Desktop
-from app.desktops.factory import make_desktop
 from app.errors import AgentUnavailable, DeskLoopError, StoreError, TaskError
 from app.reports import build_report, write_jsonl
 from app.store import Store
@@ -221,8 +222,8 @@ async def test_infrastructure_errors_retry_on_a_fresh_desktop(tmp_path: Path) ->
         # The first call is start_batch's check that the spec builds.
         return _FlakyAgent(len(built) - 2)
 
-    def desktops(backend: str) -> Desktop:
-        desktop = make_desktop(backend)
+    def desktops(spec: DesktopSpec) -> Desktop:
+        desktop = make_pool_desktop(spec)
         made.append(desktop)
         return desktop
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ from app.errors import DeskLoopError
 def cmd_batch_run(args: argparse.Namespace) -> int:
     from app.batch import (
         BatchOptions,
+        hosts_from_env,
         load_suite,
+        parse_hosts,
         resolve_tasks,
         resume_batch,
         start_batch,
@@ -25,6 +28,22 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
     def log(text: str) -> None:
         print_err(text)
 
+    # The pool is checked before the database is touched: a bad one records nothing.
+    hosts = parse_hosts(args.libvirt_uri) if args.libvirt_uri else None
+    if not args.resume:
+        if hosts is not None and args.backend != "libvirt":
+            raise DeskLoopError(f"--libvirt-uri needs --backend libvirt, not {args.backend}")
+        if hosts is None and args.backend == "libvirt":
+            hosts = hosts_from_env()
+        pool = hosts or ()
+        default = sum(h.capacity for h in pool) or 1
+        options = BatchOptions(
+            backend=args.backend,
+            concurrency=default if args.concurrency is None else args.concurrency,
+            time_limit=args.time_limit,
+            retries=args.retries,
+            hosts=pool,
+        )
     with Store(args.db) as store:
         if args.resume:
             if args.suite or args.task or args.agent:
@@ -32,7 +51,9 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                     "--resume takes no suite, --task or --agent: it reruns "
                     "the recorded suite of that batch"
                 )
-            runner = resume_batch(store, args.resume, concurrency=args.concurrency, log=log)
+            runner = resume_batch(
+                store, args.resume, concurrency=args.concurrency, hosts=hosts, log=log
+            )
         else:
             tasks_refs: list[str] = []
             agents: list[str] = []
@@ -58,14 +79,8 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                     "base_url": args.user_base_url or args.base_url,
                     "api_key_env": args.api_key_env,
                 }
-            options = BatchOptions(
-                backend=args.backend,
-                concurrency=args.concurrency,
-                time_limit=args.time_limit,
-                retries=args.retries,
-                openai=openai_config(args, agents),
-                user=args.user,
-                llm_user=llm_user,
+            options = replace(
+                options, openai=openai_config(args, agents), user=args.user, llm_user=llm_user
             )
             runner = start_batch(
                 store, tasks, agents, repeats or 1, options, batch_id=args.batch_id, log=log
@@ -74,8 +89,16 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
             f"batch {runner.batch_id}: {len(runner.pending())} episode(s) to run "
             f"(resume with: deskloop batch run --resume {runner.batch_id})"
         )
+        if runner.options.hosts:
+            print_err(
+                f"desktops on {len(runner.options.hosts)} libvirt host(s): "
+                + ", ".join(str(h) for h in runner.options.hosts)
+                + f"; {runner.options.concurrency} at once"
+            )
         rows = run_async(runner.run())
     print_table(rows)
+    for host, errors in runner.host_failures.items():
+        print_err(f"host {host}: {len(errors)} desktop(s) failed at start-up; last: {errors[-1]}")
     print(f"\nbatch {runner.batch_id}; see `deskloop report --batch {runner.batch_id}`")
     return 0 if all(row.status == "finished" for row in rows) else 1
 
@@ -180,8 +203,21 @@ def register(sub: Any) -> None:
         help="reference | null | scripted:FILE | openai | openai:MODEL (repeatable)",
     )
     run.add_argument("--repeats", type=int, help="runs of each (task, agent) (default: 1)")
-    run.add_argument("--concurrency", type=int, default=1, help="desktops at once (default: 1)")
+    run.add_argument(
+        "--concurrency",
+        type=int,
+        help="desktops at once (default: the libvirt pool's total capacity, else 1)",
+    )
     run.add_argument("--backend", choices=list(BACKENDS), default="local")
+    run.add_argument(
+        "--libvirt-uri",
+        action="append",
+        metavar="URI[*N]",
+        help="a libvirt host of the desktop pool and how many desktops it runs at once "
+        "(N, default 1), e.g. qemu+ssh://user@lab2/system*4 (repeatable; --backend "
+        "libvirt; default: $DESKLOOP_LIBVIRT_URIS, comma separated, else one host, "
+        "$DESKLOOP_LIBVIRT_URI). With --resume: replaces the batch's recorded pool",
+    )
     run.add_argument(
         "--time-limit",
         type=float,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 
@@ -12,30 +13,59 @@ BACKENDS = ("local", "libvirt")
 
 
 def make_desktop(
-    backend: str, *, width: int = 1280, height: int = 800, image: str | None = None
+    backend: str,
+    *,
+    width: int = 1280,
+    height: int = 800,
+    image: str | None = None,
+    uri: str | None = None,
+    index: int = 0,
 ) -> Desktop:
     """A new, not yet started desktop of `backend`; `reset()` starts it.
 
     libvirt: the VM `run-IMAGE` (domain deskloop-run-IMAGE), kept between runs so
     its start states are reused; `image` defaults to $DESKLOOP_IMAGE, else gimp.
+    `uri` is the libvirt connection (default $DESKLOOP_LIBVIRT_URI, else
+    qemu:///system). `index` tells apart desktops that run at once on one URI (a
+    batch's pool): each gets its own VM, `run-IMAGE-INDEX`. A URI other than the
+    default adds a short hash of it to the name, because a VM's folder (its lock, disk
+    and start states) is named after the VM alone, whatever its host.
+
+    The local backend ignores `image`, `uri` and `index`: one local desktop runs every
+    app, and each gets its own X display.
 
     Raises:
-        DesktopError: unknown backend.
+        DesktopError: unknown backend, or a negative index.
     """
+    if index < 0:
+        raise DesktopError(f"desktop index must be >= 0, got {index}")
     if backend == "local":
         from app.desktops.local import LocalDesktop
 
         return LocalDesktop(width=width, height=height)
     if backend == "libvirt":
-        from app.desktops.libvirt import DEFAULT_IMAGE, LibvirtDesktop
+        from app.desktops.libvirt import DEFAULT_IMAGE, LibvirtConfig, LibvirtDesktop
 
-        name = image or os.environ.get("DESKLOOP_IMAGE", DEFAULT_IMAGE)
+        image_name = image or os.environ.get("DESKLOOP_IMAGE", DEFAULT_IMAGE)
+        config = LibvirtConfig() if uri is None else LibvirtConfig(uri=uri)
         return LibvirtDesktop(
-            name=f"run-{name}",
-            image=name,
+            name=libvirt_desktop_name(image_name, uri, index, default_uri=LibvirtConfig().uri),
+            image=image_name,
             width=width,
             height=height,
+            config=config,
             # Cold boots and start-state saves take minutes under TCG: say so.
             progress=lambda text: print(f"[libvirt] {text}", file=sys.stderr, flush=True),
         )
     raise DesktopError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
+
+
+def libvirt_desktop_name(image: str, uri: str | None, index: int, *, default_uri: str) -> str:
+    """`run-IMAGE[-HASH][-INDEX]`: stable for one (image, URI, index), so a VM and its
+    start states are found again by the next run on that host and place."""
+    name = f"run-{image}"
+    if uri is not None and uri != default_uri:
+        name += "-" + hashlib.sha256(uri.encode()).hexdigest()[:6]
+    if index:
+        name += f"-{index}"
+    return name
