@@ -17,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from app.desktops.inventory import BackendListing, list_libvirt
 from app.errors import DeskLoopError
 from app.store import Store
 from app.tasks.loader import load_tasks
@@ -27,7 +28,7 @@ from app.ui.screens.episodes import EpisodesScreen
 from app.ui.screens.live import LiveScreen
 from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import TasksScreen
-from app.ui.session import DesktopPool, EpisodeSession, UserMode
+from app.ui.session import DesktopPool, EpisodeSession, LibvirtDesktops, UserMode
 
 SCREEN_KEYS = """
 **Screens** (from anywhere, when the cursor is not in a text box):
@@ -69,7 +70,10 @@ class DeskLoopApp(App[None]):
         tasks_dir: Path | str,
         backend: str = "local",
         start_mode: str = "tasks",
+        libvirt_listing: Callable[[], BackendListing] = list_libvirt,
     ) -> None:
+        """`libvirt_listing` lists the libvirt desktops made outside this session
+        (blocking; run in a thread); tests about the screens pass a fixed one."""
         super().__init__()
         self.db_path = Path(db)
         self.tasks_dir = Path(tasks_dir)
@@ -77,6 +81,8 @@ class DeskLoopApp(App[None]):
         self.start_mode = start_mode
         self.store = Store(self.db_path)
         self.pool = DesktopPool(backend)
+        self.vms = LibvirtDesktops(libvirt_listing)
+        self._listing_vms = False
         self.session: EpisodeSession | None = None
         self.live_desktop: str | None = None
         """A desktop to watch when no episode runs (Desktops screen, 'view live')."""
@@ -108,8 +114,29 @@ class DeskLoopApp(App[None]):
         title = getattr(self.screen, "TITLE", None) or "DeskLoop"
         self.push_screen(HelpScreen(str(title), str(text)))
 
+    def refresh_vms(self) -> None:
+        """List the libvirt desktops again, in a thread (one listing at a time); the
+        Desktops screen is told when the listing arrives."""
+        if self._listing_vms:
+            return
+        self._listing_vms = True
+        self.run_worker(
+            self.vms.refresh,
+            thread=True,
+            group="vm-list",
+            description="listing libvirt desktops",
+            exit_on_error=False,
+        )
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a failed worker (the app's or a screen's) becomes an error dialog."""
+        if event.worker.group == "vm-list" and event.worker.is_finished:
+            self._listing_vms = False
+            if event.state == WorkerState.SUCCESS:
+                self.vms.listing = event.worker.result
+                for screen in self.screen_stack:
+                    if isinstance(screen, DesktopsScreen):
+                        screen.post_message(DesktopsScreen.Changed())
         if event.state != WorkerState.ERROR:
             return
         error = event.worker.error

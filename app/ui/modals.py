@@ -1,4 +1,4 @@
-"""Dialogs shared by the screens: help, errors."""
+"""Dialogs shared by the screens: help, errors, a choice."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Markdown, Static
+from textual.widgets import Button, Markdown, OptionList, Static
+from textual.widgets.option_list import Option
 
 
 class HelpScreen(ModalScreen[None]):
@@ -49,4 +50,33 @@ class ErrorScreen(ModalScreen[None]):
             yield Button("Close", id="close", variant="error")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None)
+
+
+class ChoiceScreen(ModalScreen[str | None]):
+    """Pick one of a few values; dismisses with its key, or None on escape."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, question: str, choices: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.question = question
+        self.choices = choices
+        """(key, label) pairs, in the order shown."""
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog"):
+            yield Static(Text(self.title_text, "bold"), id="dialog-title")
+            yield Static(self.question)
+            yield OptionList(*(Option(label, id=key) for key, label in self.choices), id="choices")
+            yield Static("[dim]enter chooses · esc cancels[/dim]")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
         self.dismiss(None)

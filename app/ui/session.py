@@ -25,6 +25,7 @@ from app.agents.base import Agent
 from app.agents.factory import make_agent
 from app.desktops.base import Desktop, DesktopInfo, VncEndpoint
 from app.desktops.factory import make_desktop
+from app.desktops.inventory import BackendListing, VmListing, vm_command
 from app.errors import DesktopError, VNCError
 from app.person import PersonUser
 from app.protocol import Message, UserKind
@@ -133,7 +134,7 @@ class DesktopPool:
                 f"the {self.backend} backend cannot take snapshots: its reset always starts "
                 "a fresh session (snapshots are a libvirt feature)"
             )
-        key = time.strftime("tui-%Y%m%d-%H%M%S")
+        key = snapshot_key()
         await self._op(name, "saving a snapshot", lambda _d: save(key))
         entry.snapshots.append(key)
         return key
@@ -156,6 +157,96 @@ class DesktopPool:
         for entry in self.entries.values():
             with contextlib.suppress(Exception):
                 await entry.desktop.close()
+
+
+@dataclass
+class VmOperation:
+    """A `deskloop vm` command running on a libvirt desktop made outside this session."""
+
+    doing: str
+    last: str = ""
+    """The last line it printed (its progress)."""
+
+
+class LibvirtDesktops:
+    """The libvirt desktops that exist beside this session's (other runs made them):
+    the latest listing and the operations running on them.
+
+    Listing is blocking (`refresh` runs in a thread); operations are `deskloop vm`
+    child processes (see `app.desktops.inventory`), so this process never holds a
+    desktop's lock and other DeskLoop processes can use it as soon as one ends.
+    """
+
+    def __init__(self, source: Callable[[], BackendListing]) -> None:
+        self.source = source
+        self.listing: BackendListing | None = None
+        """None until the first listing arrives."""
+        self.operations: dict[str, VmOperation] = {}
+        self.errors: dict[str, str] = {}
+        """The last failed operation's reason, by desktop name (cleared by the next)."""
+
+    def refresh(self) -> BackendListing:
+        """List them now (blocking: call it in a thread); the caller stores the result.
+
+        Never raises: a listing that fails says why in its `error`, which the screen
+        shows in place of the desktops (a periodic refresh must not open a dialog
+        every few seconds).
+        """
+        try:
+            return self.source()
+        except Exception as exc:
+            return BackendListing("libvirt", "", error=f"{type(exc).__name__}: {exc}")
+
+    def get(self, name: str) -> VmListing | None:
+        if self.listing is None:
+            return None
+        return next((vm for vm in self.listing.desktops if vm.name == name), None)
+
+    def check_free(self, name: str) -> VmListing:
+        """The desktop, if this session may start an operation on it now.
+
+        Raises:
+            DesktopError: unknown, busy here, or driven by another DeskLoop process.
+        """
+        vm = self.get(name)
+        if vm is None:
+            raise DesktopError(f"no libvirt desktop {name} (listed again every few seconds)")
+        operation = self.operations.get(name)
+        if operation is not None:
+            raise DesktopError(f"desktop {name} is busy {operation.doing}")
+        if vm.locked_by is not None and vm.locked_by != os.getpid():
+            raise DesktopError(
+                f"desktop {name} is in use by DeskLoop process {vm.locked_by}, which refuses "
+                "other drivers; watching it (v) and a VNC viewer (o) still work"
+            )
+        return vm
+
+    async def run(self, name: str, doing: str, action: str, *args: str) -> None:
+        """`deskloop vm ACTION NAME ARGS`, with `doing` shown until it ends.
+
+        Raises:
+            DesktopError: refused (see `check_free`) or the command failed.
+        """
+        self.check_free(name)
+        operation = VmOperation(doing)
+        self.operations[name] = operation
+        self.errors.pop(name, None)
+
+        def progress(line: str) -> None:
+            operation.last = line
+
+        try:
+            await vm_command(action, name, *args, progress=progress)
+        except DesktopError as exc:
+            self.errors[name] = str(exc)
+            raise
+        finally:
+            del self.operations[name]
+
+
+def snapshot_key() -> str:
+    """The key of a snapshot taken from the TUI (a saved start state)."""
+    return time.strftime("tui-%Y%m%d-%H%M%S")
 
 
 def viewer_command() -> str | None:

@@ -12,6 +12,9 @@ import numpy as np
 from textual.app import App
 from textual.pilot import Pilot
 
+from app.desktops.base import VncEndpoint
+from app.desktops.inventory import BackendListing, SavedState, VmListing
+from app.desktops.libvirt import DOMAIN_PREFIX
 from app.store import Store, UserMode, encode_png
 
 T0 = datetime(2026, 1, 15, 9, 0, tzinfo=UTC)
@@ -207,6 +210,40 @@ def write_tasks(root: Path, broken: bool = False) -> Path:
             textwrap.dedent(STANDARD).replace("alpha-touch", "gamma-broken").replace("L1", "L9")
         )
     return root
+
+
+# -- libvirt desktops made outside the session (a fixed listing) ---------------------
+
+
+def vm(name: str, **changes: object) -> VmListing:
+    fields: dict[str, object] = {
+        "name": name,
+        "domain": DOMAIN_PREFIX + name,
+        "state": "shut off",
+        "image": "gimp",
+        "width": 1280,
+        "height": 800,
+        "vnc": None,
+        "states": (),
+        "locked_by": None,
+        "dir": Path("/cache/vms") / name,
+    }
+    fields.update(changes)
+    return VmListing(**fields)  # type: ignore[arg-type]
+
+
+ALPHA = vm(
+    "alpha",
+    state="running",
+    vnc=VncEndpoint("127.0.0.1", 5999, "pw4alpha"),
+    states=(
+        SavedState("tui-20260115-090000", 1_768_467_600.0),
+        SavedState("boot", 1_768_400_000.0),
+    ),
+)
+BETA = vm("beta", image="blender", width=1920, height=1080, locked_by=4242)
+GAMMA = vm("gamma", image="kdenlive")
+LISTING = BackendListing("libvirt", "qemu:///system", (ALPHA, BETA, GAMMA))
 
 
 def screen_text(app: App[None]) -> str:

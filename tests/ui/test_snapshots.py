@@ -1,9 +1,9 @@
 """Snapshots of the main screens at 160×50 and 100×30 (pytest-textual-snapshot).
 
 Everything shown is fixed: a recorded database with fixed times and frames, task
-files written by the test, relative paths, UTC. After an intended change of the
-look, review the diff and update with `pytest tests/ui/test_snapshots.py
---snapshot-update`.
+files written by the test, relative paths, UTC, a fixed listing of libvirt desktops.
+After an intended change of the look, review the diff and update with
+`pytest tests/ui/test_snapshots.py --snapshot-update`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from app.ui.app import DeskLoopApp
-from tests.ui.helpers import fixture_db, write_tasks
+from tests.ui.helpers import LISTING, fixture_db, wait_until, write_tasks
 
 SnapCompare = Callable[..., bool]
 
@@ -26,6 +27,8 @@ SMALL = (100, 30)
 @pytest.fixture
 def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], DeskLoopApp]]:
     monkeypatch.chdir(tmp_path)
+    # Whether a VNC viewer is installed changes the Desktops screen's detail pane.
+    monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     fixture_db(Path("sessions") / "deskloop.db")
@@ -33,7 +36,10 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[s
 
     def make(start: str) -> DeskLoopApp:
         return DeskLoopApp(
-            db=Path("sessions/deskloop.db"), tasks_dir=Path("tasks"), start_mode=start
+            db=Path("sessions/deskloop.db"),
+            tasks_dir=Path("tasks"),
+            start_mode=start,
+            libvirt_listing=lambda: LISTING,
         )
 
     yield make
@@ -63,5 +69,22 @@ def test_screen(
     assert snap_compare(lab(start), press=press, terminal_size=size)
 
 
+async def listed(pilot: Pilot[None]) -> None:
+    """Until the libvirt desktops are in the table (the listing runs in a thread)."""
+    app = pilot.app
+    assert isinstance(app, DeskLoopApp)
+    await wait_until(pilot, lambda: app.vms.listing is not None, 5, "the listing")
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [BIG, SMALL], ids=["160x50", "100x30"])
+def test_desktops(
+    snap_compare: SnapCompare, lab: Callable[[str], DeskLoopApp], size: tuple[int, int]
+) -> None:
+    assert snap_compare(lab("desktops"), run_before=listed, terminal_size=size)
+
+
 def test_desktops_and_help(snap_compare: SnapCompare, lab: Callable[[str], DeskLoopApp]) -> None:
-    assert snap_compare(lab("desktops"), press=["question_mark"], terminal_size=SMALL)
+    assert snap_compare(
+        lab("desktops"), run_before=listed, press=["question_mark"], terminal_size=SMALL
+    )

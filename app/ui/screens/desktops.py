@@ -1,10 +1,13 @@
-"""Desktops: every desktop of this session with its state and VNC address."""
+"""Desktops: this session's desktops and every libvirt desktop DeskLoop made."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -12,27 +15,72 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
+from app.desktops.base import VncEndpoint
+from app.desktops.inventory import SavedState, VmListing
+from app.errors import DesktopError
+from app.ui.modals import ChoiceScreen
 from app.ui.screens.base import LabScreen
-from app.ui.session import DesktopPool, open_viewer, viewer_command
+from app.ui.session import DesktopPool, LibvirtDesktops, open_viewer, snapshot_key, viewer_command
+
+LIST_EVERY = 3.0
+"""Seconds between listings of the libvirt desktops while the screen shows."""
+
+NOTICE_KEY = "libvirt:"
+"""Row key of the line that stands for the libvirt listing itself (pending, failed)."""
+VM_KEY = "vm:"
+"""Row keys of libvirt desktops made outside this session start with this."""
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    cells: tuple[str | Text, ...]
+
+
+def state_text(state: str) -> Text:
+    color = {"running": "green", "failed": "red", "unreachable": "red"}.get(state, "yellow")
+    return Text(state, color)
+
+
+def describe_state(state: SavedState) -> str:
+    """A saved start state, for the restore picker."""
+    if state.key == "boot":
+        what = "boot: the desktop just after a cold boot"
+    elif state.key.startswith("tui-"):
+        what = f"{state.key}: a snapshot taken in the TUI"
+    elif len(state.key) == 20 and all(c in "0123456789abcdef" for c in state.key):
+        what = f"{state.key}: a task's start state (made by a run)"
+    else:
+        what = f"{state.key}: a snapshot (deskloop vm snapshot)"
+    if state.saved is not None:
+        what += time.strftime(" · saved %Y-%m-%d %H:%M", time.localtime(state.saved))
+    return what
 
 
 class DesktopsScreen(LabScreen):
     TITLE = "Desktops"
     HELP = """\
-The desktops of this session: those you made here (**n**) and the one each
-episode runs on. A local desktop is an Xvnc server on 127.0.0.1 with a random
-password, the openbox window manager and a throw-away home folder.
+Every desktop of every backend: the ones this session made (**n**, and the one each
+episode runs on), and every libvirt VM DeskLoop made (domains `deskloop-*`, made by
+`deskloop vm`, `run` or another session), listed again every 3 seconds. When libvirtd
+cannot be reached, one row says so and why. A local desktop is an Xvnc server on
+127.0.0.1 with a random password, the openbox window manager and a throw-away home.
 
 - **n** new desktop (starts it), **s** start a stopped one, **x** stop it.
-- **z** reset: a fresh session, as a task's episode starts from.
-- **p** snapshot: save the running desktop (libvirt: a saved VM state); **b** back
-  to the last snapshot taken here. The local backend has no snapshots and says so.
+- **z** reset: a fresh session, as a task's episode starts from (a VM goes back to
+  its boot state).
+- **p** snapshot: save the running desktop (libvirt: a saved VM state); **b** back to
+  a snapshot: the last one taken here, or for a VM made elsewhere a saved state you
+  pick from a list. The local backend has no snapshots and says so.
 - **o** open in an external VNC viewer (TigerVNC's `vncviewer`); without one,
   the address and password to give any viewer are shown below the table.
 - **v** watch it live in the Live screen.
 
-Starting and resetting take a few seconds; they run in the background and the
-State column shows progress.
+A VM another DeskLoop process drives (the note says which) can be watched and
+opened in a viewer; its other actions wait until that process lets go of it.
+Starting, resetting and restoring take from seconds to minutes (a cold boot under
+software emulation); they run in the background and the State and note columns show
+progress.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "new", "New"),
@@ -46,7 +94,7 @@ State column shows progress.
     ]
 
     class Changed(Message):
-        """A desktop operation finished (or failed): redraw the table."""
+        """A desktop operation or a listing finished (or failed): redraw the table."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -59,48 +107,125 @@ State column shows progress.
     def pool(self) -> DesktopPool:
         return self.lab.pool
 
+    @property
+    def vms(self) -> LibvirtDesktops:
+        return self.lab.vms
+
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("name", "backend", "state", "size", "VNC address", "episode", "note")
+        table.add_columns(
+            "name", "backend", "image", "state", "size", "VNC address", "episode", "note"
+        )
         self.fill()
         self.set_interval(1.0, self.fill)
+        self.set_interval(LIST_EVERY, self._list_again)
+        self.lab.refresh_vms()
         table.focus()
 
     def on_screen_resume(self) -> None:
+        self.lab.refresh_vms()
         self.fill()
 
-    def fill(self) -> None:
-        table = self.query_one(DataTable)
-        selected = self.selected_name()
-        table.clear()
+    def _list_again(self) -> None:
+        if self.is_current:
+            self.lab.refresh_vms()
+
+    # -- the table ------------------------------------------------------------------
+
+    def rows(self) -> list[Row]:
+        rows = []
         for name, entry in self.pool.entries.items():
             info = entry.info()
-            state = entry.busy or info.state
-            color = {"running": "green", "failed": "red"}.get(state, "yellow")
-            address = f"{info.vnc.host}:{info.vnc.port}" if info.vnc else "—"
-            table.add_row(
-                name,
-                info.backend,
-                Text(state, color),
-                f"{info.width}×{info.height}",
-                address,
-                str(entry.episode or ""),
-                Text(entry.error or "", "red"),
-                key=name,
+            rows.append(
+                Row(
+                    name,
+                    (
+                        name,
+                        info.backend,
+                        info.details.get("image", "—"),
+                        state_text(entry.busy or info.state),
+                        f"{info.width}×{info.height}",
+                        _address(info.vnc),
+                        str(entry.episode or ""),
+                        Text(entry.error or "", "red"),
+                    ),
+                )
             )
-        if selected in self.pool.entries:
-            table.move_cursor(row=list(self.pool.entries).index(selected))
+        listing = self.vms.listing
+        if listing is None:
+            rows.append(Row(NOTICE_KEY, ("libvirt", "libvirt", "", state_text("listing…"))))
+        elif listing.error is not None:
+            note = Text(listing.error, "red")
+            cells = ("libvirt", "libvirt", "", state_text("unreachable"), "", "", "", note)
+            rows.append(Row(NOTICE_KEY, cells))
+        else:
+            for vm in listing.desktops:
+                # A desktop this session drives is shown once, as this session's.
+                if self.pool.backend == "libvirt" and vm.name in self.pool.entries:
+                    continue
+                rows.append(Row(VM_KEY + vm.name, self._vm_cells(vm)))
+        return rows
+
+    def _vm_cells(self, vm: VmListing) -> tuple[str | Text, ...]:
+        operation = self.vms.operations.get(vm.name)
+        error = self.vms.errors.get(vm.name)
+        if operation is not None:
+            state, note = state_text(operation.doing), Text(operation.last, "dim")
+        else:
+            state, note = state_text(vm.state), Text(error or "", "red")
+        if operation is None and not error:
+            # Short, to fit at 100 columns; the detail pane says more.
+            if vm.locked_by is not None:
+                note = Text(f"in use by pid {vm.locked_by}", "yellow")
+            else:
+                count = len(vm.states)
+                note = Text(f"{count} saved state{'' if count == 1 else 's'}", "dim")
+        size = f"{vm.width}×{vm.height}" if vm.width and vm.height else "?"
+        return (vm.name, "libvirt", vm.image, state, size, _address(vm.vnc), "", note)
+
+    def fill(self, select: str | None = None) -> None:
+        """Rebuild the table, keeping the selected row (or selecting `select`)."""
+        table = self.query_one(DataTable)
+        selected = select or self.selected_key()
+        rows = self.rows()
+        table.clear()
+        for row in rows:
+            cells = row.cells + ("",) * (8 - len(row.cells))
+            table.add_row(*cells, key=row.key)
+        keys = [row.key for row in rows]
+        if selected in keys:
+            table.move_cursor(row=keys.index(selected))
         self.show_detail()
 
-    def selected_name(self) -> str | None:
+    def selected_key(self) -> str | None:
         table = self.query_one(DataTable)
         if table.row_count == 0:
             return None
         row = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
         return str(row.value) if row.value is not None else None
 
+    def selected_name(self) -> str | None:
+        """The selected desktop of this session, if that is what is selected."""
+        key = self.selected_key()
+        return key if key is not None and key in self.pool.entries else None
+
+    def selected_vm(self) -> VmListing | None:
+        """The selected libvirt desktop made outside this session, if that is selected."""
+        key = self.selected_key()
+        if key is None or not key.startswith(VM_KEY):
+            return None
+        return self.vms.get(key[len(VM_KEY) :])
+
     def show_detail(self) -> None:
         detail = self.query_one("#desktop-detail", Static)
+        key = self.selected_key()
+        if key == NOTICE_KEY:
+            detail.update(self._notice_detail())
+            return
+        vm = self.selected_vm()
+        if vm is not None:
+            detail.update(self._vm_detail(vm))
+            return
         name = self.selected_name()
         if name is None:
             detail.update(
@@ -109,21 +234,49 @@ State column shows progress.
             )
             return
         info = self.pool.entries[name].info()
-        lines = [f"[b]{name}[/b] · {info.state}"]
-        if info.vnc:
-            lines.append(
-                f"VNC: {info.vnc.host}:{info.vnc.port} (display ::{info.vnc.port}) "
-                f"· password: {info.vnc.password}"
-            )
-            if viewer_command() is None:
-                lines.append(
-                    "[dim]no vncviewer installed: use the address and password above[/dim]"
-                )
-        lines += [f"{key}: {value}" for key, value in info.details.items()]
+        lines = [f"[b]{escape(name)}[/b] · {info.state} · made in this session"]
+        lines += _vnc_lines(info.vnc)
+        lines += [f"{key}: {escape(value)}" for key, value in info.details.items()]
         detail.update("\n".join(lines))
+
+    def _notice_detail(self) -> str:
+        listing = self.vms.listing
+        if listing is None:
+            return "Listing the libvirt desktops…"
+        return (
+            f"[red]libvirt is not reachable[/red]: {escape(listing.error or '')}\n"
+            "Local desktops work without it. Tried again every few seconds; "
+            "DESKLOOP_LIBVIRT_URI names another libvirtd."
+        )
+
+    def _vm_detail(self, vm: VmListing) -> str:
+        lines = [
+            f"[b]{escape(vm.name)}[/b] · {vm.state} · domain {vm.domain} · image {vm.image} "
+            f"· made outside this session"
+        ]
+        operation = self.vms.operations.get(vm.name)
+        if operation is not None:
+            lines.append(f"busy {operation.doing}: {escape(operation.last)}")
+        elif vm.name in self.vms.errors:
+            lines.append(f"[red]{escape(self.vms.errors[vm.name])}[/red]")
+        if vm.locked_by is not None:
+            lines.append(
+                f"in use by DeskLoop process {vm.locked_by}: watch (v) and a viewer (o) work; "
+                "other actions wait for it"
+            )
+        lines += _vnc_lines(vm.vnc)
+        if vm.states:
+            lines.append("saved states (b): " + ", ".join(s.key for s in vm.states))
+        lines.append(f"files: {escape(str(vm.dir))}")
+        return "\n".join(lines)
 
     def on_data_table_row_highlighted(self) -> None:
         self.show_detail()
+
+    def on_desktops_screen_changed(self) -> None:
+        self.fill()
+
+    # -- actions ------------------------------------------------------------------
 
     def _run(self, what: str, call: Callable[[], Awaitable[None]]) -> None:
         async def work() -> None:
@@ -131,76 +284,160 @@ State column shows progress.
                 await call()
             finally:
                 self.post_message(self.Changed())
+                self.lab.refresh_vms()
 
         self.run_worker(work(), group="desktop-op", description=what, exit_on_error=False)
         self.fill()
 
-    def on_desktops_screen_changed(self) -> None:
-        self.fill()
-
-    def _need(self) -> str | None:
+    def _target(self) -> str | VmListing | None:
+        """The selected session desktop's name, or the selected VM made elsewhere;
+        None (after saying why) when neither is selected."""
         name = self.selected_name()
-        if name is None:
+        if name is not None:
+            return name
+        vm = self.selected_vm()
+        if vm is not None:
+            return vm
+        if self.selected_key() == NOTICE_KEY:
+            listing = self.vms.listing
+            why = listing.error if listing and listing.error else "still listing them"
+            self.notify(f"No libvirt desktop to act on: {why}", severity="warning", timeout=8)
+        else:
             self.notify("No desktop selected.", severity="warning")
-        return name
+        return None
+
+    def _vm_op(self, vm: VmListing, doing: str, action: str, *args: str) -> None:
+        """Run `deskloop vm ACTION` on `vm`, or say at once why it would be refused."""
+        try:
+            self.vms.check_free(vm.name)
+        except DesktopError as exc:
+            self.notify(str(exc), severity="warning", timeout=8)
+            return
+        self._run(f"{doing} {vm.name}", lambda: self.vms.run(vm.name, doing, action, *args))
 
     def action_new(self) -> None:
         entry = self.pool.new()
         name = entry.info().name
         self._run(f"starting {name}", lambda: self.pool.start(name))
+        self.fill(select=name)
 
     def action_start(self) -> None:
-        if name := self._need():
-            self._run(f"starting {name}", lambda: self.pool.start(name))
+        target = self._target()
+        if isinstance(target, str):
+            self._run(f"starting {target}", lambda: self.pool.start(target))
+        elif target is not None:
+            if target.running:
+                self.notify(
+                    f"{target.name} is already running (z resets it to its boot state).",
+                    severity="warning",
+                )
+                return
+            self._vm_op(target, "starting", "start")
 
     def action_stop(self) -> None:
-        if name := self._need():
-            self._run(f"stopping {name}", lambda: self.pool.stop(name))
+        target = self._target()
+        if isinstance(target, str):
+            self._run(f"stopping {target}", lambda: self.pool.stop(target))
+        elif target is not None:
+            if target.state in ("shut off", "undefined"):
+                self.notify(f"{target.name} is not running.", severity="warning")
+                return
+            self._vm_op(target, "stopping", "stop")
 
     def action_reset(self) -> None:
-        if name := self._need():
-            self._run(f"resetting {name}", lambda: self.pool.reset(name))
+        target = self._target()
+        if isinstance(target, str):
+            self._run(f"resetting {target}", lambda: self.pool.reset(target))
+        elif target is not None:
+            # `deskloop vm start` restores the boot state (a running VM included).
+            self._vm_op(target, "resetting", "start")
 
     def action_snapshot(self) -> None:
-        if name := self._need():
+        target = self._target()
+        if isinstance(target, str):
+            name = target
 
             async def take() -> None:
                 key = await self.pool.snapshot(name)
                 self.notify(f"Snapshot {key} of {name} saved.")
 
             self._run(f"snapshot of {name}", take)
+        elif target is not None:
+            if not target.running:
+                self.notify(f"{target.name} is not running: nothing to save.", severity="warning")
+                return
+            self._vm_op(target, "saving a snapshot", "snapshot", snapshot_key())
 
     def action_restore(self) -> None:
-        if name := self._need():
+        target = self._target()
+        if isinstance(target, str):
+            name = target
 
             async def restore() -> None:
                 key = await self.pool.restore(name)
                 self.notify(f"{name} is back at {key}.")
 
             self._run(f"restoring {name}", restore)
+        elif target is not None:
+            vm = target
+            if not vm.states:
+                self.notify(f"{vm.name} has no saved state (p takes one).", severity="warning")
+                return
+
+            def chosen(key: str | None) -> None:
+                if key is not None:
+                    self._vm_op(vm, f"restoring {key}", "revert", key)
+
+            choices = [(s.key, describe_state(s)) for s in vm.states]
+            self.app.push_screen(
+                ChoiceScreen(f"Restore {vm.name}", "Back to which saved state?", choices),
+                chosen,
+            )
 
     def action_open_viewer(self) -> None:
-        name = self._need()
-        if name is None:
+        target = self._target()
+        if target is None:
             return
-        info = self.pool.entries[name].info()
-        if info.vnc is None:
+        if isinstance(target, str):
+            name, vnc = target, self.pool.entries[target].info().vnc
+        else:
+            name, vnc = target.name, target.vnc
+        if vnc is None:
             self.notify(f"{name} is not running.", severity="warning")
             return
         if viewer_command() is None:
             self.notify(
-                f"No vncviewer installed. Connect a viewer to {info.vnc.host}:{info.vnc.port}, "
-                f"password {info.vnc.password}",
+                f"No vncviewer installed. Connect a viewer to {vnc.host}:{vnc.port}, "
+                f"password {vnc.password}",
                 timeout=15,
             )
             return
-        from app.errors import DesktopError
-
         try:
-            open_viewer(info.vnc)
+            open_viewer(vnc)
         except DesktopError as exc:
             self.notify(str(exc), severity="error", timeout=10)
 
     def action_view(self) -> None:
-        if name := self._need():
-            self.lab.watch_desktop(name)
+        target = self._target()
+        if isinstance(target, str):
+            self.lab.watch_desktop(target)
+        elif target is not None:
+            if target.vnc is None:
+                self.notify(f"{target.name} is not running (s starts it).", severity="warning")
+                return
+            self.lab.watch_desktop(target.name)
+
+
+def _address(vnc: VncEndpoint | None) -> str:
+    return f"{vnc.host}:{vnc.port}" if vnc else "—"
+
+
+def _vnc_lines(vnc: VncEndpoint | None) -> list[str]:
+    if vnc is None:
+        return []
+    lines = [
+        f"VNC: {vnc.host}:{vnc.port} (display ::{vnc.port}) · password: {escape(vnc.password)}"
+    ]
+    if viewer_command() is None:
+        lines.append("[dim]no vncviewer installed: use the address and password above[/dim]")
+    return lines

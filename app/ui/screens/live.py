@@ -153,7 +153,7 @@ Every message is recorded with its kind and the step at which it arrived.
                 self._log_end(session.result)
         self.update_all()
         self.workers.cancel_group(self, "feed")
-        live = self._endpoint() is not None or (session is not None and not session.ended)
+        live = self.lab.live_desktop is not None or (session is not None and not session.ended)
         if live and self.fps > 0:
             self.feed()
 
@@ -166,6 +166,11 @@ Every message is recorded with its kind and the step at which it arrived.
             return self.session.desktop.info().vnc
         if app.live_desktop is not None and app.live_desktop in app.pool.entries:
             return app.pool.entries[app.live_desktop].info().vnc
+        if app.live_desktop is not None:
+            # A VM made elsewhere: its address from the latest listing (a restore
+            # moves it to a new port; the listing follows, see update_status).
+            vm = app.vms.get(app.live_desktop)
+            return vm.vnc if vm is not None else None
         return None
 
     @work(group="feed", exclusive=True, exit_on_error=False, description="live view")
@@ -189,7 +194,12 @@ Every message is recorded with its kind and the step at which it arrived.
         status = self.query_one("#live-status", Static)
         app = self.lab
         if session is None:
-            if app.live_desktop is not None:
+            if app.live_desktop is not None and app.live_desktop not in app.pool.entries:
+                app.refresh_vms()
+                vm = app.vms.get(app.live_desktop)
+                state = vm.state if vm is not None else "gone"
+                status.update(f"watching libvirt desktop {app.live_desktop} ({state}, no episode)")
+            elif app.live_desktop is not None:
                 status.update(f"watching desktop {app.live_desktop} (no episode)")
             else:
                 status.update("No episode is running. Start one from Tasks (t, then s).")

@@ -1,0 +1,241 @@
+"""Every libvirt desktop DeskLoop made, and operations on them, for the TUI's Desktops.
+
+`list_libvirt` adds to `libvirt.list_vms` what a person needs to use a desktop from
+the TUI: its screen size, its VNC address and password while it runs, its saved
+start states with their times, and which process (if any) holds its lock. It never
+raises because libvirtd is away: the listing then carries the reason, so a screen can
+say so instead of failing.
+
+`vm_command` runs one `deskloop vm ACTION NAME` in a child process. The TUI drives
+desktops it did not make that way, not in-process, for two reasons: a `LibvirtDesktop`
+holds the desktop's folder lock for as long as it lives, so an in-process one would
+lock other DeskLoop processes out of the VM until the TUI quits; and the child ends
+exactly as the CLI command does (domain left running, lock released), which the
+backend offers no in-process call for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import libvirt
+
+from app.desktops.base import VncEndpoint
+from app.desktops.libvirt import (
+    LibvirtConfig,
+    VmRecord,
+    list_vms,
+    open_connection,
+)
+from app.errors import DesktopError
+
+VM_ACTIONS = ("start", "stop", "snapshot", "revert")
+"""The `deskloop vm` actions `vm_command` runs (the ones that keep the domain)."""
+
+
+@dataclass(frozen=True)
+class SavedState:
+    """A saved start state of a libvirt desktop (`states/KEY/`)."""
+
+    key: str
+    saved: float | None
+    """Wall time it was saved (meta.json), None when unreadable."""
+
+
+@dataclass(frozen=True)
+class VmListing:
+    """One libvirt desktop as the TUI shows it."""
+
+    name: str
+    domain: str
+    state: str
+    """libvirt's word for it ('running', 'shut off', ...), 'undefined' when only the
+    folder is left."""
+    image: str
+    width: int | None
+    height: int | None
+    vnc: VncEndpoint | None
+    """Set while it runs and its record (the password) is readable."""
+    states: tuple[SavedState, ...]
+    """Saved start states, newest first."""
+    locked_by: int | None
+    """The pid of the DeskLoop process driving it, if any (it refuses others)."""
+    dir: Path
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+
+@dataclass(frozen=True)
+class BackendListing:
+    """The desktops of one backend, or why they could not be listed."""
+
+    backend: str
+    where: str
+    desktops: tuple[VmListing, ...] = ()
+    error: str | None = None
+
+
+def list_libvirt(config: LibvirtConfig | None = None) -> BackendListing:
+    """Every DeskLoop libvirt desktop (domains `deskloop-*` and cache folders), blocking.
+
+    libvirtd being unreachable is an answer, not an error: `error` says why and names
+    the URI.
+    """
+    config = config or LibvirtConfig()
+    try:
+        summaries = list_vms(config)
+        ports = _vnc_ports(config.uri, [s.domain for s in summaries if s.state == "running"])
+    except DesktopError as exc:
+        return BackendListing("libvirt", config.uri, error=str(exc))
+    except libvirt.libvirtError as exc:
+        return BackendListing(
+            "libvirt", config.uri, error=f"listing domains at {config.uri} failed: {exc}"
+        )
+    desktops = []
+    for summary in summaries:
+        record: VmRecord | None = None
+        with contextlib.suppress(DesktopError):
+            record = VmRecord.load(summary.dir / "vm.json")
+        port = ports.get(summary.domain)
+        vnc = VncEndpoint("127.0.0.1", port, record.vnc_password) if port and record else None
+        desktops.append(
+            VmListing(
+                name=summary.name,
+                domain=summary.domain,
+                state=summary.state,
+                image=summary.image,
+                width=record.width if record else None,
+                height=record.height if record else None,
+                vnc=vnc,
+                states=_saved_states(summary.dir, summary.states),
+                locked_by=lock_holder(summary.dir / ".lock"),
+                dir=summary.dir,
+            )
+        )
+    return BackendListing("libvirt", config.uri, tuple(desktops))
+
+
+def _vnc_ports(uri: str, domains: list[str]) -> dict[str, int]:
+    """Domain → VNC port from the live XML (QEMU picks the port at each start)."""
+    if not domains:
+        return {}
+    conn = open_connection(uri)
+    ports: dict[str, int] = {}
+    try:
+        for name in domains:
+            try:
+                xml = conn.lookupByName(name).XMLDesc(0)
+            except libvirt.libvirtError:
+                continue  # gone since it was listed
+            graphics = ET.fromstring(xml).find("./devices/graphics[@type='vnc']")
+            port = int(graphics.get("port", "-1")) if graphics is not None else -1
+            if port > 0:
+                ports[name] = port
+    finally:
+        conn.close()
+    return ports
+
+
+def _saved_states(folder: Path, keys: tuple[str, ...]) -> tuple[SavedState, ...]:
+    states = []
+    for key in keys:
+        meta = folder / "states" / key / "meta.json"
+        saved: float | None = None
+        with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+            saved = float(json.loads(meta.read_text())["saved"])
+        if meta.is_file():  # a state without meta.json is half-written: not restorable
+            states.append(SavedState(key, saved))
+    return tuple(sorted(states, key=lambda s: s.saved or 0.0, reverse=True))
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid holding an flock on `path` (from /proc/locks), or None.
+
+    Read-only: taking the lock to test it could make its owner's own attempt fail.
+    """
+    try:
+        st = path.stat()
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    wanted = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in table.splitlines():
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 6531 fe:00:1517799 0 EOF" ("->" marks waiters)
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == wanted:
+            with contextlib.suppress(ValueError):
+                return int(fields[4])
+    return None
+
+
+async def vm_command(
+    action: str,
+    name: str,
+    *args: str,
+    progress: Callable[[str], None] = lambda _line: None,
+) -> None:
+    """Run `deskloop vm ACTION NAME ARGS...` in a child process, passing each line it
+    prints to `progress`. Cancelling interrupts it as Ctrl-C would the command.
+
+    Raises:
+        DesktopError: the command failed; the message is what it printed as the error.
+    """
+    if action not in VM_ACTIONS:
+        raise DesktopError(f"vm action {action!r}: expected one of {', '.join(VM_ACTIONS)}")
+    argv = [sys.executable, "-m", "app.cli", "vm", action, name, *args]
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        # Not in the TUI's process group: the terminal's Ctrl-C is the TUI's, not its.
+        start_new_session=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    errors = asyncio.ensure_future(proc.stderr.read())
+    try:
+        async for raw in proc.stdout:
+            line = raw.decode(errors="replace").strip()
+            if line:
+                progress(line)
+        code = await proc.wait()
+        err = (await errors).decode(errors="replace").strip()
+    except asyncio.CancelledError:
+        await _interrupt(proc)
+        raise
+    finally:
+        errors.cancel()
+    if code != 0:
+        lines = err.splitlines()
+        # The CLI prints a DeskLoopError as "Title:" then the message.
+        if len(lines) > 1 and lines[0].endswith(":"):
+            lines = lines[1:]
+        why = "\n".join(lines[-15:]) or f"exit status {code}"
+        command = " ".join(["deskloop", "vm", action, name, *args])
+        raise DesktopError(f"`{command}` failed: {why}")
+
+
+async def _interrupt(proc: asyncio.subprocess.Process) -> None:
+    """SIGTERM (the CLI then stops cleanly and releases the lock), SIGKILL after 20 s."""
+    if proc.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), 20.0)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
