@@ -704,18 +704,30 @@ def default_user_factory(options: BatchOptions, root: Path) -> UserFactory:
     return make
 
 
+def time_limit_error(limit: float, runner_error: str | None = None) -> str:
+    """The error of an episode the batch's time limit ended. The runner says where
+    the cancellation found it ("aborted during scoring"); that part is kept."""
+    where = (runner_error or "").removeprefix("aborted during ")
+    during = {"episode": " during the episode", "scoring": " during scoring"}.get(where, "")
+    return f"batch time limit of {limit:g} s exceeded{during}"
+
+
 class _EpisodeStore:
     """The store as the runner of one batch episode sees it.
 
     The runner is shared with `deskloop run`, the TUI and the Gym API and knows
     nothing of batches; this view adds what the batch knows to the episode's record
-    (where its desktop ran, in the episode's `config` JSON) without the runner
-    taking batch options. Everything else goes straight to the store.
+    without the runner taking batch options: where its desktop ran (in the episode's
+    `config` JSON) and, when the batch's time limit cancelled the episode, that this
+    is why it ended (the runner only sees a cancellation, which it records as
+    "aborted during ..."). Everything else goes straight to the store.
     """
 
-    def __init__(self, store: Store, extra_config: Mapping[str, Any]) -> None:
+    def __init__(self, store: Store, extra_config: Mapping[str, Any], limit: float) -> None:
         self._store = store
         self._extra = dict(extra_config)
+        self._limit = limit
+        self.window: asyncio.Timeout | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -723,6 +735,14 @@ class _EpisodeStore:
     def start_episode(self, **kwargs: Any) -> int:
         kwargs["config"] = {**(kwargs.get("config") or {}), **self._extra}
         return self._store.start_episode(**kwargs)
+
+    def finish_episode(self, episode_id: int, **kwargs: Any) -> None:
+        if self.window is not None and self.window.expired() and kwargs["status"] == "error":
+            kwargs["error"] = time_limit_error(self._limit, kwargs.get("error"))
+            # An infrastructure error, like the result the batch acts on; not an abort
+            # by a person.
+            kwargs["end_reason"] = "error"
+        self._store.finish_episode(episode_id, **kwargs)
 
 
 class BatchRunner:
@@ -855,7 +875,10 @@ class BatchRunner:
             failed_on.add(lease.host)
             if startup:
                 progress.host_failed(where)
-            self._log(f"{slot}: {last.error} (on {where}); retrying on a fresh desktop")
+            if try_index < self.options.retries:
+                self._log(f"{slot}: {last.error} (on {where}); retrying on a fresh desktop")
+            else:
+                self._log(f"{slot}: {last.error} (on {where}); no retries left")
         assert last is not None
         progress.finished(last.status, last.passed)
 
@@ -870,7 +893,8 @@ class BatchRunner:
         placement: dict[str, Any] = {"desktop": lease.desktop.info().name}
         if self.options.backend == "libvirt":
             placement["libvirt_uri"] = lease.where(self.options.backend)
-        store = _EpisodeStore(self.store, placement)
+        limit = self.options.time_limit or task.budget.seconds + DEFAULT_TIME_MARGIN
+        store = _EpisodeStore(self.store, placement, limit)
 
         def on_event(event: RunnerEvent) -> None:
             nonlocal tagged
@@ -894,13 +918,25 @@ class BatchRunner:
         runner_box.append(runner)
         if callable(bind):
             bind(lambda: runner.protocol.conversation if runner.protocol else [])
-        limit = self.options.time_limit or task.budget.seconds + DEFAULT_TIME_MARGIN
         try:
-            result = await asyncio.wait_for(runner.run(), limit)
+            # asyncio.timeout, not wait_for: the runner runs in this task, so the
+            # store view can ask the window whether it expired when the runner
+            # records the cancellation (and 3.11's wait_for can swallow a Ctrl-C).
+            async with asyncio.timeout(limit) as window:
+                store.window = window
+                result = await runner.run()
         except TimeoutError:
-            error = f"batch time limit of {limit:g} s exceeded"
             episode_id = runner.episode_id if runner.episode_id is not None else -1
-            steps = runner.protocol.steps if runner.protocol else 0
+            if episode_id >= 0:
+                record = self.store.get_episode(episode_id)
+                if record.status == "finished":
+                    # The limit struck after the episode was recorded as finished
+                    # (closing the agent): the finished record stands.
+                    return _result_of(record), False
+                error = record.error or time_limit_error(limit)
+                steps = record.steps
+            else:
+                error, steps = time_limit_error(limit), 0
             return EpisodeResult(
                 episode_id, task.id, "error", "error", None, None, steps, error
             ), True
@@ -918,6 +954,19 @@ class BatchRunner:
                 result.episode_id, agent=slot.agent, repeat=slot.repeat, attempt=attempt
             )
         return result, result.status == "error" and is_infrastructure_error(result.error)
+
+
+def _result_of(record: EpisodeRecord) -> EpisodeResult:
+    return EpisodeResult(
+        record.id,
+        record.task_id,
+        record.status,
+        record.end_reason,
+        record.passed,
+        record.score,
+        record.steps,
+        record.error,
+    )
 
 
 def _task_entry(task: Task) -> dict[str, Any]:

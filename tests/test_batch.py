@@ -244,7 +244,8 @@ async def test_infrastructure_errors_retry_on_a_fresh_desktop(tmp_path: Path) ->
     tries = sorted(store.list_episodes(batch_id="retry", limit=None), key=lambda r: r.id)
     assert [t.status for t in tries] == ["error", "error", "finished"]
     assert tries[0].error is not None and tries[0].error.startswith("Agent unavailable")
-    assert tries[1].error is not None and "aborted" in tries[1].error
+    assert tries[1].error == "batch time limit of 25 s exceeded during the episode"
+    assert tries[1].end_reason == "error"
     assert len(made) == 3 and len({id(d) for d in made}) == 3  # a fresh desktop each retry
     assert all(d.info().state != "running" for d in made)  # every desktop closed
     store.close()

@@ -126,6 +126,9 @@ def test_vm_names_tell_hosts_and_places_apart() -> None:
 class FakeGuest:
     home = "/home/user"
 
+    def __init__(self, world: World) -> None:
+        self.world = world
+
     async def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
         return CommandResult(tuple(argv), 1, b"", b"fake guest runs nothing")
 
@@ -139,6 +142,8 @@ class FakeGuest:
         raise GuestError("fake guest writes nothing")
 
     async def exists(self, path: str) -> bool:
+        if self.world.guest_hangs:
+            await asyncio.Event().wait()
         return False
 
 
@@ -153,17 +158,17 @@ class FakeDesktop:
 
     @property
     def guest(self) -> FakeGuest:
-        return FakeGuest()
+        return FakeGuest(self.world)
 
     def info(self) -> DesktopInfo:
-        uri = self.spec.uri or "qemu:///default"
+        libvirt = self.spec.backend == "libvirt"
         return DesktopInfo(
             name=f"fake-{self.spec.index}-{self.spec.image}",
             backend=self.spec.backend,
             state=self.state,
             width=64,
             height=48,
-            details={"uri": uri},
+            details={"uri": self.spec.uri or "qemu:///default"} if libvirt else {},
         )
 
     async def reset(self) -> None:
@@ -194,6 +199,8 @@ class FakeDesktop:
 class World:
     def __init__(self, unreachable: set[str | None] | None = None) -> None:
         self.unreachable = unreachable or set()
+        self.guest_hangs = False
+        """The guest never answers (scoring hangs)."""
         self.desktops: list[FakeDesktop] = []
         self.running: dict[str | None, set[int]] = {}
         self.peak: dict[str | None, int] = {}
