@@ -893,6 +893,11 @@ class BatchRunner:
         placement: dict[str, Any] = {"desktop": lease.desktop.info().name}
         if self.options.backend == "libvirt":
             placement["libvirt_uri"] = lease.where(self.options.backend)
+        if isinstance(user, LLMUser):
+            # Only the words of the phases change; their triggers stay the task's.
+            task, wordings = await user.phrase_phases()
+            if wordings:
+                placement["phase_wording"] = [wording.as_json() for wording in wordings]
         limit = self.options.time_limit or task.budget.seconds + DEFAULT_TIME_MARGIN
         store = _EpisodeStore(self.store, placement, limit)
 

@@ -14,6 +14,14 @@ Answers are deterministic and cached: temperature 0 and a fixed seed, and every
 answer is stored on disk under a hash of (task file, hidden details, model,
 question, conversation so far). A rerun of the same episode reuses the same
 answers without calling the endpoint, so batch results are reproducible.
+
+Opt-in (`phrase_phases`), the same user also words the task's phase messages in
+its own voice (`phrase_phases()`). Only the wording: which phase comes when is
+still the triggers' decision. Each message is worded once per (task, phase,
+model, seed), before the episode and without its conversation, so every agent
+reads the same words, and cached like the answers. When the endpoint fails, or
+the wording drops a number, file name or quoted text of the script, the
+script's own text is used and the reason recorded.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -56,6 +65,8 @@ class LLMUserConfig:
     timeout: float = 60.0
     max_retries: int = 3
     backoff: float = 1.0
+    phrase_phases: bool = False
+    """Also word the task's phase messages (see `LLMUser.phrase_phases`)."""
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -82,6 +93,51 @@ The task you gave:
 Private details only you know:
 {hidden}
 """
+
+
+PHRASE_PROMPT = """\
+You are the person who asked an assistant to do a task on a computer. During the task \
+you send the assistant the message below. Write it the way you would type it, in your \
+own words, in one to three sentences. Keep every fact, number, name, file name and \
+quoted text exactly as written; add nothing and leave nothing out. Reply with the \
+message only.
+
+The task you gave:
+{instruction}
+
+Private details only you know:
+{hidden}
+"""
+# Bumped when PHRASE_PROMPT changes, so cached wordings of the old prompt are not reused.
+PHRASE_PROMPT_VERSION = 1
+
+# What a wording must keep word for word: quoted text, file names, numbers.
+_KEPT = re.compile(
+    # Not single quotes: they are apostrophes too ("don't ... it's").
+    r"\"([^\"]+)\"|\u201c([^\u201d]+)\u201d|`([^`]+)`"
+    r"|((?:~?/)?[\w/-]*[A-Za-z][\w/-]*\.[A-Za-z][A-Za-z0-9]{0,4})\b|(\d+(?:\.\d+)?)"
+)
+
+
+def lost_details(scripted: str, worded: str) -> list[str]:
+    """Quoted text, file names and numbers of `scripted` that `worded` lacks."""
+    kept = [next(g for g in m.groups() if g) for m in _KEPT.finditer(scripted)]
+    return [item for item in dict.fromkeys(kept) if item not in worded]
+
+
+@dataclass(frozen=True)
+class PhaseWording:
+    """How one phase message of an episode was worded, for its record."""
+
+    phase: int
+    scripted: str
+    text: str
+    source: Literal["model", "scripted"]
+    reason: str | None = None
+    """Why the script's text was kept (source 'scripted')."""
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def hidden_details(task: Task) -> str | None:
@@ -137,8 +193,65 @@ class LLMUser:
         if cached is not None:
             return cached, "simulated"
         text = await self._ask_model(question, history)
-        await asyncio.to_thread(self._write_cache, key, question, text)
+        entry = {"task": self.task.id, "model": self.config.model, "question": question}
+        await asyncio.to_thread(self._write_cache, key, {**entry, "answer": text})
         return text, "simulated"
+
+    async def phrase_phases(self) -> tuple[Task, list[PhaseWording]]:
+        """The task with its phase messages in this user's words, and how each was
+        worded. Never raises for the endpoint: a phase it cannot word keeps the
+        script's text. Without `config.phrase_phases`: the task as it is, and []."""
+        if not self.config.phrase_phases or not self.task.phases:
+            return self.task, []
+        wordings = [
+            await self._phrase(index, phase.message) for index, phase in enumerate(self.task.phases)
+        ]
+        phases = [
+            phase.model_copy(update={"message": wording.text})
+            for phase, wording in zip(self.task.phases, wordings, strict=True)
+        ]
+        return self.task.model_copy(update={"phases": phases}), wordings
+
+    async def _phrase(self, index: int, scripted: str) -> PhaseWording:
+        key = self._phrase_key(index, scripted)
+        try:
+            text = await asyncio.to_thread(self._read_cache, key)
+            if text is None:
+                text = await self._complete(
+                    PHRASE_PROMPT.format(
+                        instruction=self.task.instruction.strip(),
+                        hidden=self.hidden or "(none)",
+                    ),
+                    f"The message:\n{scripted}",
+                )
+                entry = {"task": self.task.id, "model": self.config.model, "phase": index}
+                entry |= {"scripted": scripted, "answer": text}
+                await asyncio.to_thread(self._write_cache, key, entry)
+        except DeskLoopError as exc:
+            # The phase still comes when its trigger holds; only the wording is lost.
+            reason = f"{exc.title}: {exc}"
+            return PhaseWording(index, scripted, scripted, "scripted", reason)
+        lost = lost_details(scripted, text)
+        if lost:
+            reason = "the wording dropped " + ", ".join(repr(item) for item in lost)
+            return PhaseWording(index, scripted, scripted, "scripted", reason)
+        return PhaseWording(index, scripted, text, "model")
+
+    def _phrase_key(self, index: int, scripted: str) -> str:
+        material = {
+            "purpose": "phase",
+            "prompt": PHRASE_PROMPT_VERSION,
+            "task": self.task.id,
+            "task_sha256": self.task.sha256,
+            "hidden": self.hidden,
+            "model": self.config.model,
+            "temperature": self.config.temperature,
+            "seed": self.config.seed,
+            "phase": index,
+            "message": scripted,
+        }
+        blob = json.dumps(material, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(blob).hexdigest()
 
     def _key(self, question: str, history: list[tuple[str, str, str]]) -> str:
         material = {
@@ -170,11 +283,9 @@ class LLMUser:
             raise DeskLoopError(f"{path}: LLM user cache entry has no answer")
         return answer
 
-    def _write_cache(self, key: str, question: str, answer: str) -> None:
+    def _write_cache(self, key: str, entry: dict[str, Any]) -> None:
         path = self._cache_file(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        entry = {"task": self.task.id, "model": self.config.model, "question": question}
-        entry["answer"] = answer
         # Write then rename: a crash never leaves half an answer for the next run.
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -182,23 +293,25 @@ class LLMUser:
         os.replace(tmp, path)
 
     async def _ask_model(self, question: str, history: list[tuple[str, str, str]]) -> str:
-        config = self.config
         lines = [
             f"{'Me' if role == 'user' else 'Assistant'} ({kind}): {text}"
             for role, kind, text in history
         ]
         prompt = "Conversation so far:\n" + "\n".join(lines) + f"\n\nThe question: {question}"
+        system = SYSTEM_PROMPT.format(
+            fallback=NO_FURTHER_INFORMATION,
+            instruction=self.task.instruction.strip(),
+            hidden=self.hidden,
+        )
+        return await self._complete(system, prompt)
+
+    async def _complete(self, system: str, prompt: str) -> str:
+        """One chat completion, with bounded retries on 408/429/5xx and timeouts."""
+        config = self.config
         body = {
             "model": config.model,
             "messages": [
-                {
-                    "role": "system",
-                    "content": SYSTEM_PROMPT.format(
-                        fallback=NO_FURTHER_INFORMATION,
-                        instruction=self.task.instruction.strip(),
-                        hidden=self.hidden,
-                    ),
-                },
+                {"role": "system", "content": system},
                 {"role": "user", "content": prompt},
             ],
             "temperature": config.temperature,

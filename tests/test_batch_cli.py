@@ -76,3 +76,11 @@ def test_a_pool_needs_the_libvirt_backend(
     code, err = batch_run(tmp_path, capsys, "--libvirt-uri", "qemu:///system*2")
     assert code == 2 and "--libvirt-uri needs --backend libvirt, not local" in err
     assert batches(tmp_path) == 0
+
+
+def test_phrasing_phases_needs_the_llm_user(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = batch_run(tmp_path, capsys, "--user-phrase-phases")
+    assert code == 2 and "--user-phrase-phases needs --user llm" in err
+    assert batches(tmp_path) == 0

@@ -71,6 +71,8 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                 )
             tasks = resolve_tasks(tasks_refs, args.tasks_dir)
             llm_user = None
+            if args.user_phrase_phases and args.user != "llm":
+                raise DeskLoopError("--user-phrase-phases needs --user llm")
             if args.user == "llm":
                 if not args.user_model:
                     raise DeskLoopError("--user llm needs --user-model M")
@@ -78,6 +80,7 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                     "model": args.user_model,
                     "base_url": args.user_base_url or args.base_url,
                     "api_key_env": args.api_key_env,
+                    "phrase_phases": args.user_phrase_phases,
                 }
             options = replace(
                 options, openai=openai_config(args, agents), user=args.user, llm_user=llm_user
@@ -239,6 +242,12 @@ def register(sub: Any) -> None:
     )
     run.add_argument("--user-model", help="model of the LLM user")
     run.add_argument("--user-base-url", help="endpoint of the LLM user (default: --base-url)")
+    run.add_argument(
+        "--user-phrase-phases",
+        action="store_true",
+        help="the LLM user also words the task's phase messages (when they come is still "
+        "up to their triggers); the script's text where the endpoint fails",
+    )
     add_openai_options(run)
     run.set_defaults(func=cmd_batch_run)
 
