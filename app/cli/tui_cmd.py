@@ -6,16 +6,24 @@ import argparse
 from typing import Any
 
 SCREENS = ("tasks", "desktops", "live", "episodes", "results")
+GRAPHICS = ("auto", "kitty", "sixel", "halfblock")
+"""The --graphics choices (app.ui.graphics.GRAPHICS_CHOICES; not imported here, so
+the CLI's parser does not load Textual)."""
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
     from app.ui.app import DeskLoopApp
+    from app.ui.graphics import choose_graphics
 
+    # Before the app starts: auto asks the terminal, and Textual's input thread would
+    # take the answers once it runs.
+    graphics = choose_graphics(getattr(args, "graphics", None))
     app = DeskLoopApp(
         db=args.db,
         tasks_dir=args.tasks_dir,
         backend=getattr(args, "backend", "local"),
         start_mode=getattr(args, "screen", "tasks"),
+        graphics=graphics,
     )
     app.run()
     return 0
@@ -34,4 +42,11 @@ def register(sub: Any) -> None:
         "--backend", choices=list(BACKENDS), default="local", help="where desktops come from"
     )
     tui.add_argument("--screen", choices=SCREENS, default="tasks", help="screen to open first")
+    tui.add_argument(
+        "--graphics",
+        choices=GRAPHICS,
+        default=None,
+        help="how the Live screen draws the desktop: kitty or sixel images, or half blocks "
+        "(default: $DESKLOOP_GRAPHICS, else auto: ask the terminal; half blocks in tmux)",
+    )
     tui.set_defaults(func=cmd_tui)

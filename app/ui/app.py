@@ -22,6 +22,7 @@ from app.errors import DeskLoopError
 from app.store import Store
 from app.tasks.loader import load_tasks
 from app.tasks.model import Task
+from app.ui.graphics import Graphics
 from app.ui.modals import ErrorScreen, HelpScreen
 from app.ui.screens.desktops import DesktopsScreen
 from app.ui.screens.episodes import EpisodesScreen
@@ -71,9 +72,12 @@ class DeskLoopApp(App[None]):
         backend: str = "local",
         start_mode: str = "tasks",
         libvirt_listing: Callable[[], BackendListing] = list_libvirt,
+        graphics: Graphics | None = None,
     ) -> None:
         """`libvirt_listing` lists the libvirt desktops made outside this session
-        (blocking; run in a thread); tests about the screens pass a fixed one."""
+        (blocking; run in a thread); tests about the screens pass a fixed one.
+        `graphics`: how the Live screen draws frames, chosen by the CLI before
+        Textual starts (`choose_graphics`); half blocks by default."""
         super().__init__()
         self.db_path = Path(db)
         self.tasks_dir = Path(tasks_dir)
@@ -82,6 +86,7 @@ class DeskLoopApp(App[None]):
         self.store = Store(self.db_path)
         self.pool = DesktopPool(backend)
         self.vms = LibvirtDesktops(libvirt_listing)
+        self.graphics = graphics or Graphics("halfblock", "the default")
         self._listing_vms = False
         self.session: EpisodeSession | None = None
         self.live_desktop: str | None = None
@@ -110,7 +115,11 @@ class DeskLoopApp(App[None]):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        text = (getattr(self.screen, "HELP", None) or "No help for this screen.") + SCREEN_KEYS
+        text = getattr(self.screen, "HELP", None) or "No help for this screen."
+        note = getattr(self.screen, "help_note", None)
+        if callable(note):
+            text += "\n" + str(note())
+        text += SCREEN_KEYS
         title = getattr(self.screen, "TITLE", None) or "DeskLoop"
         self.push_screen(HelpScreen(str(title), str(text)))
 

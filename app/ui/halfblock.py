@@ -52,12 +52,35 @@ def cell_codes(small: Pixels) -> npt.NDArray[np.int64]:
     return codes
 
 
-class HalfBlockView(Widget):
-    """Shows the latest frame given to `show()`, scaled to fit and centred."""
+class FrameView(Widget):
+    """A widget showing desktop frames: half blocks here, kitty or sixel graphics in
+    app.ui.graphics. `show()` the latest frame, `clear()` to show none."""
 
     DEFAULT_CSS = """
-    HalfBlockView { width: 1fr; height: 1fr; }
+    FrameView { width: 1fr; height: 1fr; }
     """
+
+    def __init__(self, *, name: str | None = None, id: str | None = None) -> None:
+        super().__init__(name=name, id=id)
+        self.frames_shown = 0
+        """Frames drawn (for the benchmark)."""
+        self.rows_painted = 0
+        """Terminal rows redrawn for them, in all."""
+
+    @property
+    def has_frame(self) -> bool:
+        raise NotImplementedError
+
+    def show(self, pixels: Pixels) -> int:
+        """Display `pixels` (H×W×3 RGB); returns how many terminal rows will change."""
+        raise NotImplementedError
+
+    def clear(self) -> None:
+        raise NotImplementedError
+
+
+class HalfBlockView(FrameView):
+    """Shows the latest frame given to `show()`, scaled to fit and centred."""
 
     def __init__(self, *, name: str | None = None, id: str | None = None) -> None:
         super().__init__(name=name, id=id)
@@ -66,9 +89,6 @@ class HalfBlockView(Widget):
         self._strips: list[Strip] = []
         self._pad = 0
         self._styles: dict[int, Style] = {}
-        self.frames_shown = 0
-        """Frames that changed at least one row (for the benchmark)."""
-        self.rows_painted = 0
 
     @property
     def has_frame(self) -> bool:
@@ -116,7 +136,7 @@ class HalfBlockView(Widget):
     def _strip(self, row: npt.NDArray[np.int64]) -> Strip:
         starts = np.flatnonzero(np.diff(row)) + 1
         bounds = [0, *starts.tolist(), len(row)]
-        segments = [Segment(" " * self._pad)] if self._pad else []
+        segments = [Segment(" " * self._pad, self.rich_style)] if self._pad else []
         for start, end in itertools.pairwise(bounds):
             segments.append(Segment(UPPER_HALF * (end - start), self._style(int(row[start]))))
         return Strip(segments)
@@ -137,7 +157,7 @@ class HalfBlockView(Widget):
     def render_line(self, y: int) -> Strip:
         if 0 <= y < len(self._strips):
             return self._strips[y]
-        return Strip.blank(self.size.width)
+        return Strip.blank(self.size.width, self.rich_style)
 
 
 def _regions(rows: list[int], size: Size) -> list[Region]:

@@ -27,7 +27,8 @@ from app.runner import (
     StepEvent,
     WaitingEvent,
 )
-from app.ui.halfblock import HalfBlockView
+from app.ui.graphics import make_frame_view
+from app.ui.halfblock import FrameView
 from app.ui.screens.base import LabScreen
 from app.ui.session import EpisodeSession, StepLine, flow, frame_feed
 
@@ -46,8 +47,9 @@ class LiveScreen(LabScreen):
     HELP = """\
 The running episode (or a desktop chosen with **v** in Desktops).
 
-- Left: the desktop's screen, redrawn as it changes (half blocks: two pixels per
-  character cell; at most 12 redraws a second).
+- Left: the desktop's screen, redrawn as it changes (at most 12 redraws a
+  second), with kitty or sixel graphics where the terminal has them, else half
+  blocks (two pixels per character cell); the header says which.
 - Right: the **active instruction** (the latest user message), the **phase
   timeline** (✓ delivered, ▶ pending and what will trigger it, · later), and the
   **step log** (action, seconds the agent took to decide, to act, to settle).
@@ -98,7 +100,7 @@ Every message is recorded with its kind and the step at which it arrived.
         with Horizontal(id="live-main"):
             with Vertical(id="live-left"):
                 yield Static("", id="live-status")
-                yield HalfBlockView(id="live-frame")
+                yield make_frame_view(self.lab.graphics, id="live-frame")
             with Vertical(id="live-right"):
                 yield Static("", id="live-instruction")
                 yield Static("", id="live-phases")
@@ -110,7 +112,21 @@ Every message is recorded with its kind and the step at which it arrived.
                 yield Input(placeholder="", id="chat-input")
         yield Footer(compact=True)
 
+    @property
+    def frame_view(self) -> FrameView:
+        return self.query_one("#live-frame", FrameView)
+
+    def help_note(self) -> str:
+        graphics = self.lab.graphics
+        return (
+            f"This terminal: the desktop is drawn with **{graphics.label}** "
+            f"({graphics.reason}). `deskloop tui --graphics auto|kitty|sixel|halfblock` "
+            "(or $DESKLOOP_GRAPHICS) chooses; auto asks the terminal at start."
+        )
+
     def on_mount(self) -> None:
+        # The header says how frames are drawn, so a fallback to half blocks is seen.
+        self.sub_title = f"{self.lab.sub_title} · view: {self.lab.graphics.label}"
         table = self.query_one("#live-steps", DataTable)
         # Seconds the agent took to decide, to act, and for the screen to settle.
         table.add_columns("step", "action", "agent", "act", "settle", "note")
@@ -139,7 +155,7 @@ Every message is recorded with its kind and the step at which it arrived.
             self.session = session
             if session is not None:
                 session.listeners.append(self._listen)
-            self.query_one(HalfBlockView).clear()
+            self.frame_view.clear()
         table = self.query_one("#live-steps", DataTable)
         table.clear()
         log = self.query_one("#live-log", RichLog)
@@ -178,7 +194,7 @@ Every message is recorded with its kind and the step at which it arrived.
         """Redraw the desktop as it changes (cancelled while the screen is hidden)."""
         self.feed_started = time.monotonic()
         self.frames_received = 0
-        view = self.query_one(HalfBlockView)
+        view = self.frame_view
         async for _at, pixels in frame_feed(self._endpoint, fps=self.fps):
             self.frames_received += 1
             view.show(pixels)
