@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import ClassVar
 
 from rich.console import Group
@@ -94,6 +95,8 @@ Every message is recorded with its kind and the step at which it arrived.
         self.session: EpisodeSession | None = None
         self.frames_received = 0
         self.feed_started: float | None = None
+        self.frame_times: deque[float] = deque(maxlen=10_000)
+        """When each frame arrived (monotonic), for bench/bench_tui.py's rate."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -195,8 +198,9 @@ Every message is recorded with its kind and the step at which it arrived.
         self.feed_started = time.monotonic()
         self.frames_received = 0
         view = self.frame_view
-        async for _at, pixels in frame_feed(self._endpoint, fps=self.fps):
+        async for at, pixels in frame_feed(self._endpoint, fps=self.fps):
             self.frames_received += 1
+            self.frame_times.append(at)
             view.show(pixels)
 
     def update_all(self) -> None:
