@@ -71,13 +71,16 @@ cannot be reached, one row says so and why. A local desktop is an Xvnc server on
   its boot state).
 - **p** snapshot: save the running desktop (libvirt: a saved VM state); **b** back to
   a snapshot: the last one taken here, or for a VM made elsewhere a saved state you
-  pick from a list. The local backend has no snapshots and says so.
+  pick from a list (**↑/↓**, **enter**; **esc** cancels). The local backend has no
+  snapshots and says so.
 - **o** open in an external VNC viewer (TigerVNC's `vncviewer`); without one,
   the address and password to give any viewer are shown below the table.
 - **v** watch it live in the Live screen.
 
-A VM another DeskLoop process drives (the note says which) can be watched and
-opened in a viewer; its other actions wait until that process lets go of it.
+A VM made elsewhere is driven with `deskloop vm` commands run in the background,
+so the TUI never locks it. One that another DeskLoop process drives (the note says
+"in use by pid N") can be watched and opened in a viewer; its other actions wait
+until that process lets go of it.
 Starting, resetting and restoring take from seconds to minutes (a cold boot under
 software emulation); they run in the background and the State and note columns show
 progress.
