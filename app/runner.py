@@ -58,6 +58,11 @@ class RunOptions:
     """How long to wait for an action's first visible effect."""
     store_frames: bool = True
     batch_id: str | None = None
+    extra_config: dict[str, Any] = field(default_factory=dict)
+    """Added to the episode's recorded `config` (a batch records its desktop's host)."""
+    cancel_reason: Callable[[], str | None] | None = None
+    """Asked when the episode is cancelled: a reason (a batch's time limit ran out)
+    makes it end as an infrastructure error with that reason; None, as an abort."""
 
 
 @dataclass
@@ -268,6 +273,7 @@ class EpisodeRunner:
                 "settle_quiet": self.options.settle_quiet,
                 "budget_steps": task.budget.steps,
                 "budget_seconds": task.budget.seconds,
+                **self.options.extra_config,
             },
             batch_id=self.options.batch_id,
         )
@@ -295,8 +301,11 @@ class EpisodeRunner:
             self._say("scoring the final state")
             score = await score_task(task, self.desktop.guest, self._agent_started_at)
         except asyncio.CancelledError:
-            protocol.end(EndReason.ABORTED)
-            self._finish(episode_id, protocol, "error", f"aborted during {stage}", final_frame)
+            why = self.options.cancel_reason() if self.options.cancel_reason else None
+            during = "during the episode" if stage == "episode" else "during scoring"
+            protocol.end(EndReason.ERROR if why else EndReason.ABORTED)
+            error = f"{why} {during}" if why else f"aborted during {stage}"
+            self._finish(episode_id, protocol, "error", error, final_frame)
             raise
         except _Aborted:
             protocol.end(EndReason.ABORTED)
@@ -354,7 +363,9 @@ class EpisodeRunner:
         self._record_messages(episode_id, protocol.conversation)
         info = self.desktop.info()
         await self.agent.start(
-            AgentContext(task.id, info.width, info.height, GuestProbe(self.desktop))
+            AgentContext(
+                task.id, info.width, info.height, GuestProbe(self.desktop), info.time_scale
+            )
         )
         started = time.monotonic()
         # Wall time the agent got control: "modified after start" checks compare to it,

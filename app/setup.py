@@ -26,6 +26,7 @@ async def run_setup(
         DesktopError: a step failed; the message names the task file and the step.
     """
     guest = desktop.guest
+    scale = desktop.info().time_scale
     for i, step in enumerate(task.setup):
         where = f"{task.source}: setup[{i}]"
         try:
@@ -44,11 +45,12 @@ async def run_setup(
                 await guest.launch(list(step.launch))
             elif isinstance(step, WaitWindowStep):
                 spec = step.wait_window
+                timeout = spec.timeout * scale
                 if progress:
-                    progress(f"wait for window {spec.wm_class or ''} {spec.name or ''}".strip())
-                await wait_window(
-                    guest, wm_class=spec.wm_class, name=spec.name, timeout=spec.timeout
-                )
+                    what = f"{spec.wm_class or ''} {spec.name or ''}".strip()
+                    stretched = f" (×{scale:g}: a slower desktop)" if scale != 1 else ""
+                    progress(f"wait for window {what}, up to {timeout:g} s{stretched}")
+                await wait_window(guest, wm_class=spec.wm_class, name=spec.name, timeout=timeout)
                 await desktop.settle(
                     timeout=WINDOW_SETTLE_TIMEOUT, quiet=WINDOW_SETTLE_QUIET, change_wait=1.0
                 )

@@ -104,3 +104,19 @@ def test_bad_resend_every_is_refused_naming_the_step(script: list[object], probl
     with pytest.raises(AgentError, match=problem) as info:
         parse_script(script, "ref.yaml")
     assert "ref.yaml: steps[" in str(info.value)
+
+
+async def test_waits_stretch_by_the_desktops_time_scale() -> None:
+    script = [
+        {"key": "v"},
+        {"wait_for": {"window": "never", "timeout": 0.1, "resend_every": 0.05}},
+        "done",
+    ]
+    agent = ScriptedAgent(parse_script(script, "script"))
+    # A desktop three times slower than native (a guest under software emulation).
+    await agent.start(AgentContext("t", 8, 8, TitleProbe(), time_scale=3.0))
+    resends = -1
+    while isinstance(action := await agent.decide(_observation()), Key):
+        resends += 1
+    assert isinstance(action, Fail) and "timed out after 0.3 s" in action.reason
+    assert 1 <= resends <= 2  # resent every 0.15 s, not every 0.05 s

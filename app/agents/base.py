@@ -56,6 +56,8 @@ class AgentContext:
     screen_width: int
     screen_height: int
     probe: Probe
+    time_scale: float = 1.0
+    """The desktop's `DesktopInfo.time_scale`: scripted waits stretch by it."""
 
 
 class Agent(Protocol):

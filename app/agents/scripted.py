@@ -201,6 +201,7 @@ class ScriptedAgent:
         self._entries = entries
         self._cursor = 0
         self._probe: Probe | None = None
+        self._time_scale = 1.0
         self._last_action: GuiAction | None = None
         # When the guard under the cursor started waiting; kept across a resend so the
         # guard's timeout counts from its first check, not from the latest resend.
@@ -213,6 +214,7 @@ class ScriptedAgent:
     async def start(self, context: AgentContext) -> None:
         self._cursor = 0
         self._probe = context.probe
+        self._time_scale = context.time_scale
         self._last_action = None
         self._guard_started = None
 
@@ -255,8 +257,11 @@ class ScriptedAgent:
         now = time.monotonic()
         if self._guard_started is None:
             self._guard_started = now
-        deadline = self._guard_started + guard.timeout
-        resend_at = None if guard.resend_every is None else now + guard.resend_every
+        timeout = guard.timeout * self._time_scale
+        deadline = self._guard_started + timeout
+        resend_at = (
+            None if guard.resend_every is None else now + guard.resend_every * self._time_scale
+        )
         last = ""
         while True:
             if guard.what == "file":
@@ -271,7 +276,7 @@ class ScriptedAgent:
                 seen = f"; the focused window was {last!r}" if guard.what != "file" else ""
                 return (
                     f"{guard.where}: wait_for {guard.what} {guard.value!r} timed out "
-                    f"after {guard.timeout:g} s{seen}"
+                    f"after {timeout:g} s{seen}"
                 )
             resend_due = resend_at is not None and time.monotonic() >= resend_at
             if resend_due and self._last_action is not None:

@@ -136,6 +136,10 @@ class DesktopInfo:
     height: int
     vnc: VncEndpoint | None = None
     details: dict[str, str] = field(default_factory=dict)
+    time_scale: float = 1.0
+    """How many times slower than a native desktop this one runs (a guest under
+    software emulation). Waits written for a native desktop, such as a task's
+    `wait_window` timeout or a reference's `wait_for` guard, are multiplied by it."""
 
 
 class Desktop(Protocol):
