@@ -69,6 +69,16 @@ def char_keysym(char: str) -> int:
     return 0x01000000 + code
 
 
+# Characters a US keyboard types with Shift held. Servers that turn keysyms into
+# scancodes (QEMU's VNC) need the Shift sent with them; see VNCClient.explicit_shift.
+_US_SHIFTED = frozenset('ABCDEFGHIJKLMNOPQRSTUVWXYZ~!@#$%^&*()_+{}|:"<>?')
+
+
+def needs_shift(char: str) -> bool:
+    """Whether a US keyboard types `char` with Shift held."""
+    return char in _US_SHIFTED
+
+
 def key_keysym(name: str) -> int:
     """The keysym of one non-modifier key name ('a', 'F5', 'enter', '+')."""
     lowered = name.lower()

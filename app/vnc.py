@@ -35,7 +35,7 @@ from Crypto.Cipher import DES
 from app.actions import Button, Click, Drag, GuiAction, Key, Move, Scroll, Type, Wait
 from app.desktops.base import Frame, SettleResult
 from app.errors import ActionError, VNCError
-from app.keys import char_keysym, parse_combo
+from app.keys import MODIFIERS, char_keysym, needs_shift, parse_combo
 
 T = TypeVar("T")
 
@@ -126,6 +126,14 @@ class VNCClient:
         self._closed = False
         self.bells = 0
         self.cut_text = ""
+        self.explicit_shift = False
+        self.type_delay = 0.0
+        """Seconds between typed characters. QEMU's VNC server queues key events and
+        hands them to the guest 10 ms apart, dropping what overflows its input queue
+        (about 170 characters at once were kept, the rest lost): pace typing there."""
+        """Hold Shift around characters typed with it (`keys.needs_shift`). Xvnc adds
+        the Shift itself for a keysym that needs it; QEMU's VNC server maps a keysym to
+        the scancode of its key and does not, so `~` arrives as a backtick there."""
         loop = asyncio.get_running_loop()
         self._update_signal: asyncio.Future[None] = loop.create_future()
         self._reader_task = loop.create_task(self._read_loop(), name=f"vnc-reader-{host}:{port}")
@@ -441,15 +449,17 @@ class VNCClient:
         An uppercase letter is sent as its own keysym (XK_A): Xvnc adds the shift
         itself, as it does for any keysym that needs a modifier on its keymap.
         """
-        keysyms = [char_keysym(char) for char in text]
+        keysyms = [(char, char_keysym(char)) for char in text]
         deadline = time.monotonic() + timeout
-        for keysym in keysyms:
+        for char, keysym in keysyms:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise VNCError(
                     f"typing {len(text)} characters to {self.where} ran past {timeout:g} s"
                 )
-            await self.key_combo([keysym], timeout=remaining)
+            shifted = self.explicit_shift and needs_shift(char)
+            combo = [MODIFIERS["shift"], keysym] if shifted else [keysym]
+            await self.key_combo(combo, timeout=remaining)
             if delay > 0:
                 await asyncio.sleep(delay)
 
@@ -491,7 +501,9 @@ class VNCClient:
                     await self.pointer(x, y, wheel, timeout)
                     await self.pointer(x, y, 0, timeout)
             case Type(text):
-                await self.type_text(text, timeout=timeout)
+                # Paced typing takes longer than the action's usual bound.
+                budget = timeout + len(text) * self.type_delay
+                await self.type_text(text, delay=self.type_delay, timeout=budget)
             case Key(combo):
                 await self.key_combo(parse_combo(combo), timeout)
             case Wait(seconds):
@@ -632,11 +644,22 @@ class VNCSession:
     breaks every open connection, and the next call should just work.
     """
 
-    def __init__(self, host: str, port: int, password: str, *, timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        password: str,
+        *,
+        timeout: float = 5.0,
+        explicit_shift: bool = False,
+        type_delay: float = 0.0,
+    ) -> None:
         self.host = host
         self.port = port
         self.password = password
         self.timeout = timeout
+        self.explicit_shift = explicit_shift
+        self.type_delay = type_delay
         self._client: VNCClient | None = None
         self._lock = asyncio.Lock()
 
@@ -654,6 +677,8 @@ class VNCSession:
                 self._client = await connect(
                     self.host, self.port, self.password, timeout=self.timeout
                 )
+                self._client.explicit_shift = self.explicit_shift
+                self._client.type_delay = self.type_delay
             return self._client
 
     async def reconnect(self) -> VNCClient:

@@ -313,6 +313,36 @@ async def test_type_text_sends_one_press_release_per_character(
     assert server.input_events() == expected
 
 
+async def test_explicit_shift_and_paced_typing_for_qemu(server: RFBTestServer) -> None:
+    """QEMU's VNC server needs Shift sent around shifted characters and typing paced;
+    a session configured so keeps both across a reconnect."""
+    session = VNCSession(
+        "127.0.0.1", server.port, server.password, explicit_shift=True, type_delay=0.02
+    )
+    try:
+        await session.perform(Type("a~B"))
+        server.drop()
+        await _poll(lambda: session.client is not None and session.client.closed)
+        t0 = time.monotonic()
+        await session.perform(Type("_x"))
+        paced = time.monotonic() - t0
+        await server.wait_for(lambda _: len(server.input_events()) >= 16)
+    finally:
+        await session.close()
+    shift = parse_combo("shift")[0]
+
+    def plain(sym: int) -> list[KeyEvent]:
+        return [KeyEvent(True, sym), KeyEvent(False, sym)]
+
+    def shifted(sym: int) -> list[KeyEvent]:
+        return [KeyEvent(True, shift), *plain(sym), KeyEvent(False, shift)]
+
+    a, tilde, big_b, underscore, x = 0x61, 0x7E, 0x42, 0x5F, 0x78
+    expected = plain(a) + shifted(tilde) + shifted(big_b) + shifted(underscore) + plain(x)
+    assert server.input_events() == expected
+    assert paced >= 2 * 0.02  # one pause after each character
+
+
 async def test_key_action_uses_the_parsed_combo(server: RFBTestServer, client: VNCClient) -> None:
     await client.perform(Key("ctrl+shift+e"))
     await server.wait_for(lambda _: len(server.input_events()) >= 6)
