@@ -22,6 +22,7 @@ APT_PACKAGES=(
   libvirt-daemon-system libvirt-dev pkg-config  # libvirt (and headers for libvirt-python)
   mmdebstrap e2fsprogs openssh-client       # building VM images; SSH to guests
   dnsmasq-base                              # DHCP on the isolated libvirt network of VM desktops
+  dnsmasq-utils                             # dhcp_release: a removed desktop gives its lease back
   procps                                    # pgrep/ps, used by tests and cleanup
 )
 

@@ -183,6 +183,30 @@ async def test_pointer_lands_within_a_pixel_and_keys_reach_the_window(vm: Libvir
     assert "deskloop-term" in await active_window_title(vm.guest)
 
 
+async def test_long_typed_text_arrives_intact(vm: LibvirtDesktop) -> None:
+    """Every character of a long Type reaches the guest, in order: a slow guest must
+    not lose keys (QEMU's PS/2 queue holds only a few scancodes)."""
+    await _fresh(vm)
+    await vm.act(Click(x=300, y=200))
+    await vm.act(Type(text="cat > ~/typed.txt"))
+    await vm.act(Key(combo="enter"))
+    text = "".join(
+        f"Line{i:02d} photo-flipped.png ~/Desktop/A_b.c; " for i in range(8)
+    )  # 8 × 40 characters, upper and lower case, digits, punctuation
+    await vm.act(Type(text=text))
+    await vm.act(Key(combo="enter"))
+    await vm.act(Key(combo="ctrl+d"))
+    deadline = time.monotonic() + 60
+    while True:
+        done = await vm.guest.run(["pgrep", "-x", "cat"])
+        if done.returncode == 1 and await vm.guest.exists("~/typed.txt"):
+            break
+        assert time.monotonic() < deadline, "cat never ended: the ctrl+d was lost"
+        await asyncio.sleep(0.3)
+    typed = (await vm.guest.read_file("~/typed.txt")).decode()
+    assert typed == text + "\n"
+
+
 async def test_guest_channel_run_read_write(vm: LibvirtDesktop) -> None:
     await _fresh(vm)
     guest = vm.guest
@@ -246,6 +270,14 @@ async def test_guest_accepts_only_the_lab_key(vm: LibvirtDesktop) -> None:
         await asyncio.to_thread(attempt, password="user")
 
 
+def _leases_of(uri: str, mac: str) -> list[str]:
+    out = subprocess.run(
+        ["virsh", "-c", uri, "net-dhcp-leases", "deskloop-net", "--mac", mac],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return [line for line in out.splitlines() if mac in line.lower()]
+
+
 async def test_lifecycle_events_and_rm_leave_nothing(vm: LibvirtDesktop) -> None:
     """Last: stops and removes the module's VM through the CLI's code path."""
     await _fresh(vm)
@@ -256,7 +288,25 @@ async def test_lifecycle_events_and_rm_leave_nothing(vm: LibvirtDesktop) -> None
     assert vm.info().state == "stopped"
     folder = vm.dir
     domain = vm.domain_name
+    xml = subprocess.run(
+        ["virsh", "-c", vm.config.uri, "dumpxml", domain],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    mac_element = ET.fromstring(xml).find("./devices/interface/mac")
+    assert mac_element is not None
+    mac = mac_element.get("address", "").lower()
+    assert _leases_of(vm.config.uri, mac), "a booted VM has a DHCP lease"
     await vm.remove()
+    # Its address goes back to the network: no host entry and no lease are left (a
+    # lease that never expires would keep the address from the next desktop).
+    network = subprocess.run(
+        ["virsh", "-c", vm.config.uri, "net-dumpxml", "deskloop-net"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert mac not in network.lower()
+    assert not _leases_of(vm.config.uri, mac)
     listed = subprocess.run(
         ["virsh", "-c", vm.config.uri, "list", "--all", "--name"],
         capture_output=True,

@@ -35,6 +35,7 @@ import string
 import subprocess
 import threading
 import time
+import urllib.parse
 import xml.etree.ElementTree as ET
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -93,6 +94,16 @@ def detect_virt_type() -> tuple[str, str]:
     return "qemu", "software emulation (TCG): neither kvm_intel nor kvm_amd is loaded"
 
 
+# Seconds between typed characters on QEMU's VNC server: it passes key events to the
+# guest 10 ms apart (a press, a release, and Shift around some characters).
+QEMU_TYPE_DELAY = 0.05
+
+# Tasks wait 90 s for GIMP's or Kdenlive's window, written for a native desktop where
+# they open in 3-13 s; under TCG they take about 2 min (FIELD_NOTES), so waits are
+# stretched this much there (270 s for those windows).
+TCG_TIME_SCALE = 3.0
+
+
 @dataclass
 class LibvirtConfig:
     """Settings for libvirt desktops; every field has an environment override."""
@@ -106,11 +117,32 @@ class LibvirtConfig:
     recipes: Path = RECIPES_DIR
     boot_timeout: float = 420.0
     restore_timeout: float = 120.0
+    time_scale: float | None = field(default_factory=lambda: _env_float("DESKLOOP_TIME_SCALE"))
+    """Multiplier for waits written for a native desktop; None: TCG_TIME_SCALE under
+    software emulation, 1 under KVM."""
 
     def virt(self) -> tuple[str, str]:
         if self.virt_type:
             return self.virt_type, "set in the configuration"
         return detect_virt_type()
+
+    def scale_for(self, virt_type: str) -> float:
+        if self.time_scale is not None:
+            return self.time_scale
+        return TCG_TIME_SCALE if virt_type == "qemu" else 1.0
+
+
+def _env_float(name: str) -> float | None:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise DesktopError(f"${name}={raw!r}: expected a number such as 3") from None
+    if value <= 0:
+        raise DesktopError(f"${name}={raw!r}: must be positive")
+    return value
 
 
 def validate_name(name: str) -> str:
@@ -227,24 +259,45 @@ _NETWORK_UPDATE_FLAGS = (
 )
 
 
+def _is_local(uri: str) -> bool:
+    """Whether the libvirt daemon at `uri` runs on this host (no host name in it)."""
+    return not urllib.parse.urlsplit(uri).hostname
+
+
+def _leased_addresses(net: libvirt.virNetwork) -> dict[str, str]:
+    """IP → MAC of the network's current DHCP leases."""
+    try:
+        leases = net.DHCPLeases()
+    except libvirt.libvirtError:
+        return {}
+    return {str(lease["ipaddr"]): str(lease["mac"]).lower() for lease in leases}
+
+
 def _reserve_address(conn: libvirt.virConnect, mac: str, name: str, subnet: str) -> str:
     """A fixed address for `mac` (a DHCP host entry on the network; blocking).
 
     Fixed, because a clone's DHCP client id changes with its machine-id at every cold
-    boot, and leases that never expire would otherwise pile up per MAC.
+    boot, and leases that never expire would otherwise pile up per MAC. An address
+    still leased to another MAC is skipped: dnsmasq will not hand a reserved address
+    to a new MAC while an old lease holds it (the guest then got a range address and
+    never answered SSH on the reserved one).
     """
     net = conn.networkLookupByName(NETWORK_NAME)
     hosts = _dhcp_hosts(net)
     if mac in hosts:
         return hosts[mac]
-    taken = set(hosts.values())
+    leased = {ip for ip, owner in _leased_addresses(net).items() if owner != mac}
+    taken = set(hosts.values()) | leased
     start = int.from_bytes(hashlib.sha256(name.encode()).digest()[:2], "big") % 190
     for step in range(190):
         ip = f"{subnet}.{10 + (start + step) % 190}"
         if ip not in taken:
             break
     else:
-        raise DesktopError(f"no free address left on {NETWORK_NAME} (190 desktops exist)")
+        raise DesktopError(
+            f"no free address left on {NETWORK_NAME}: {len(hosts)} desktops and "
+            f"{len(leased)} leases hold all 190 (see `virsh net-dhcp-leases {NETWORK_NAME}`)"
+        )
     try:
         net.update(
             libvirt.VIR_NETWORK_UPDATE_COMMAND_ADD_LAST,
@@ -258,7 +311,13 @@ def _reserve_address(conn: libvirt.virConnect, mac: str, name: str, subnet: str)
     return ip
 
 
-def _release_address(conn: libvirt.virConnect, mac: str) -> None:
+def _release_address(conn: libvirt.virConnect, mac: str, local: bool) -> None:
+    """Drop `mac`'s host entry and, on this host, its lease too.
+
+    Leases never expire (network.xml says why), so without a release the address of
+    a removed desktop stays taken. dnsmasq-utils' `dhcp_release` tells dnsmasq the
+    client let go; it must run on the network's host, so a remote URI keeps the lease.
+    """
     with contextlib.suppress(libvirt.libvirtError):
         net = conn.networkLookupByName(NETWORK_NAME)
         ip = _dhcp_hosts(net).get(mac)
@@ -270,6 +329,22 @@ def _release_address(conn: libvirt.virConnect, mac: str) -> None:
                 f"<host mac='{mac}' ip='{ip}'/>",
                 _NETWORK_UPDATE_FLAGS,
             )
+        tool = shutil.which("dhcp_release")
+        if not (local and tool):
+            return
+        bridge = net.bridgeName()
+        # dnsmasq handles the release after the host-entry change above has made it
+        # reload, and may miss one sent meanwhile: send again until the lease is gone.
+        deadline = time.monotonic() + 10.0
+        while True:
+            mine = [ip for ip, owner in _leased_addresses(net).items() if owner == mac]
+            if not mine or time.monotonic() > deadline:
+                return
+            for leased_ip in mine:
+                subprocess.run(
+                    [tool, bridge, leased_ip, mac], capture_output=True, timeout=10, check=False
+                )
+            time.sleep(0.5)
 
 
 def _state_name(code: int) -> str:
@@ -414,6 +489,7 @@ class LibvirtDesktop:
             height=self.height,
             vnc=vnc,
             details=details,
+            time_scale=self.config.scale_for(self.virt_type),
         )
 
     async def reset(self) -> None:
@@ -878,7 +954,16 @@ class LibvirtDesktop:
                 await asyncio.wait_for(self._vnc.close(), 2.0)
         assert self._record is not None
         self._vnc_port = port
-        vnc = VNCSession("127.0.0.1", port, self._record.vnc_password, timeout=10.0)
+        # QEMU maps keysyms to scancodes without adding Shift, and drops key events
+        # that overflow its queue (VNCClient.explicit_shift and .type_delay).
+        vnc = VNCSession(
+            "127.0.0.1",
+            port,
+            self._record.vnc_password,
+            timeout=10.0,
+            explicit_shift=True,
+            type_delay=QEMU_TYPE_DELAY,
+        )
         self._vnc = vnc
 
         t0 = time.monotonic()
@@ -1057,7 +1142,9 @@ class LibvirtDesktop:
         if self._dom is not None:
             await self._call(self._undefine)
         if self._record is not None and self._conn is not None:
-            await self._call(_release_address, self._conn, self._record.mac)
+            await self._call(
+                _release_address, self._conn, self._record.mac, _is_local(self.config.uri)
+            )
         await self._call(self._release_lock)
         await self._call(shutil.rmtree, self.dir, True)
         self._record = None

@@ -1,0 +1,101 @@
+"""One GIMP task end to end on a real VM of the `gimp` image, from a saved start state.
+
+The image is built by the recipe when the cache lacks it (CI starts without one: the
+gimp layer adds about a minute to the base layer). The first episode cold-boots the
+VM, runs the task's setup (GIMP opens in about 2 min under TCG) and saves the start
+state; the next ones restore it in seconds. Scores must match the local backend's, and
+nothing of one episode may reach the next: the null agent after a reference episode
+that exported the file still scores 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from app.agents.factory import make_agent
+from app.desktops.base import Desktop
+from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
+from app.desktops.local import LocalDesktop
+from app.images import build_image
+from app.runner import EpisodeResult, EpisodeRunner
+from app.store import Store
+from app.tasks.loader import load_task
+from app.users import SimulatedUser
+from tests.episode_story import episode_story
+
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.timeout(2400),
+]
+
+TASK = Path(__file__).resolve().parent.parent / "tasks" / "gimp" / "gimp-flip-export.yaml"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def gimp_vm() -> AsyncIterator[LibvirtDesktop]:
+    await asyncio.to_thread(build_image, "gimp", progress=print)
+    desktop = LibvirtDesktop(
+        name=f"test-gimp-{secrets.token_hex(3)}",
+        image="gimp",
+        config=LibvirtConfig(vcpus=2),
+        ephemeral=True,
+        progress=print,
+    )
+    try:
+        yield desktop
+    finally:
+        await desktop.remove()
+
+
+async def _episode(desktop: Desktop, agent: str, store: Store, backend: str) -> EpisodeResult:
+    task = load_task(TASK)
+    runner = EpisodeRunner(
+        task, desktop, make_agent(agent, task), SimulatedUser(), store, backend=backend
+    )
+    result = await runner.run()
+    assert result.status == "finished", episode_story(store, result)
+    return result
+
+
+def _verdicts(store: Store, result: EpisodeResult) -> list[tuple[str, bool]]:
+    return [(c.name, c.passed) for c in store.checks(result.episode_id)]
+
+
+async def test_gimp_task_on_a_vm_scores_as_on_the_local_desktop(
+    gimp_vm: LibvirtDesktop, tmp_path: Path
+) -> None:
+    with Store(tmp_path / "db.sqlite") as store:
+        # Cold: boots, opens GIMP by the task's setup and saves the start state.
+        first_null = await _episode(gimp_vm, "null", store, "libvirt")
+        assert "cold_boot" in gimp_vm.timings and "save" in gimp_vm.timings
+        print("start state made:", gimp_vm.timings)
+
+        gimp_vm.timings.clear()
+        reference = await _episode(gimp_vm, "reference", store, "libvirt")
+        assert "restore" in gimp_vm.timings and "cold_boot" not in gimp_vm.timings
+        listing = await gimp_vm.guest.run(["ls", "-la", "/home/user/Desktop"], 30)
+        desktop_files = listing.stdout.decode(errors="replace")
+        print("restored:", gimp_vm.timings)
+
+        # The reference exported ~/Desktop/photo-flipped.png; after a restore it must
+        # be gone (disk and memory come back from the saved state).
+        second_null = await _episode(gimp_vm, "null", store, "libvirt")
+
+        async with LocalDesktop() as local:
+            local_reference = await _episode(local, "reference", store, "local")
+
+        story = episode_story(store, reference) + "\n~/Desktop after it:\n" + desktop_files
+        assert reference.end_reason == "done" and reference.score == 1.0, story
+        assert first_null.score == 0.0 and second_null.score == 0.0, (
+            episode_story(store, first_null),
+            episode_story(store, second_null),
+        )
+        assert _verdicts(store, reference) == _verdicts(store, local_reference)
+        assert reference.score == local_reference.score
