@@ -37,7 +37,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any, TextIO
 
 import yaml
 
@@ -704,45 +704,9 @@ def default_user_factory(options: BatchOptions, root: Path) -> UserFactory:
     return make
 
 
-def time_limit_error(limit: float, runner_error: str | None = None) -> str:
-    """The error of an episode the batch's time limit ended. The runner says where
-    the cancellation found it ("aborted during scoring"); that part is kept."""
-    where = (runner_error or "").removeprefix("aborted during ")
-    during = {"episode": " during the episode", "scoring": " during scoring"}.get(where, "")
-    return f"batch time limit of {limit:g} s exceeded{during}"
-
-
-class _EpisodeStore:
-    """The store as the runner of one batch episode sees it.
-
-    The runner is shared with `deskloop run`, the TUI and the Gym API and knows
-    nothing of batches; this view adds what the batch knows to the episode's record
-    without the runner taking batch options: where its desktop ran (in the episode's
-    `config` JSON) and, when the batch's time limit cancelled the episode, that this
-    is why it ended (the runner only sees a cancellation, which it records as
-    "aborted during ..."). Everything else goes straight to the store.
-    """
-
-    def __init__(self, store: Store, extra_config: Mapping[str, Any], limit: float) -> None:
-        self._store = store
-        self._extra = dict(extra_config)
-        self._limit = limit
-        self.window: asyncio.Timeout | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def start_episode(self, **kwargs: Any) -> int:
-        kwargs["config"] = {**(kwargs.get("config") or {}), **self._extra}
-        return self._store.start_episode(**kwargs)
-
-    def finish_episode(self, episode_id: int, **kwargs: Any) -> None:
-        if self.window is not None and self.window.expired() and kwargs["status"] == "error":
-            kwargs["error"] = time_limit_error(self._limit, kwargs.get("error"))
-            # An infrastructure error, like the result the batch acts on; not an abort
-            # by a person.
-            kwargs["end_reason"] = "error"
-        self._store.finish_episode(episode_id, **kwargs)
+def time_limit_error(limit: float) -> str:
+    """Why the batch's time limit ended an episode (the runner adds where it was)."""
+    return f"batch time limit of {limit:g} s exceeded"
 
 
 class BatchRunner:
@@ -899,7 +863,12 @@ class BatchRunner:
             if wordings:
                 placement["phase_wording"] = [wording.as_json() for wording in wordings]
         limit = self.options.time_limit or task.budget.seconds + DEFAULT_TIME_MARGIN
-        store = _EpisodeStore(self.store, placement, limit)
+        window: asyncio.Timeout | None = None
+
+        def cancel_reason() -> str | None:
+            # The runner runs in this task, so a cancellation it sees is the window's
+            # when the window has expired, and a Ctrl-C (an abort) otherwise.
+            return time_limit_error(limit) if window is not None and window.expired() else None
 
         def on_event(event: RunnerEvent) -> None:
             nonlocal tagged
@@ -915,20 +884,24 @@ class BatchRunner:
             lease.desktop,
             agent,
             user,
-            cast(Store, store),
+            self.store,
             backend=self.options.backend,
-            options=RunOptions(batch_id=self.batch_id, store_frames=self.options.store_frames),
+            options=RunOptions(
+                batch_id=self.batch_id,
+                store_frames=self.options.store_frames,
+                extra_config=placement,
+                cancel_reason=cancel_reason,
+            ),
             on_event=on_event,
         )
         runner_box.append(runner)
         if callable(bind):
             bind(lambda: runner.protocol.conversation if runner.protocol else [])
         try:
-            # asyncio.timeout, not wait_for: the runner runs in this task, so the
-            # store view can ask the window whether it expired when the runner
+            # asyncio.timeout, not wait_for: the runner runs in this task, so
+            # cancel_reason can ask the window whether it expired when the runner
             # records the cancellation (and 3.11's wait_for can swallow a Ctrl-C).
             async with asyncio.timeout(limit) as window:
-                store.window = window
                 result = await runner.run()
         except TimeoutError:
             episode_id = runner.episode_id if runner.episode_id is not None else -1
