@@ -155,6 +155,19 @@ async def test_restored_state_shows_the_xterm_over_vnc(vm: LibvirtDesktop) -> No
     assert ids
 
 
+async def test_the_session_comes_back_with_the_x_server(vm: LibvirtDesktop) -> None:
+    """A restarted X server pulls the user's session up again (it is bound to the
+    server, so it stops with it; one guest of four booting on 2 cores lost it so)."""
+    await _fresh(vm)
+    shown = await vm.guest.run(
+        ["systemctl", "show", "-p", "Wants", "-p", "StartLimitIntervalUSec",
+         "deskloop-xserver.service", "deskloop-session.service"]
+    )  # fmt: skip
+    text = shown.stdout_text()
+    assert "deskloop-session.service" in text.split("Wants=", 1)[1].splitlines()[0]
+    assert "StartLimitIntervalUSec=0" in text
+
+
 async def test_pointer_lands_within_a_pixel_and_keys_reach_the_window(vm: LibvirtDesktop) -> None:
     await _fresh(vm)
     for x, y in ((17, 23), (640, 400), (1200, 777)):
