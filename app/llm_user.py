@@ -238,22 +238,19 @@ class LLMUser:
         return PhaseWording(index, scripted, text, "model")
 
     def _phrase_key(self, index: int, scripted: str) -> str:
-        material = {
-            "purpose": "phase",
-            "prompt": PHRASE_PROMPT_VERSION,
-            "task": self.task.id,
-            "task_sha256": self.task.sha256,
-            "hidden": self.hidden,
-            "model": self.config.model,
-            "temperature": self.config.temperature,
-            "seed": self.config.seed,
-            "phase": index,
-            "message": scripted,
-        }
-        blob = json.dumps(material, sort_keys=True, ensure_ascii=False).encode()
-        return hashlib.sha256(blob).hexdigest()
+        return self._digest(
+            purpose="phase",
+            prompt=PHRASE_PROMPT_VERSION,
+            phase=index,
+            message=scripted,
+        )
 
     def _key(self, question: str, history: list[tuple[str, str, str]]) -> str:
+        return self._digest(question=question, conversation=history)
+
+    def _digest(self, **request: Any) -> str:
+        """The cache key of one request: what it asks, plus everything an answer
+        depends on (the task, its hidden details and the model settings)."""
         material = {
             "task": self.task.id,
             "task_sha256": self.task.sha256,
@@ -261,8 +258,7 @@ class LLMUser:
             "model": self.config.model,
             "temperature": self.config.temperature,
             "seed": self.config.seed,
-            "question": question,
-            "conversation": history,
+            **request,
         }
         blob = json.dumps(material, sort_keys=True, ensure_ascii=False).encode()
         return hashlib.sha256(blob).hexdigest()
