@@ -2,8 +2,19 @@
 # Set up everything DeskLoop needs on a Debian 12 machine: system packages (apt)
 # and a virtualenv with the Python dependencies. Safe to run again: it installs
 # only what is missing.
+#
+# `scripts/setup.sh --tests` (or DESKLOOP_SETUP_TESTS=1) also installs
+# TEST_APT_PACKAGES, which only the test suite needs; scripts/test.sh calls it so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+with_tests="${DESKLOOP_SETUP_TESTS:-0}"
+for arg in "$@"; do
+  case "$arg" in
+    --tests) with_tests=1 ;;
+    *) echo "setup: unknown argument: $arg (the only one is --tests)" >&2; exit 2 ;;
+  esac
+done
 
 APT_PACKAGES=(
   python3 python3-venv python3-pip          # the interpreter and venv
@@ -26,18 +37,70 @@ APT_PACKAGES=(
   procps                                    # pgrep/ps, used by tests and cleanup
 )
 
+# Only for the tests, never a user's plain setup.
+TEST_APT_PACKAGES=(
+  openssh-server    # tests/sshd.py runs its own sshd on 127.0.0.1 for the remote libvirt tests
+)
+
+installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
+wanted=("${APT_PACKAGES[@]}")
+if [ "$with_tests" = 1 ]; then wanted+=("${TEST_APT_PACKAGES[@]}"); fi
 missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$pkg")
-  fi
+for pkg in "${wanted[@]}"; do
+  if ! installed "$pkg"; then missing+=("$pkg"); fi
 done
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+new_sshd=0
+for pkg in "${missing[@]}"; do
+  if [ "$pkg" = openssh-server ]; then new_sshd=1; fi
+done
+# Debian's openssh-server starts and enables a system sshd on 0.0.0.0:22 as soon as it
+# is installed. The tests only want the binary (each runs its own sshd on 127.0.0.1),
+# so a machine set up for tests must not gain a login service on every interface.
+# A policy-rc.d that exits 101 forbids invoke-rc.d/deb-systemd-invoke to start any
+# service during the install; ours is made only where none exists (Docker images ship
+# one) and removed on any exit, failures included. A user's own, already installed
+# sshd is never touched.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+remove_policy() {
+  if [ "$own_policy" = 1 ]; then $SUDO rm -f "$policy"; fi
+}
+if [ "$new_sshd" = 1 ] && [ ! -e "$policy" ]; then
+  own_policy=1
+  trap remove_policy EXIT
+  # An untrapped signal would end bash without running the EXIT trap.
+  trap 'exit 130' INT TERM HUP
+  printf '#!/bin/sh\n# deskloop setup.sh: no service starts during this install\nexit 101\n' \
+    | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 0755 "$policy"
+fi
+
 if ((${#missing[@]})); then
   echo "setup: installing system packages: ${missing[*]}"
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$new_sshd" = 1 ]; then
+  remove_policy
+  own_policy=0
+  # Not starting it is not enough on a systemd machine: the postinst enabled the
+  # units, so sshd would listen after the next boot. systemctl disable also works
+  # offline (it only edits symlinks); where it cannot, there is nothing to disable.
+  if command -v systemctl >/dev/null 2>&1; then
+    $SUDO systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true
+  fi
+  # On a sysvinit machine the postinst enabled /etc/init.d/ssh instead.
+  if [ ! -d /run/systemd/system ] && command -v update-rc.d >/dev/null 2>&1; then
+    $SUDO update-rc.d ssh disable >/dev/null 2>&1 || true
+  fi
+  echo "setup: installed openssh-server for the tests; no system sshd is started or enabled"
 fi
 
 PYTHON="${PYTHON:-python3}"

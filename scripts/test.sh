@@ -3,7 +3,8 @@
 # test suite, real desktop tests included. Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# --tests: also the packages only the tests need (openssh-server; setup.sh says why).
+bash scripts/setup.sh --tests
 echo "== ruff"
 .venv/bin/ruff check app tests bench scripts
 echo "== mypy"
