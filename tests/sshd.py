@@ -140,7 +140,8 @@ class SshdServer:
                     # pytest's tmp dirs need not have the modes sshd insists on.
                     "StrictModes no",
                     "Subsystem sftp internal-sftp",
-                    "LogLevel VERBOSE",
+                    # DEBUG1 logs each direct-tcpip request (its target), which tests check.
+                    "LogLevel DEBUG1",
                     "",
                 ]
             )

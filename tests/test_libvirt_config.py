@@ -1,10 +1,14 @@
-"""LibvirtConfig's choices that need no VM: time scale under emulation, local URIs."""
+"""LibvirtConfig's choices that need no VM: time scale under emulation, which URIs are
+local, and how a remote URI is reached over SSH."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from app.desktops.libvirt import TCG_TIME_SCALE, LibvirtConfig, _is_local
+from app.desktops.libvirt import TCG_TIME_SCALE, LibvirtConfig
+from app.desktops.vm_host import SshTarget, is_local_uri
 from app.errors import DesktopError
 
 
@@ -39,4 +43,50 @@ def test_a_bad_time_scale_names_the_variable(monkeypatch: pytest.MonkeyPatch, ra
     ],
 )
 def test_which_uris_are_on_this_host(uri: str, local: bool) -> None:
-    assert _is_local(uri) is local
+    assert is_local_uri(uri) is local
+
+
+def test_an_ssh_uri_names_user_port_key_and_host_key_check(tmp_path: Path) -> None:
+    uri = (
+        "qemu+ssh://lab@gpu-7.example:2222/system"
+        "?keyfile=/keys/lab%20key&known_hosts=/etc/lab/known&no_verify=0"
+    )
+    target = SshTarget.from_uri(uri, ssh_config=tmp_path / "absent")
+    assert target == SshTarget(
+        host="gpu-7.example",
+        port=2222,
+        user="lab",
+        keyfile="/keys/lab key",
+        known_hosts="/etc/lab/known",
+        verify=True,
+    )
+    assert target.label == "lab@gpu-7.example:2222"
+
+
+@pytest.mark.parametrize(
+    "query", ["no_verify=1", "known_hosts_verify=ignore", "known_hosts_verify=auto"]
+)
+def test_a_uri_can_skip_the_host_key_check_as_libvirt_does(tmp_path: Path, query: str) -> None:
+    target = SshTarget.from_uri(f"qemu+libssh://h/system?{query}", ssh_config=tmp_path / "x")
+    assert target.verify is False
+    assert target.port == 22
+
+
+def test_ssh_config_fills_what_the_uri_leaves_out(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.write_text(
+        "Host lab\n  HostName 10.1.2.3\n  User ops\n  Port 2200\n"
+        "  IdentityFile ~/.ssh/lab_ed25519\n"
+    )
+    target = SshTarget.from_uri("qemu+ssh://lab/system", ssh_config=config)
+    assert (target.host, target.user, target.port) == ("10.1.2.3", "ops", 2200)
+    assert target.keyfile == str(Path("~/.ssh/lab_ed25519").expanduser())
+    # What the URI says wins over the config.
+    explicit = SshTarget.from_uri("qemu+ssh://me@lab:22/system?keyfile=/k", ssh_config=config)
+    assert (explicit.user, explicit.port, explicit.keyfile) == ("me", 22, "/k")
+
+
+@pytest.mark.parametrize("uri", ["qemu+tcp://lab/system", "qemu+tls://lab/system"])
+def test_a_remote_uri_without_ssh_is_refused_with_the_fix(uri: str) -> None:
+    with pytest.raises(DesktopError, match=r"qemu\+ssh://HOST/system"):
+        SshTarget.from_uri(uri)

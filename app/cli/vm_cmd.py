@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,15 +21,21 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def _desktop(args: argparse.Namespace, **kwargs: Any) -> Any:
-    from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
+def _config(args: argparse.Namespace) -> Any:
+    from app.desktops.libvirt import LibvirtConfig
 
     config = LibvirtConfig()
     if getattr(args, "uri", None):
         config.uri = args.uri
     if getattr(args, "virt_type", None):
         config.virt_type = args.virt_type
-    return LibvirtDesktop(name=args.name, config=config, progress=_say, **kwargs)
+    return config
+
+
+def _desktop(args: argparse.Namespace, **kwargs: Any) -> Any:
+    from app.desktops.libvirt import LibvirtDesktop
+
+    return LibvirtDesktop(name=args.name, config=_config(args), progress=_say, **kwargs)
 
 
 def _print_endpoint(desktop: Any) -> None:
@@ -35,6 +43,8 @@ def _print_endpoint(desktop: Any) -> None:
     print(f"{desktop.domain_name}: {info.state} · {info.details.get('virt', '')}")
     if info.vnc is not None:
         print(f"  VNC      {info.vnc.host}:{info.vnc.port}  password {info.vnc.password}")
+    if "host" in info.details:
+        print(f"  host     {info.details['host']} (VNC forwarded here while this command runs)")
     if "ip" in info.details:
         print(f"  SSH      user@{info.details['ip']} (the lab's key only)")
     if desktop.timings:
@@ -47,13 +57,17 @@ def _print_endpoint(desktop: Any) -> None:
 def cmd_vm_list(args: argparse.Namespace) -> int:
     from app.desktops.libvirt import detect_virt_type, list_vms
 
-    vms = list_vms()
+    config = _config(args)
+    vms = list_vms(config)
     table(
         ["name", "domain", "state", "image", "start states"],
         [[v.name, v.domain, v.state, v.image, str(len(v.states))] for v in vms],
     )
-    virt, why = detect_virt_type()
-    print(f"\nvirtualization here: {virt} ({why})")
+    if config.local:
+        virt, why = detect_virt_type()
+        print(f"\nvirtualization here: {virt} ({why})")
+    else:
+        print(f"\nlibvirt host: {config.uri}")
     return 0
 
 
@@ -97,17 +111,17 @@ def cmd_vm_stop(args: argparse.Namespace) -> int:
 
 def cmd_vm_rm(args: argparse.Namespace) -> int:
     desktop = _desktop(args)
-    if not desktop.dir.exists() and not _domain_exists(desktop.domain_name):
+    if not desktop.dir.exists() and not _domain_exists(desktop.config.uri, desktop.domain_name):
         raise DesktopError(f"no desktop {args.name} (see `deskloop vm list`)")
     run_async(desktop.remove())
     print(f"removed {desktop.domain_name}: domain, overlay, start states and {desktop.dir}")
     return 0
 
 
-def _domain_exists(domain: str) -> bool:
-    from app.desktops.libvirt import LibvirtConfig, open_connection
+def _domain_exists(uri: str, domain: str) -> bool:
+    from app.desktops.libvirt import open_connection
 
-    conn = open_connection(LibvirtConfig().uri)
+    conn = open_connection(uri)
     try:
         return domain in {d.name() for d in conn.listAllDomains()}
     finally:
@@ -145,12 +159,25 @@ VIEWERS = ("vncviewer", "xtigervncviewer", "xvncviewer", "remote-viewer", "gvncv
 
 
 def cmd_vm_view(args: argparse.Namespace) -> int:
-    from app.desktops.libvirt import vnc_endpoint
+    from app.desktops.libvirt import reach_vnc
+
+    config = _config(args)
+    with reach_vnc(args.name, config) as endpoint:
+        if config.local or not args.print_only:
+            return _view(endpoint, args.print_only)
+        # A remote desktop's VNC is reachable here only through this process.
+        _view(endpoint, True)
+        print("forwarding over SSH; press Ctrl-C to stop", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+        return 0
+
+
+def _view(endpoint: Any, print_only: bool) -> int:
     from app.desktops.local import vnc_password_file_bytes
 
-    endpoint = vnc_endpoint(args.name)
     address = f"{endpoint.host}:{endpoint.port}"
-    viewer = None if args.print_only else next((v for v in VIEWERS if shutil.which(v)), None)
+    viewer = None if print_only else next((v for v in VIEWERS if shutil.which(v)), None)
     if viewer is None:
         print(f"VNC address  {address}")
         print(f"password     {endpoint.password}")
@@ -256,9 +283,9 @@ def register(sub: Any) -> None:
         parser.add_argument("--uri", help="libvirt URI, e.g. qemu+ssh://host/system")
         return parser
 
-    vsub.add_parser("list", help="every DeskLoop desktop and its state").set_defaults(
-        func=cmd_vm_list
-    )
+    listing = vsub.add_parser("list", help="every DeskLoop desktop and its state")
+    listing.add_argument("--uri", help="libvirt URI, e.g. qemu+ssh://host/system")
+    listing.set_defaults(func=cmd_vm_list)
     create = named("create", "define a desktop from an image (no boot)")
     create.add_argument("--image", default="base", help="image name (default: base)")
     create.add_argument("--size", default="1280x800", help="screen size (default 1280x800)")

@@ -32,12 +32,10 @@ import os
 import secrets
 import shutil
 import string
-import subprocess
 import threading
 import time
-import urllib.parse
 import xml.etree.ElementTree as ET
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -49,6 +47,7 @@ import libvirt
 from app.actions import GuiAction, Wait
 from app.desktops.base import DesktopInfo, Frame, SettleResult, VncEndpoint
 from app.desktops.ssh_guest import SSHGuest, lab_key
+from app.desktops.vm_host import ImageFiles, VmHost, is_local_uri, open_host
 from app.errors import DesktopError, GuestError, VNCError
 from app.images import RECIPES_DIR, Image, cache_dir, find_image, require_image
 from app.tasks.loader import setup_key as setup_key  # re-exported for callers
@@ -70,8 +69,9 @@ _T = TypeVar("_T")
 # ---------------------------------------------------------------- settings
 
 
-def detect_virt_type() -> tuple[str, str]:
-    """('kvm' | 'qemu', why): the libvirt domain type this host can run.
+def detect_virt_type(exists: Callable[[str], bool] = os.path.exists) -> tuple[str, str]:
+    """('kvm' | 'qemu', why): the libvirt domain type a host can run; `exists`
+    looks at that host's files (this machine's by default).
 
     Ordinary KVM (kvm_intel / kvm_amd loaded) boots stock guest kernels. A PVM
     `/dev/kvm` (the kvm_pvm module) runs only specially built guest kernels, so
@@ -83,13 +83,12 @@ def detect_virt_type() -> tuple[str, str]:
         if forced not in ("kvm", "qemu"):
             raise DesktopError(f"DESKLOOP_VIRT_TYPE={forced!r}: expected 'kvm' or 'qemu'")
         return forced, "set by DESKLOOP_VIRT_TYPE"
-    modules = Path("/sys/module")
-    if (modules / "kvm_pvm").exists():
+    if exists("/sys/module/kvm_pvm"):
         return "qemu", "software emulation (TCG): /dev/kvm is PVM, which cannot boot a stock kernel"
-    if not Path("/dev/kvm").exists():
+    if not exists("/dev/kvm"):
         return "qemu", "software emulation (TCG): no /dev/kvm"
     for module in ("kvm_intel", "kvm_amd"):
-        if (modules / module).exists():
+        if exists(f"/sys/module/{module}"):
             return "kvm", f"hardware virtualization (KVM, {module})"
     return "qemu", "software emulation (TCG): neither kvm_intel nor kvm_amd is loaded"
 
@@ -120,11 +119,24 @@ class LibvirtConfig:
     time_scale: float | None = field(default_factory=lambda: _env_float("DESKLOOP_TIME_SCALE"))
     """Multiplier for waits written for a native desktop; None: TCG_TIME_SCALE under
     software emulation, 1 under KVM."""
+    remote_cache: str | None = field(
+        default_factory=lambda: os.environ.get("DESKLOOP_REMOTE_CACHE") or None
+    )
+    """On a remote libvirt host: the absolute folder for images and desktop files
+    there; None: ~/.cache/deskloop of the SSH user."""
 
-    def virt(self) -> tuple[str, str]:
+    def virt(self, exists: Callable[[str], bool] = os.path.exists) -> tuple[str, str]:
         if self.virt_type:
             return self.virt_type, "set in the configuration"
-        return detect_virt_type()
+        return detect_virt_type(exists)
+
+    @property
+    def local(self) -> bool:
+        return is_local_uri(self.uri)
+
+    def open_host(self) -> VmHost:
+        """The machine that runs this URI's domains (blocking; connects over SSH)."""
+        return open_host(self.uri, self.cache, self.remote_cache)
 
     def scale_for(self, virt_type: str) -> float:
         if self.time_scale is not None:
@@ -259,11 +271,6 @@ _NETWORK_UPDATE_FLAGS = (
 )
 
 
-def _is_local(uri: str) -> bool:
-    """Whether the libvirt daemon at `uri` runs on this host (no host name in it)."""
-    return not urllib.parse.urlsplit(uri).hostname
-
-
 def _leased_addresses(net: libvirt.virNetwork) -> dict[str, str]:
     """IP → MAC of the network's current DHCP leases."""
     try:
@@ -311,12 +318,12 @@ def _reserve_address(conn: libvirt.virConnect, mac: str, name: str, subnet: str)
     return ip
 
 
-def _release_address(conn: libvirt.virConnect, mac: str, local: bool) -> None:
-    """Drop `mac`'s host entry and, on this host, its lease too.
+def _release_address(conn: libvirt.virConnect, mac: str, host: VmHost) -> None:
+    """Drop `mac`'s host entry and its lease.
 
     Leases never expire (network.xml says why), so without a release the address of
     a removed desktop stays taken. dnsmasq-utils' `dhcp_release` tells dnsmasq the
-    client let go; it must run on the network's host, so a remote URI keeps the lease.
+    client let go; it runs on the network's host (over SSH for a remote one).
     """
     with contextlib.suppress(libvirt.libvirtError):
         net = conn.networkLookupByName(NETWORK_NAME)
@@ -329,9 +336,6 @@ def _release_address(conn: libvirt.virConnect, mac: str, local: bool) -> None:
                 f"<host mac='{mac}' ip='{ip}'/>",
                 _NETWORK_UPDATE_FLAGS,
             )
-        tool = shutil.which("dhcp_release")
-        if not (local and tool):
-            return
         bridge = net.bridgeName()
         # dnsmasq handles the release after the host-entry change above has made it
         # reload, and may miss one sent meanwhile: send again until the lease is gone.
@@ -341,9 +345,8 @@ def _release_address(conn: libvirt.virConnect, mac: str, local: bool) -> None:
             if not mine or time.monotonic() > deadline:
                 return
             for leased_ip in mine:
-                subprocess.run(
-                    [tool, bridge, leased_ip, mac], capture_output=True, timeout=10, check=False
-                )
+                if not host.release_lease(bridge, leased_ip, mac):
+                    return  # no dhcp_release there: the lease stays (setup.sh installs it)
             time.sleep(0.5)
 
 
@@ -379,6 +382,8 @@ class VmRecord:
     virt_type: str
     created: float
     ip: str = ""
+    uri: str = ""  # "" in records made before remote hosts: the default URI
+    host_dir: str = ""  # the desktop's folder on the libvirt host; "": the local folder
 
     @classmethod
     def load(cls, path: Path) -> VmRecord:
@@ -391,18 +396,22 @@ class VmRecord:
 
 @dataclass
 class StartState:
+    """A saved start state: its metadata in `dir` here, and its memory and frozen
+    disk in `host_dir` on the libvirt host (the same folder on this machine)."""
+
     key: str
     dir: Path
+    host_dir: str
     ip: str
     made_seconds: float
 
     @property
-    def memory(self) -> Path:
-        return self.dir / "memory.save"
+    def memory(self) -> str:
+        return f"{self.host_dir}/memory.save"
 
     @property
-    def disk(self) -> Path:
-        return self.dir / "disk.qcow2"
+    def disk(self) -> str:
+        return f"{self.host_dir}/disk.qcow2"
 
 
 def state_key(image: Image, width: int, height: int, setup: str) -> str:
@@ -440,7 +449,14 @@ class LibvirtDesktop:
         self.ephemeral = ephemeral
         self.progress = progress or (lambda _text: None)
         self.dir = self.config.cache / "vms" / self.name
-        self.virt_type, self.virt_reason = self.config.virt()
+        if self.config.local or self.config.virt_type:
+            self.virt_type, self.virt_reason = self.config.virt()
+        else:
+            self.virt_type, self.virt_reason = "?", "asked of the host when connected"
+        self._host: VmHost | None = None
+        self._host_dir = str(self.dir)  # this desktop's folder on the libvirt host
+        self._image_files: ImageFiles | None = None
+        self._vnc_host_port = 0  # QEMU's VNC port on the libvirt host
         self._conn: libvirt.virConnect | None = None
         self._dom: libvirt.virDomain | None = None
         self._callback_id: int | None = None
@@ -477,6 +493,8 @@ class LibvirtDesktop:
             "virt": f"{self.virt_type}: {self.virt_reason}",
             "uri": self.config.uri,
         }
+        if self._host is not None and not self._host.local:
+            details["host"] = self._host.label
         if self._state == "running" and self._record is not None and self._vnc_port:
             vnc = VncEndpoint("127.0.0.1", self._vnc_port, self._record.vnc_password)
         if self._guest is not None:
@@ -581,7 +599,7 @@ class LibvirtDesktop:
     async def restore_state(self, key: str) -> None:
         async with self._lock:
             await self._prepare()
-            state = self._find_state(key)
+            state = await self._call(self._find_state, key)
             if state is None:
                 raise DesktopError(
                     f"libvirt desktop {self.name} has no start state {key!r} "
@@ -623,22 +641,38 @@ class LibvirtDesktop:
     async def _prepare(self, define: bool = True) -> None:
         """Connect, take the folder lock, (re)load or write vm.json, define the domain."""
         self._loop = asyncio.get_running_loop()
+        await self._call(self._take_lock)
+        if self._record is None and (self.dir / "vm.json").is_file():
+            record = VmRecord.load(self.dir / "vm.json")
+            made_at = record.uri or DEFAULT_URI
+            if made_at != self.config.uri:
+                raise DesktopError(
+                    f"libvirt desktop {self.name} lives at {made_at}, not {self.config.uri}: "
+                    f"use --libvirt-uri {made_at} (or another desktop name)"
+                )
+            self._record = record
+            self.image_name = record.image
+            self.width, self.height = record.width, record.height
         if self._conn is None:
             self._conn = await self._call(open_connection, self.config.uri)
-        await self._call(self._take_lock)
-        if self._record is None:
-            record_path = self.dir / "vm.json"
-            if record_path.is_file():
-                self._record = VmRecord.load(record_path)
-                self.image_name = self._record.image
-                self.width, self.height = self._record.width, self._record.height
-            elif define:
-                await self._call(
-                    ensure_network, self._conn, self.config.subnet, self.config.recipes
+        if self._host is None:
+            self._host = await self._call(self.config.open_host)
+            if not self._host.local and not self.config.virt_type:
+                self.virt_type, self.virt_reason = await self._call(
+                    self.config.virt, self._host.exists
                 )
-                self._record = await self._call(self._new_record)
+            self._host_dir = self._host.vm_dir(self.name)
+        if self._record is not None and self._record.host_dir:
+            self._host_dir = self._record.host_dir
+        if self._record is None and define:
+            await self._call(ensure_network, self._conn, self.config.subnet, self.config.recipes)
+            self._record = await self._call(self._new_record)
         if define and self._record is not None:
             await self._call(ensure_network, self._conn, self.config.subnet, self.config.recipes)
+            if self._image_files is None:
+                self._image_files = await self._call(
+                    self._host.image_files, self._image(), self._progress_from_thread
+                )
             await self._call(self._define)
         elif self._dom is None:
             conn = self._conn
@@ -647,6 +681,25 @@ class LibvirtDesktop:
                 self._dom = await self._call(conn.lookupByName, self.domain_name)
         if self._dom is not None and self._callback_id is None:
             await self._call(self._register_events)
+
+    def _progress_from_thread(self, text: str) -> None:
+        # Uploads report from a worker thread; progress callbacks belong to the loop.
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self.progress, text)
+
+    def _on_host(self, *parts: str) -> str:
+        """A path in this desktop's folder on the libvirt host."""
+        return "/".join((self._host_dir, *parts))
+
+    def _console(self) -> str:
+        path = self._on_host("console.log")
+        return self._host.describe(path) if self._host is not None else path
+
+    def _host_now(self) -> VmHost:
+        assert self._host is not None, "_prepare() connects the host"
+        return self._host
 
     def _take_lock(self) -> None:
         if self._lock_fd is not None:
@@ -689,8 +742,11 @@ class LibvirtDesktop:
             vcpus=self.config.vcpus,
             virt_type=self.virt_type,
             created=time.time(),
+            uri=self.config.uri,
+            host_dir=self._host_dir,
         )
         (self.dir / "states").mkdir(parents=True, exist_ok=True)
+        self._host_now().mkdir(self._on_host("states"))
         partial = self.dir / "vm.json.partial"
         partial.write_text(json.dumps(asdict(record), indent=2) + "\n")
         partial.chmod(0o600)
@@ -717,8 +773,9 @@ class LibvirtDesktop:
 
     def _domain_xml(self) -> str:
         record = self._record
-        assert record is not None
-        image = self._image()
+        assert record is not None and self._image_files is not None
+        files = self._image_files
+        uid, gid = self._host_now().ids()
         _key, public = lab_key(self.config.cache / "ssh" / "id_ed25519")
         cmdline = " ".join(
             [
@@ -740,29 +797,29 @@ class LibvirtDesktop:
                 "name": self.domain_name,
                 "image": record.image,
                 "recipe_hash": record.recipe_hash,
-                "vm_dir": str(self.dir),
+                "vm_dir": self._host_dir,
                 "memory_mib": str(record.memory_mib),
                 "vcpus": str(record.vcpus),
-                "kernel": str(image.kernel),
-                "initrd": str(image.initrd),
+                "kernel": files.kernel,
+                "initrd": files.initrd,
                 "cmdline": cmdline,
                 "tcg_features": "@TCG@",
-                "disk": str(self.dir / "disk.qcow2"),
+                "disk": self._on_host("disk.qcow2"),
                 "network": NETWORK_NAME,
                 "mac": record.mac,
                 "vnc_password": record.vnc_password,
-                "console_log": str(self.dir / "console.log"),
-                "uid": str(os.getuid()),
-                "gid": str(os.getgid()),
+                "console_log": self._on_host("console.log"),
+                "uid": str(uid),
+                "gid": str(gid),
             },
         )
         # The features element is XML, not text: put it in after escaping the rest.
         return xml.replace("@TCG@", tcg)
 
     def _define(self) -> None:
-        assert self._conn is not None
-        if not (self.dir / "disk.qcow2").exists():
-            self._new_overlay(self._image().disk)
+        assert self._conn is not None and self._image_files is not None
+        if not self._host_now().exists(self._on_host("disk.qcow2")):
+            self._new_overlay(self._image_files.disk)
         xml = self._domain_xml()
         with contextlib.suppress(libvirt.libvirtError):
             # Redefining keeps the domain's identity: libvirt wants its UUID.
@@ -773,21 +830,11 @@ class LibvirtDesktop:
         except libvirt.libvirtError as exc:
             raise DesktopError(f"cannot define the domain {self.domain_name}: {exc}") from exc
 
-    def _new_overlay(self, backing: Path) -> None:
-        overlay = self.dir / "disk.qcow2"
-        with contextlib.suppress(FileNotFoundError):
-            overlay.unlink()
-        proc = subprocess.run(
-            ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(backing),
-             str(overlay)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        if proc.returncode != 0:
-            raise DesktopError(
-                f"libvirt desktop {self.name}: cannot make the overlay {overlay} on "
-                f"{backing}: {proc.stderr.strip()}"
-            )
-        overlay.chmod(0o600)
+    def _new_overlay(self, backing: str) -> None:
+        try:
+            self._host_now().new_overlay(backing, self._on_host("disk.qcow2"))
+        except DesktopError as exc:
+            raise DesktopError(f"libvirt desktop {self.name}: {exc}") from exc
 
     def _register_events(self) -> None:
         assert self._conn is not None and self._dom is not None
@@ -835,13 +882,21 @@ class LibvirtDesktop:
                 await asyncio.wait_for(self._state_event.wait(), remaining)
 
     def _find_state(self, key: str) -> StartState | None:
+        """The saved state `key`, if its metadata is here and its files on the host."""
         folder = self.dir / "states" / key
         try:
             meta = json.loads((folder / "meta.json").read_text())
         except (OSError, ValueError):
             return None
-        state = StartState(key, folder, str(meta["ip"]), float(meta.get("made_seconds", 0)))
-        if not (state.memory.is_file() and state.disk.is_file()):
+        state = StartState(
+            key,
+            folder,
+            self._on_host("states", key),
+            str(meta["ip"]),
+            float(meta.get("made_seconds", 0)),
+        )
+        host = self._host_now()
+        if not (host.exists(state.memory) and host.exists(state.disk)):
             return None
         return state
 
@@ -851,7 +906,7 @@ class LibvirtDesktop:
         full_key = (
             BOOT_STATE if setup is None else state_key(self._image(), self.width, self.height, key)
         )
-        state = self._find_state(full_key)
+        state = await self._call(self._find_state, full_key)
         if state is not None:
             self.progress(f"restoring start state {full_key}")
             await self._restore(state)
@@ -860,7 +915,7 @@ class LibvirtDesktop:
         if setup is None:
             await self._cold_boot()
         else:
-            boot = self._find_state(BOOT_STATE)
+            boot = await self._call(self._find_state, BOOT_STATE)
             if boot is None:
                 await self._cold_boot()
                 boot = await self._save(BOOT_STATE, time.monotonic() - t0)
@@ -880,8 +935,8 @@ class LibvirtDesktop:
         await self._stop()
         t0 = time.monotonic()
         self.progress(f"cold boot of {self.domain_name} ({self.virt_type}: {self.virt_reason})")
-        image = self._image()
-        await self._call(self._new_overlay, image.disk)
+        assert self._image_files is not None
+        await self._call(self._new_overlay, self._image_files.disk)
         # A new overlay boots new host keys: forget the pinned one.
         with contextlib.suppress(FileNotFoundError):
             (self.dir / "known_hosts").unlink()
@@ -895,7 +950,7 @@ class LibvirtDesktop:
         except libvirt.libvirtError as exc:
             self._state = "failed"
             raise DesktopError(
-                f"cannot start {self.domain_name}: {exc} (console: {self.dir / 'console.log'})"
+                f"cannot start {self.domain_name}: {exc} (console: {self._console()})"
             ) from exc
         try:
             await self._wait_domain(("running",), 30.0, "starting")
@@ -918,8 +973,7 @@ class LibvirtDesktop:
         while time.monotonic() < deadline:
             if self._domain_state in ("shut off", "crashed"):
                 raise DesktopError(
-                    f"{self.domain_name} stopped while booting "
-                    f"(console: {self.dir / 'console.log'})"
+                    f"{self.domain_name} stopped while booting (console: {self._console()})"
                 )
             try:
                 found = await self._call(
@@ -937,7 +991,7 @@ class LibvirtDesktop:
             await asyncio.sleep(0.5)
         raise DesktopError(
             f"{self.domain_name} got no DHCP lease on {NETWORK_NAME} within {timeout:g} s "
-            f"(console: {self.dir / 'console.log'})"
+            f"(console: {self._console()})"
         )
 
     async def _attach(self, ip: str, timeout: float, wait_ssh: bool = True) -> None:
@@ -946,13 +1000,25 @@ class LibvirtDesktop:
         key, _public = await self._call(lab_key, self.config.cache / "ssh" / "id_ed25519")
         if self._guest is not None:
             self._guest.close()
-        guest = SSHGuest(ip, key, self.dir / "known_hosts", where=f"libvirt desktop {self.name}")
+        host = self._host_now()
+        guest = SSHGuest(
+            ip,
+            key,
+            self.dir / "known_hosts",
+            where=f"libvirt desktop {self.name}",
+            # On a remote host the guest's network is only reachable from there.
+            sock_factory=None if host.local else lambda: host.guest_socket(ip, 22),
+        )
         self._guest = guest
-        port = await self._call(self._vnc_port_now)
+        host_port = await self._call(self._vnc_port_now)
         if self._vnc is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._vnc.close(), 2.0)
         assert self._record is not None
+        if self._vnc_host_port and self._vnc_host_port != host_port:
+            await self._call(host.drop_forward, self._vnc_host_port)
+        port = await self._call(host.forward, host_port)
+        self._vnc_host_port = host_port
         self._vnc_port = port
         # QEMU maps keysyms to scancodes without adding Shift, and drops key events
         # that overflow its queue (VNCClient.explicit_shift and .type_delay).
@@ -1011,7 +1077,7 @@ class LibvirtDesktop:
                     last += "\n" + status.stdout_text()[-2500:]
                 raise DesktopError(
                     f"libvirt desktop {self.name}: the X session was not ready within "
-                    f"{timeout:.0f} s (last: {last!r}; console: {self.dir / 'console.log'})"
+                    f"{timeout:.0f} s (last: {last!r}; console: {self._console()})"
                 )
             await asyncio.sleep(0.5)
         self._state = "running"
@@ -1041,24 +1107,28 @@ class LibvirtDesktop:
         """Save the domain's memory and freeze its disk as start state `key`.
         The domain is stopped afterwards."""
         assert self._dom is not None and self._guest is not None
+        host = self._host_now()
         ip = self._guest.host
         folder = self.dir / "states" / key
+        state = StartState(key, folder, self._on_host("states", key), ip, made_seconds)
         await self._detach()
         await self._call(shutil.rmtree, folder, True)
+        await self._call(host.remove_tree, state.host_dir)
         folder.mkdir(parents=True)
+        await self._call(host.mkdir, state.host_dir)
         t0 = time.monotonic()
         try:
-            await self._call(self._dom.save, str(folder / "memory.save"))
+            await self._call(self._dom.save, state.memory)
         except libvirt.libvirtError as exc:
             self._state = "failed"
             raise DesktopError(f"cannot save {self.domain_name}: {exc}") from exc
         self._state = "stopped"
         self.timings["save"] = time.monotonic() - t0
-        (self.dir / "disk.qcow2").rename(folder / "disk.qcow2")
-        (folder / "disk.qcow2").chmod(0o400)
+        await self._call(host.rename, self._on_host("disk.qcow2"), state.disk)
+        await self._call(host.chmod, state.disk, 0o400)
         meta = {"key": key, "ip": ip, "made_seconds": made_seconds, "saved": time.time()}
         (folder / "meta.json").write_text(json.dumps(meta) + "\n")
-        return StartState(key, folder, ip, made_seconds)
+        return state
 
     async def _restore(self, state: StartState) -> None:
         """Fresh overlay on the state's frozen disk, memory from its file, reconnect."""
@@ -1069,12 +1139,13 @@ class LibvirtDesktop:
         self._state = "starting"
         try:
             await self._call(
-                self._conn.restoreFlags, str(state.memory), None, libvirt.VIR_DOMAIN_SAVE_RUNNING
+                self._conn.restoreFlags, state.memory, None, libvirt.VIR_DOMAIN_SAVE_RUNNING
             )
         except libvirt.libvirtError as exc:
             self._state = "failed"
             raise DesktopError(
-                f"cannot restore {self.domain_name} from {state.memory}: {exc}"
+                f"cannot restore {self.domain_name} from {self._host_now().describe(state.memory)}"
+                f": {exc}"
             ) from exc
         await self._wait_domain(("running",), 30.0, "restoring")
         self.timings["restore_domain"] = time.monotonic() - t0
@@ -1116,7 +1187,9 @@ class LibvirtDesktop:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._vnc.close(), 2.0)
             self._vnc = None
-        self._vnc_port = 0
+        if self._host is not None and self._vnc_host_port:
+            await self._call(self._host.drop_forward, self._vnc_host_port)
+        self._vnc_port = self._vnc_host_port = 0
 
     async def _stop(self) -> None:
         """Destroy the running domain (if any); never removes files."""
@@ -1141,10 +1214,11 @@ class LibvirtDesktop:
             self._guest = None
         if self._dom is not None:
             await self._call(self._undefine)
+        host = self._host_now()
         if self._record is not None and self._conn is not None:
-            await self._call(
-                _release_address, self._conn, self._record.mac, _is_local(self.config.uri)
-            )
+            await self._call(_release_address, self._conn, self._record.mac, host)
+        if not host.local:  # here the host's folder is self.dir, removed below
+            await self._call(host.remove_tree, self._host_dir)
         await self._call(self._release_lock)
         await self._call(shutil.rmtree, self.dir, True)
         self._record = None
@@ -1174,15 +1248,21 @@ class LibvirtDesktop:
                 self._conn.close()
         self._conn = None
         self._dom = None
+        if self._host is not None:
+            self._host.close()
+        self._host = None
+        self._image_files = None
         self._release_lock()
 
 
 # ---------------------------------------------------------------- listing
 
 
-def vnc_endpoint(name: str, config: LibvirtConfig | None = None) -> VncEndpoint:
-    """Where a viewer reaches running desktop `name` (blocking; no lock taken, so it
-    works while another process drives the desktop).
+@contextlib.contextmanager
+def reach_vnc(name: str, config: LibvirtConfig | None = None) -> Iterator[VncEndpoint]:
+    """Where a viewer on this machine reaches running desktop `name`, while the block
+    runs: QEMU's own port here, a forward over SSH for a remote host (blocking; no
+    lock taken, so it works while another process drives the desktop).
 
     Raises:
         DesktopError: no such desktop, or it is not running.
@@ -1203,7 +1283,20 @@ def vnc_endpoint(name: str, config: LibvirtConfig | None = None) -> VncEndpoint:
         conn.close()
     if port <= 0:
         raise DesktopError(f"desktop {name} has no VNC port")
-    return VncEndpoint("127.0.0.1", port, record.vnc_password)
+    host = config.open_host()
+    try:
+        yield VncEndpoint("127.0.0.1", host.forward(port), record.vnc_password)
+    finally:
+        host.close()
+
+
+def _made_at(folder: Path, uri: str) -> bool:
+    """Whether the desktop in `folder` belongs to libvirt `uri` (unreadable: shown)."""
+    try:
+        record = VmRecord.load(folder / "vm.json")
+    except DesktopError:
+        return True
+    return (record.uri or DEFAULT_URI) == uri
 
 
 @dataclass(frozen=True)
@@ -1231,7 +1324,7 @@ def list_vms(config: LibvirtConfig | None = None) -> list[VmSummary]:
     vms_dir = config.cache / "vms"
     names = {n[len(DOMAIN_PREFIX) :] for n in domains}
     if vms_dir.is_dir():
-        names |= {p.name for p in vms_dir.iterdir() if p.is_dir()}
+        names |= {p.name for p in vms_dir.iterdir() if p.is_dir() and _made_at(p, config.uri)}
     result = []
     for name in sorted(names):
         folder = vms_dir / name

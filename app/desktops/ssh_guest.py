@@ -22,6 +22,7 @@ import shlex
 import stat
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,11 @@ class SSHGuest:
         user: str = GUEST_USER,
         home: str = GUEST_HOME,
         where: str = "VM",
+        sock_factory: Callable[[], Any] | None = None,
     ) -> None:
+        """`sock_factory`: a new socket-like channel to the guest's sshd for each
+        connection attempt (a direct-tcpip channel through a libvirt host), instead
+        of a TCP connection from here."""
         self.host = host
         self.port = port
         self.user = user
@@ -97,6 +102,7 @@ class SSHGuest:
         self._key = key
         self._known_hosts = known_hosts
         self._where = where
+        self._sock_factory = sock_factory
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
         self._lock = threading.Lock()
@@ -145,6 +151,7 @@ class SSHGuest:
                     client.load_host_keys(str(self._known_hosts))
                 client.set_missing_host_key_policy(_PinningPolicy(self._known_hosts))
                 try:
+                    sock = self._sock_factory() if self._sock_factory is not None else None
                     client.connect(
                         self.host,
                         port=self.port,
@@ -155,6 +162,7 @@ class SSHGuest:
                         auth_timeout=10.0,
                         allow_agent=False,
                         look_for_keys=False,
+                        sock=sock,
                     )
                     transport = client.get_transport()
                     assert transport is not None

@@ -1,0 +1,593 @@
+"""The machine a libvirt daemon runs on, as the libvirt backend needs to reach it.
+
+A libvirt desktop's files (disk overlay, saved memory, console log, the image it
+boots) must lie on the host that runs its QEMU, and its VNC port and guest SSH are
+reachable only from there (VNC on that host's 127.0.0.1, the guest on its isolated
+network). `LocalHost` is this machine: plain files and direct connections.
+`RemoteHost` is a host named in a `qemu+ssh://` (or `qemu+libssh://`) URI: one
+paramiko SSH connection carries its file operations (SFTP, and argv commands such
+as `qemu-img`), uploads images there once (checked by SHA-256), and tunnels VNC
+(a local port forward) and guest SSH (a direct-tcpip channel per connection), so
+nothing on that host listens beyond its loopback.
+
+What a desktop keeps for itself (vm.json, the pinned guest host key, start-state
+metadata, its lock) stays in this machine's cache; only what QEMU reads or writes
+goes to the host. Every method blocks: callers run them in worker threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import hashlib
+import json
+import os
+import posixpath
+import select
+import shlex
+import shutil
+import socket
+import stat
+import subprocess
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import paramiko
+
+from app.errors import DesktopError
+from app.images import Image
+
+# The transports after which libvirt talks SSH (qemu+ssh, qemu+libssh, qemu+libssh2).
+SSH_TRANSPORTS = ("ssh", "libssh", "libssh2")
+
+
+@dataclass(frozen=True)
+class ImageFiles:
+    """Where an image's boot files are on the host that runs the desktop."""
+
+    disk: str
+    kernel: str
+    initrd: str
+
+
+class VmHost(Protocol):
+    """What the libvirt backend does on the host that runs its domains."""
+
+    local: bool
+    label: str
+
+    def vm_dir(self, name: str) -> str: ...
+    def describe(self, path: str) -> str: ...
+    def exists(self, path: str) -> bool: ...
+    def mkdir(self, path: str) -> None: ...
+    def remove_tree(self, path: str) -> None: ...
+    def rename(self, source: str, target: str) -> None: ...
+    def chmod(self, path: str, mode: int) -> None: ...
+    def new_overlay(self, backing: str, overlay: str) -> None: ...
+    def image_files(self, image: Image, progress: Callable[[str], None]) -> ImageFiles: ...
+    def ids(self) -> tuple[int, int]: ...
+    def release_lease(self, bridge: str, ip: str, mac: str) -> bool: ...
+    def forward(self, port: int) -> int: ...
+    def drop_forward(self, port: int) -> None: ...
+    def guest_socket(self, ip: str, port: int) -> Any: ...
+    def close(self) -> None: ...
+
+
+def is_local_uri(uri: str) -> bool:
+    """Whether the libvirt daemon at `uri` runs on this machine (no host name in it)."""
+    return not urllib.parse.urlsplit(uri).hostname
+
+
+# ---------------------------------------------------------------- this machine
+
+
+class LocalHost:
+    """This machine: paths are local files, ports are reached directly."""
+
+    local = True
+    label = "this machine"
+
+    def __init__(self, cache: Path) -> None:
+        self.cache = cache
+
+    def vm_dir(self, name: str) -> str:
+        return str(self.cache / "vms" / name)
+
+    def describe(self, path: str) -> str:
+        return path
+
+    def exists(self, path: str) -> bool:
+        return Path(path).exists()
+
+    def mkdir(self, path: str) -> None:
+        Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def remove_tree(self, path: str) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    def rename(self, source: str, target: str) -> None:
+        Path(source).rename(target)
+
+    def chmod(self, path: str, mode: int) -> None:
+        Path(path).chmod(mode)
+
+    def new_overlay(self, backing: str, overlay: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            Path(overlay).unlink()
+        proc = subprocess.run(
+            _overlay_argv(backing, overlay), capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            raise DesktopError(
+                f"cannot make the overlay {overlay} on {backing}: {proc.stderr.strip()}"
+            )
+        Path(overlay).chmod(0o600)
+
+    def image_files(self, image: Image, progress: Callable[[str], None]) -> ImageFiles:
+        return ImageFiles(str(image.disk), str(image.kernel), str(image.initrd))
+
+    def ids(self) -> tuple[int, int]:
+        return os.getuid(), os.getgid()
+
+    def release_lease(self, bridge: str, ip: str, mac: str) -> bool:
+        tool = shutil.which("dhcp_release")
+        if tool is None:
+            return False
+        subprocess.run([tool, bridge, ip, mac], capture_output=True, timeout=10, check=False)
+        return True
+
+    def forward(self, port: int) -> int:
+        return port
+
+    def drop_forward(self, port: int) -> None:
+        pass
+
+    def guest_socket(self, ip: str, port: int) -> Any:
+        return None  # paramiko connects directly
+
+    def close(self) -> None:
+        pass
+
+
+def _overlay_argv(backing: str, overlay: str) -> list[str]:
+    return ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", backing, overlay]
+
+
+# ---------------------------------------------------------------- a remote host
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """How to reach a libvirt URI's host over SSH, as libvirt itself would."""
+
+    host: str
+    port: int
+    user: str
+    keyfile: str | None
+    known_hosts: str | None
+    verify: bool
+
+    @property
+    def label(self) -> str:
+        port = "" if self.port == 22 else f":{self.port}"
+        return f"{self.user}@{self.host}{port}"
+
+    @classmethod
+    def from_uri(cls, uri: str, ssh_config: Path | None = None) -> SshTarget:
+        """The SSH side of a remote libvirt URI.
+
+        Takes the user, host and port from the URI, then `~/.ssh/config` (as the
+        `ssh` that libvirt runs would); `keyfile`, `known_hosts` and `no_verify=1`
+        (or libssh's `known_hosts_verify=ignore`) from its query.
+
+        Raises:
+            DesktopError: the URI names a host but not an SSH transport.
+        """
+        parts = urllib.parse.urlsplit(uri)
+        transport = parts.scheme.partition("+")[2]
+        if not parts.hostname:
+            raise DesktopError(f"libvirt URI {uri!r} names no host: it is this machine")
+        if transport not in SSH_TRANSPORTS:
+            raise DesktopError(
+                f"libvirt URI {uri!r}: DeskLoop reaches a remote host's guests and files "
+                f"over SSH, so use qemu+ssh://HOST/system (or qemu+libssh://), "
+                f"not {parts.scheme!r}"
+            )
+        query = dict(urllib.parse.parse_qsl(parts.query))
+        host = parts.hostname
+        port = parts.port
+        user = urllib.parse.unquote(parts.username) if parts.username else None
+        keyfile = query.get("keyfile")
+        config_path = ssh_config if ssh_config is not None else Path.home() / ".ssh" / "config"
+        if config_path.is_file():
+            config = paramiko.SSHConfig.from_path(str(config_path)).lookup(host)
+            host = str(config.get("hostname", host))
+            if port is None and "port" in config:
+                port = int(config["port"])
+            user = user or config.get("user")
+            files = config.get("identityfile")
+            if keyfile is None and files:
+                keyfile = os.path.expanduser(str(files[0]))
+        verify = query.get("no_verify", "0") not in ("1", "true", "yes") and query.get(
+            "known_hosts_verify", "normal"
+        ) not in ("ignore", "auto")
+        return cls(
+            host=host,
+            port=port or 22,
+            user=user or getpass.getuser(),
+            keyfile=keyfile,
+            known_hosts=query.get("known_hosts"),
+            verify=verify,
+        )
+
+
+class _RefuseUnknownHost(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
+    def __init__(self, target: SshTarget) -> None:
+        self.target = target
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: Any) -> None:
+        where = self.target.known_hosts or "~/.ssh/known_hosts"
+        raise DesktopError(
+            f"the SSH host key of {self.target.label} is not in {where}: connect once with "
+            f"`ssh -p {self.target.port} {self.target.user}@{self.target.host}` to check and "
+            "add it (or put no_verify=1 in the libvirt URI to skip the check)"
+        )
+
+
+class _AcceptHost(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
+    """no_verify=1: the user asked libvirt, and so us, not to check the host key."""
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: Any) -> None:
+        return None
+
+
+class _Forward:
+    """127.0.0.1:<ephemeral> here → 127.0.0.1:`port` on the remote host, one
+    direct-tcpip channel per accepted connection, pumped by a thread each."""
+
+    def __init__(self, transport: paramiko.Transport, port: int) -> None:
+        self.remote_port = port
+        self._transport = transport
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.local_port = int(self._listener.getsockname()[1])
+        self._closed = threading.Event()
+        self._pairs: list[tuple[socket.socket, paramiko.Channel]] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, name=f"forward-{port}", daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                conn, peer = self._listener.accept()
+            except OSError:
+                return
+            try:
+                channel = self._transport.open_channel(
+                    "direct-tcpip", ("127.0.0.1", self.remote_port), peer, timeout=10.0
+                )
+            except (paramiko.SSHException, OSError, EOFError):
+                conn.close()  # the client sees a closed connection and reports it
+                continue
+            with self._lock:
+                self._pairs.append((conn, channel))
+            threading.Thread(target=self._pump, args=(conn, channel), daemon=True).start()
+
+    def _pump(self, conn: socket.socket, channel: paramiko.Channel) -> None:
+        try:
+            while not self._closed.is_set():
+                ready, _, _ = select.select([conn, channel], [], [], 1.0)
+                if conn in ready:
+                    data = conn.recv(65536)
+                    if not data:
+                        break
+                    channel.sendall(data)
+                if channel in ready:
+                    data = channel.recv(65536)
+                    if not data:
+                        break
+                    conn.sendall(data)
+        except (OSError, paramiko.SSHException, EOFError):
+            pass
+        finally:
+            channel.close()
+            conn.close()
+            with self._lock, contextlib.suppress(ValueError):
+                self._pairs.remove((conn, channel))
+
+    def close(self) -> None:
+        self._closed.set()
+        # close() alone does not wake a thread blocked in accept(); shutdown() does.
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        with self._lock:
+            pairs = list(self._pairs)
+        for conn, channel in pairs:
+            channel.close()
+            conn.close()
+
+
+# Images are big (0.8-2 GB): upload in blocks and say how far it got.
+_UPLOAD_BLOCK = 1 << 20
+_UPLOAD_REPORT_EVERY = 5.0
+
+
+class RemoteHost:
+    """A libvirt host reached over SSH (the URI's host, user, port and key)."""
+
+    local = False
+
+    def __init__(self, target: SshTarget, cache: str | None = None) -> None:
+        """Connect (blocking). `cache`: the DeskLoop folder on that host (absolute;
+        default `~/.cache/deskloop` of the SSH user there).
+
+        Raises:
+            DesktopError: SSH fails, or the host lacks what the backend needs.
+        """
+        self.target = target
+        self.label = target.label
+        self._lock = threading.Lock()
+        self._forwards: dict[int, _Forward] = {}
+        self._client = self._connect()
+        self._sftp = self._client.open_sftp()
+        home = self._sftp.normalize(".")
+        self.cache = cache or posixpath.join(home, ".cache", "deskloop")
+        if not self.cache.startswith("/"):
+            raise DesktopError(f"the cache folder on {self.label} must be absolute: {self.cache!r}")
+        self._ids: tuple[int, int] | None = None
+
+    def _connect(self) -> paramiko.SSHClient:
+        t = self.target
+        client = paramiko.SSHClient()
+        with contextlib.suppress(OSError):
+            client.load_system_host_keys()
+        if t.known_hosts:
+            try:
+                client.load_host_keys(t.known_hosts)
+            except OSError as exc:
+                raise DesktopError(f"cannot read known_hosts {t.known_hosts}: {exc}") from exc
+        client.set_missing_host_key_policy(_RefuseUnknownHost(t) if t.verify else _AcceptHost())
+        try:
+            client.connect(
+                t.host,
+                port=t.port,
+                username=t.user,
+                key_filename=t.keyfile,
+                timeout=15.0,
+                banner_timeout=15.0,
+                auth_timeout=15.0,
+                allow_agent=t.keyfile is None,
+                look_for_keys=t.keyfile is None,
+            )
+        except DesktopError:
+            client.close()
+            raise
+        except paramiko.BadHostKeyException as exc:
+            client.close()
+            raise DesktopError(
+                f"the SSH host key of {t.label} does not match the known one; refusing: {exc}"
+            ) from exc
+        except paramiko.AuthenticationException as exc:
+            client.close()
+            key = f"the key {t.keyfile}" if t.keyfile else "your SSH keys"
+            raise DesktopError(f"{t.label} refused {key}: {exc}") from exc
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            client.close()
+            raise DesktopError(f"cannot reach {t.label} over SSH: {exc}") from exc
+        transport = client.get_transport()
+        assert transport is not None
+        transport.set_keepalive(15)
+        return client
+
+    def _transport(self) -> paramiko.Transport:
+        transport = self._client.get_transport()
+        if transport is None or not transport.is_active():
+            raise DesktopError(f"the SSH connection to {self.label} is closed")
+        return transport
+
+    # ------------------------------------------------------------ commands
+
+    def run(self, argv: list[str], timeout: float = 120.0) -> tuple[int, str, str]:
+        """Run `argv` on the host (quoted with shlex.join: the remote shell only
+        splits it back); (exit code, stdout, stderr)."""
+        channel = self._transport().open_session(timeout=15.0)
+        try:
+            channel.settimeout(timeout)
+            channel.exec_command(shlex.join(argv))
+            channel.shutdown_write()
+            out = channel.makefile("rb").read()
+            err = channel.makefile_stderr("rb").read()
+            code = channel.recv_exit_status()
+        except TimeoutError as exc:
+            raise DesktopError(f"{argv[0]} on {self.label} ran past {timeout:g} s") from exc
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise DesktopError(f"{argv[0]} on {self.label} failed over SSH: {exc}") from exc
+        finally:
+            channel.close()
+        return code, out.decode(errors="replace"), err.decode(errors="replace")
+
+    def _check(self, argv: list[str], what: str, timeout: float = 120.0) -> str:
+        code, out, err = self.run(argv, timeout)
+        if code == 127:
+            raise DesktopError(f"{what} on {self.label}: {argv[0]} is not installed there")
+        if code != 0:
+            raise DesktopError(f"{what} on {self.label}: {(err or out).strip() or f'exit {code}'}")
+        return out
+
+    # ------------------------------------------------------------ files
+
+    def vm_dir(self, name: str) -> str:
+        return posixpath.join(self.cache, "vms", name)
+
+    def describe(self, path: str) -> str:
+        return f"{self.label}:{path}"
+
+    def _inside_cache(self, path: str) -> str:
+        # Deletions and renames stay inside our folder on someone else's machine.
+        norm = posixpath.normpath(path)
+        if not norm.startswith(self.cache.rstrip("/") + "/"):
+            raise DesktopError(f"refusing to change {path} on {self.label}: not under {self.cache}")
+        return norm
+
+    def exists(self, path: str) -> bool:
+        try:
+            self._sftp.stat(path)
+            return True
+        except FileNotFoundError:
+            return False
+        except (OSError, paramiko.SSHException) as exc:
+            raise DesktopError(f"cannot check {self.describe(path)}: {exc}") from exc
+
+    def mkdir(self, path: str) -> None:
+        self._check(["mkdir", "-p", "-m", "700", "--", self._inside_cache(path)], "mkdir")
+
+    def remove_tree(self, path: str) -> None:
+        self._check(["rm", "-rf", "--", self._inside_cache(path)], "removing files")
+
+    def rename(self, source: str, target: str) -> None:
+        try:
+            self._sftp.posix_rename(self._inside_cache(source), self._inside_cache(target))
+        except (OSError, paramiko.SSHException) as exc:
+            raise DesktopError(f"cannot rename {self.describe(source)} to {target}: {exc}") from exc
+
+    def chmod(self, path: str, mode: int) -> None:
+        try:
+            self._sftp.chmod(path, mode)
+        except (OSError, paramiko.SSHException) as exc:
+            raise DesktopError(f"cannot chmod {self.describe(path)}: {exc}") from exc
+
+    def new_overlay(self, backing: str, overlay: str) -> None:
+        overlay = self._inside_cache(overlay)
+        self._check(["rm", "-f", "--", overlay], "removing the old overlay")
+        self._check(_overlay_argv(backing, overlay), f"making the overlay {overlay}")
+        self.chmod(overlay, 0o600)
+
+    def ids(self) -> tuple[int, int]:
+        if self._ids is None:
+            uid = self._check(["id", "-u"], "id").strip()
+            gid = self._check(["id", "-g"], "id").strip()
+            self._ids = int(uid), int(gid)
+        return self._ids
+
+    def release_lease(self, bridge: str, ip: str, mac: str) -> bool:
+        code, _out, _err = self.run(["dhcp_release", bridge, ip, mac], 15.0)
+        return code != 127
+
+    # ------------------------------------------------------------ images
+
+    def image_files(self, image: Image, progress: Callable[[str], None]) -> ImageFiles:
+        """The image on the host, uploaded first if the host lacks this build.
+
+        A build is complete there when its manifest is: it is written last, after
+        every file's SHA-256 was checked on the host, so an interrupted upload is
+        redone, never used.
+        """
+        folder = posixpath.join(self.cache, "images", image.dir.name)
+        files = ImageFiles(
+            posixpath.join(folder, "disk.qcow2"),
+            posixpath.join(folder, "vmlinuz"),
+            posixpath.join(folder, "initrd.img"),
+        )
+        with self._lock:
+            if self._has_build(folder, image):
+                return files
+            self.mkdir(folder)
+            sums = {
+                "disk.qcow2": str(image.manifest["disk_sha256"]),
+                "vmlinuz": str(image.manifest["kernel_sha256"]),
+                "initrd.img": str(image.manifest["initrd_sha256"]),
+            }
+            for name, sha in sums.items():
+                self._upload(image.dir / name, posixpath.join(folder, name), sha, progress)
+            manifest = json.dumps(image.manifest, indent=2) + "\n"
+            partial = posixpath.join(folder, "manifest.json.partial")
+            with self._sftp.open(partial, "wb") as f:
+                f.write(manifest.encode())
+            self._sftp.posix_rename(partial, posixpath.join(folder, "manifest.json"))
+        return files
+
+    def _has_build(self, folder: str, image: Image) -> bool:
+        try:
+            with self._sftp.open(posixpath.join(folder, "manifest.json"), "rb") as f:
+                theirs = json.loads(f.read())
+        except (OSError, ValueError):
+            return False
+        keys = ("recipe_hash", "disk_sha256", "kernel_sha256", "initrd_sha256")
+        return all(theirs.get(k) == image.manifest.get(k) for k in keys)
+
+    def _upload(self, source: Path, target: str, sha256: str, say: Callable[[str], None]) -> None:
+        size = source.stat().st_size
+        partial = f"{target}.partial"
+        t0 = last = time.monotonic()
+        say(f"uploading {source.name} ({size / 2**20:.0f} MiB) to {self.describe(target)}")
+        digest = hashlib.sha256()
+        try:
+            with source.open("rb") as src, self._sftp.open(partial, "wb") as dst:
+                dst.set_pipelined(True)
+                done = 0
+                while block := src.read(_UPLOAD_BLOCK):
+                    digest.update(block)
+                    dst.write(block)
+                    done += len(block)
+                    if time.monotonic() - last > _UPLOAD_REPORT_EVERY:
+                        last = time.monotonic()
+                        rate = done / 2**20 / (last - t0)
+                        say(f"  {source.name}: {100 * done / size:.0f}% ({rate:.0f} MiB/s)")
+        except (OSError, paramiko.SSHException) as exc:
+            raise DesktopError(f"cannot upload {source} to {self.describe(target)}: {exc}") from exc
+        if digest.hexdigest() != sha256:
+            raise DesktopError(
+                f"{source} changed since its image was built (SHA-256 differs from its "
+                "manifest); rebuild it with `deskloop image build`"
+            )
+        out = self._check(["sha256sum", "--", partial], "checking the upload", timeout=600.0)
+        if out.split()[:1] != [sha256]:
+            raise DesktopError(f"the upload {self.describe(partial)} arrived damaged (SHA-256)")
+        self._sftp.posix_rename(partial, target)
+        self._sftp.chmod(target, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        say(f"  {source.name}: uploaded in {time.monotonic() - t0:.0f} s")
+
+    # ------------------------------------------------------------ network reach
+
+    def forward(self, port: int) -> int:
+        """A local port that reaches 127.0.0.1:`port` on the host (kept until close)."""
+        with self._lock:
+            fwd = self._forwards.get(port)
+            if fwd is None:
+                fwd = _Forward(self._transport(), port)
+                self._forwards[port] = fwd
+            return fwd.local_port
+
+    def drop_forward(self, port: int) -> None:
+        with self._lock:
+            fwd = self._forwards.pop(port, None)
+        if fwd is not None:
+            fwd.close()
+
+    def guest_socket(self, ip: str, port: int) -> paramiko.Channel:
+        """A channel to `ip`:`port` opened from the host (for paramiko's `sock=`)."""
+        return self._transport().open_channel(
+            "direct-tcpip", (ip, port), ("127.0.0.1", 0), timeout=10.0
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            forwards = list(self._forwards.values())
+            self._forwards.clear()
+        for fwd in forwards:
+            fwd.close()
+        with contextlib.suppress(Exception):
+            self._sftp.close()
+        self._client.close()
+
+
+def open_host(uri: str, cache: Path, remote_cache: str | None = None) -> VmHost:
+    """The host behind a libvirt URI (blocking: a remote host is connected)."""
+    if is_local_uri(uri):
+        return LocalHost(cache)
+    return RemoteHost(SshTarget.from_uri(uri), remote_cache)
