@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,6 +31,7 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from app.desktops.bare_xvnc import bare_xvnc
 from app.vnc import VNCClient, connect
 
 PASSWORD = "benchpw1"
@@ -58,48 +57,22 @@ KEY_A, KEY_BACKSPACE = 0x61, 0xFF08
 Pixels = npt.NDArray[np.uint8]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def desktop() -> Iterator[tuple[int, IO[bytes]]]:
     """A fresh Xvnc with the Tk window: yields (rfb port, the window's stdout)."""
-    with tempfile.TemporaryDirectory(prefix="bench-vnc-") as tmp:
-        pwfile = Path(tmp) / "passwd"
-        pwfile.write_bytes(
-            subprocess.run(
-                ["vncpasswd", "-f"], input=PASSWORD.encode(), capture_output=True, check=True
-            ).stdout
-        )
-        port = _free_port()
-        read_fd, write_fd = os.pipe()
-        xvnc = subprocess.Popen(
-            ["Xvnc", "-geometry", "1280x800", "-depth", "24", "-rfbport", str(port),
-             "-localhost", "-interface", "127.0.0.1", "-nolisten", "tcp",
-             "-SecurityTypes", "VncAuth", "-PasswordFile", str(pwfile), "-AlwaysShared",
-             "-displayfd", str(write_fd)],
-            pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        os.close(write_fd)
-        tk: subprocess.Popen[bytes] | None = None
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-vnc-") as tmp,
+        bare_xvnc(Path(tmp), PASSWORD) as xvnc,
+    ):
+        tk = subprocess.Popen([sys.executable, "-c", TK_APP], env=xvnc.env, stdout=subprocess.PIPE)
         try:
-            with os.fdopen(read_fd, "rb") as pipe:
-                number = pipe.readline().strip().decode()
-            env = {**os.environ, "DISPLAY": f":{number}", "HOME": tmp}
-            tk = subprocess.Popen([sys.executable, "-c", TK_APP], env=env, stdout=subprocess.PIPE)
             assert tk.stdout is not None
             if tk.stdout.readline().strip() != b"ready":
                 raise RuntimeError("the Tk window did not start")
-            yield port, tk.stdout
+            yield xvnc.port, tk.stdout
         finally:
-            if tk is not None:
-                tk.kill()
-                tk.wait()
-            xvnc.terminate()
-            xvnc.wait(10)
+            tk.kill()
+            tk.wait()
 
 
 def _summary(name: str, seconds: list[float]) -> dict[str, float]:

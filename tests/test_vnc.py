@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 import shutil
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from app.actions import Click, Drag, Key, Move, Scroll, Type, Wait
+from app.desktops.bare_xvnc import BareXvnc, bare_xvnc
 from app.errors import ActionError, VNCError
 from app.keys import parse_combo
 from app.vnc import VNCClient, VNCSession, connect, vnc_auth_response
@@ -484,62 +482,17 @@ root.mainloop()
 """
 
 
-@dataclass
-class LiveDesktop:
-    display: str
-    port: int
-    env: dict[str, str]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def xvnc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDesktop]:
-    # scripts/setup.sh installs both; a missing one is a broken setup, not a skip.
-    missing = [tool for tool in ("Xvnc", "vncpasswd") if shutil.which(tool) is None]
-    assert not missing, f"{', '.join(missing)} not installed: run scripts/setup.sh"
-    tmp = tmp_path_factory.mktemp("xvnc")
-    pwfile = tmp / "passwd"
-    pwfile.write_bytes(
-        subprocess.run(
-            ["vncpasswd", "-f"], input=PASSWORD.encode(), capture_output=True, check=True
-        ).stdout
-    )
-    port = _free_port()
-    read_fd, write_fd = os.pipe()
-    # -retro: the classic root cursor, so the pointer is drawn into frames.
-    proc = subprocess.Popen(
-        ["Xvnc", "-retro", "-geometry", "1280x800", "-depth", "24", "-rfbport", str(port),
-         "-localhost", "-interface", "127.0.0.1", "-nolisten", "tcp",
-         "-SecurityTypes", "VncAuth", "-PasswordFile", str(pwfile), "-AlwaysShared",
-         "-displayfd", str(write_fd)],
-        pass_fds=(write_fd,),
-        stdout=subprocess.DEVNULL,
-        stderr=(tmp / "xvnc.log").open("wb"),
-    )  # fmt: skip
-    os.close(write_fd)
-    try:
-        with os.fdopen(read_fd, "rb") as pipe:
-            number = pipe.readline().strip().decode()
-        if not number:
-            raise RuntimeError(f"Xvnc did not start: {(tmp / 'xvnc.log').read_text()[-2000:]}")
-        env = {**os.environ, "DISPLAY": f":{number}", "HOME": str(tmp)}
-        yield LiveDesktop(f":{number}", port, env)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+def xvnc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BareXvnc]:
+    # scripts/setup.sh installs it; a missing one is a broken setup, not a skip.
+    assert shutil.which("Xvnc"), "Xvnc not installed: run scripts/setup.sh"
+    # retro: the classic root cursor, so the pointer is drawn into frames.
+    with bare_xvnc(tmp_path_factory.mktemp("xvnc"), PASSWORD, retro=True) as desktop:
+        yield desktop
 
 
 @pytest.fixture
-async def live(xvnc: LiveDesktop) -> AsyncIterator[VNCClient]:
+async def live(xvnc: BareXvnc) -> AsyncIterator[VNCClient]:
     c = await connect("127.0.0.1", xvnc.port, PASSWORD, timeout=5)
     yield c
     await c.close()
@@ -567,7 +520,7 @@ class TkApp:
 
 
 @pytest.fixture
-async def tk_app(xvnc: LiveDesktop, live: VNCClient) -> AsyncIterator[TkApp]:
+async def tk_app(xvnc: BareXvnc, live: VNCClient) -> AsyncIterator[TkApp]:
     pytest.importorskip("tkinter")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", TK_APP, env=xvnc.env, stdout=asyncio.subprocess.PIPE
@@ -601,7 +554,7 @@ async def test_live_connect_frame_size(live: VNCClient) -> None:
 
 
 @pytest.mark.desktop
-async def test_live_wrong_password(xvnc: LiveDesktop) -> None:
+async def test_live_wrong_password(xvnc: BareXvnc) -> None:
     with pytest.raises(VNCError, match="authentication failed"):
         await connect("127.0.0.1", xvnc.port, "wrong-pw", timeout=5)
 
