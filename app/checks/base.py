@@ -48,6 +48,11 @@ def failed(evidence: str, score: float = 0.0) -> CheckResult:
     return CheckResult(passed=False, score=score, evidence=evidence)
 
 
+def verdict(ok: bool, evidence: str) -> CheckResult:
+    """Pass or fail (no partial credit) on `ok`, with the same evidence either way."""
+    return passed(evidence) if ok else failed(evidence)
+
+
 @dataclass(frozen=True)
 class FileState:
     """One guest file as scoring found it: its bytes, or why there are none.

@@ -18,7 +18,16 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from app.checks.base import CheckParams, CheckResult, CheckState, GuestPath, Probe, failed, passed
+from app.checks.base import (
+    CheckParams,
+    CheckResult,
+    CheckState,
+    GuestPath,
+    Probe,
+    failed,
+    passed,
+    verdict,
+)
 from app.checks.registry import register
 
 Vec3 = tuple[float, float, float]
@@ -120,6 +129,10 @@ class Tally:
     def text(self) -> str:
         return "; ".join(f"{t} {'✓' if ok else '✗'}" for ok, t in self.items) or "no conditions"
 
+    def verdict(self, subject: str) -> CheckResult:
+        """Pass when every condition was met; the evidence is `subject: <conditions>`."""
+        return verdict(self.ok, f"{subject}: {self.text()}")
+
     def number(self, label: str, actual: Any, expected: float | None, tol: float) -> None:
         if expected is None:
             return
@@ -161,8 +174,9 @@ def _angle_diff(a_deg: float, b_deg: float) -> float:
 
 def _best(
     candidates: list[dict[str, Any]], judge: Callable[[dict[str, Any]], Tally]
-) -> tuple[dict[str, Any], Tally] | None:
-    """The first candidate that meets every condition, else the one that misses fewest."""
+) -> tuple[dict[str, Any], Tally]:
+    """The first candidate that meets every condition, else the one that misses fewest.
+    Callers say why there is none before asking, so `candidates` is never empty."""
     best: tuple[dict[str, Any], Tally] | None = None
     for candidate in candidates:
         tally = judge(candidate)
@@ -170,13 +184,13 @@ def _best(
             return candidate, tally
         if best is None or tally.misses < best[1].misses:
             best = (candidate, tally)
+    assert best is not None, "no candidates to judge"
     return best
 
 
 def _verdict(found: tuple[dict[str, Any], Tally], what: str, path: str) -> CheckResult:
     obj, tally = found
-    line = f"{what} {obj.get('name')!r} in {path}: {tally.text()}"
-    return passed(line) if tally.ok else failed(line)
+    return tally.verdict(f"{what} {obj.get('name')!r} in {path}")
 
 
 class BlenderParams(CheckParams):
@@ -297,9 +311,7 @@ def blender_object(state: CheckState, p: ObjectParams) -> CheckResult:
         return passed(f"{p.path} has no object {wanted}")
     if not candidates:
         return failed(f"{p.path} has no object {wanted}; objects: {_names(_objects(dump))}")
-    found = _best(candidates, lambda o: _judge_object(o, p))
-    assert found is not None
-    return _verdict(found, "object", p.path)
+    return _verdict(_best(candidates, lambda o: _judge_object(o, p)), "object", p.path)
 
 
 class ObjectCountParams(BlenderParams):
@@ -348,8 +360,7 @@ def blender_object_count(state: CheckState, p: ObjectCountParams) -> CheckResult
         ok = (p.min is None or n >= p.min) and (p.max is None or n <= p.max)
         want = f"{p.min if p.min is not None else 0}..{p.max if p.max is not None else '∞'}"
     counted = f"{n} {what} object(s)" if what else f"{n} object(s)"
-    line = f"{p.path} has {counted} ({_names(chosen)}), wanted {want}"
-    return passed(line) if ok else failed(line)
+    return verdict(ok, f"{p.path} has {counted} ({_names(chosen)}), wanted {want}")
 
 
 # --- modifiers ----------------------------------------------------------------------
@@ -405,11 +416,8 @@ def blender_modifier(state: CheckState, p: ModifierParams) -> CheckResult:
         return failed(f"{line}; has a {label}") if matching else passed(f"{line}; no {label}")
     if not matching:
         return failed(f"{p.object!r} in {p.path} has no {label} modifier; modifiers: {stack}")
-    found = _best(matching, lambda m: _judge_modifier(m, p))
-    assert found is not None
-    mod, tally = found
-    line = f"{p.object!r} modifier {mod.get('name')!r} ({p.type}) in {p.path}: {tally.text()}"
-    return passed(line) if tally.ok else failed(line)
+    mod, tally = _best(matching, lambda m: _judge_modifier(m, p))
+    return tally.verdict(f"{p.object!r} modifier {mod.get('name')!r} ({p.type}) in {p.path}")
 
 
 # --- materials and world ------------------------------------------------------------
@@ -500,9 +508,7 @@ def blender_material(state: CheckState, p: MaterialParams) -> CheckResult:
         candidates = [m for m in materials if m.get("name") == p.name]
         if not candidates:
             return failed(f"{p.path} has no material {p.name!r}; materials: {_names(materials)}")
-    found = _best(candidates, lambda m: _judge_material(m, p))
-    assert found is not None
-    return _verdict(found, "material", p.path)
+    return _verdict(_best(candidates, lambda m: _judge_material(m, p)), "material", p.path)
 
 
 class WorldParams(BlenderParams):
@@ -546,8 +552,7 @@ def blender_world(state: CheckState, p: WorldParams) -> CheckResult:
             t.vector("color", world.get("color"), linear_color(p.color), p.tolerance)
         if p.strength is not None:
             t.add(False, "strength: the world has no Background node")
-    line = f"world {world.get('name')!r} in {p.path}: {t.text()}"
-    return passed(line) if t.ok else failed(line)
+    return t.verdict(f"world {world.get('name')!r} in {p.path}")
 
 
 # --- render settings and animation --------------------------------------------------
@@ -631,8 +636,7 @@ def blender_render(state: CheckState, p: RenderParams) -> CheckResult:
                 f"output path {actual!r}" + ("" if actual == want else f", expected {want!r}"),
             )
     t.equal("camera", scene.get("camera"), p.camera)
-    line = f"render settings of {p.path}: {t.text()}"
-    return passed(line) if t.ok else failed(line)
+    return t.verdict(f"render settings of {p.path}")
 
 
 class KeyframesParams(BlenderParams):
@@ -702,8 +706,7 @@ def blender_keyframes(state: CheckState, p: KeyframesParams) -> CheckResult:
                 t.number(f"{label} at frame {frame:g}", at[0], p.values[i], p.tolerance)
             else:
                 t.add(True, f"{label} key at frame {frame:g}")
-    line = f"{p.object!r} keys in {p.path}: {t.text()}"
-    return passed(line) if t.ok else failed(line)
+    return t.verdict(f"{p.object!r} keys in {p.path}")
 
 
 # --- lights and cameras -------------------------------------------------------------
@@ -750,9 +753,7 @@ def blender_light(state: CheckState, p: LightParams) -> CheckResult:
     if not lights:
         wanted = f"light {p.name!r}" if p.name else "light"
         return failed(f"{p.path} has no {wanted}; objects: {_names(_objects(dump))}")
-    found = _best(lights, lambda o: _judge_light(o, p))
-    assert found is not None
-    return _verdict(found, "light", p.path)
+    return _verdict(_best(lights, lambda o: _judge_light(o, p)), "light", p.path)
 
 
 class CameraParams(BlenderParams):

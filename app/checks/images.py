@@ -36,6 +36,7 @@ from app.checks.base import (
     GuestPath,
     failed,
     passed,
+    verdict,
 )
 from app.checks.files import file_bytes
 from app.checks.registry import register
@@ -127,9 +128,7 @@ def image_size(state: CheckState, params: ImageSizeParams) -> CheckResult:
         want is None or abs(got - want) <= params.tolerance
         for got, want in ((image.width, params.width), (image.height, params.height))
     )
-    if ok:
-        return passed(f"{params.path} is {_size(image)}, expected {expected}")
-    return failed(f"{params.path} is {_size(image)}, expected {expected}")
+    return verdict(ok, f"{params.path} is {_size(image)}, expected {expected}")
 
 
 # --- image_mode -------------------------------------------------------------------
@@ -174,9 +173,7 @@ def image_mode(state: CheckState, params: ImageModeParams) -> CheckResult:
     if params.format is not None:
         expected += f", format {params.format}"
     ok = image.mode == params.mode and params.format in (None, image.format)
-    if ok:
-        return passed(f"{params.path} is {got}, expected {expected}")
-    return failed(f"{params.path} is {got}, expected {expected}")
+    return verdict(ok, f"{params.path} is {got}, expected {expected}")
 
 
 # --- image_similarity -------------------------------------------------------------
@@ -404,9 +401,7 @@ def image_format(state: CheckState, params: ImageFormatParams) -> CheckResult:
     if isinstance(image, CheckResult):
         return image
     got = f"{params.path} is {image.format} ({_size(image)}, mode {image.mode})"
-    if image.format == params.format:
-        return passed(f"{got}, expected {params.format}")
-    return failed(f"{got}, expected {params.format}")
+    return verdict(image.format == params.format, f"{got}, expected {params.format}")
 
 
 # --- image_has_alpha --------------------------------------------------------------
@@ -448,9 +443,9 @@ def image_has_alpha(state: CheckState, params: ImageHasAlphaParams) -> CheckResu
         where = _region_words(params.region)
     share = float(np.mean(alpha < 255))
     got = f"{params.path} has alpha (mode {image.mode}); {share:.1%} of {where} is transparent"
-    if share >= params.min_transparent:
-        return passed(f"{got}, at least {params.min_transparent:.1%} required")
-    return failed(f"{got}, at least {params.min_transparent:.1%} required")
+    return verdict(
+        share >= params.min_transparent, f"{got}, at least {params.min_transparent:.1%} required"
+    )
 
 
 # --- colour statistics ------------------------------------------------------------
@@ -574,7 +569,7 @@ def image_color_stats(state: CheckState, params: ImageColorStatsParams) -> Check
         mark = "in" if inside else "NOT in"
         parts.append(f"{measure} {_fmt(measure, value)} {mark} [{bounds[0]:g}, {bounds[1]:g}]")
     text = f"{params.path}, {where}: " + "; ".join(parts)
-    return passed(text) if ok else failed(text)
+    return verdict(ok, text)
 
 
 class ImageColorChangeParams(CheckParams):
@@ -625,7 +620,7 @@ def image_color_change(state: CheckState, params: ImageColorChangeParams) -> Che
         f"expected {want}"
     )
     ok = change >= params.min_amount and (params.max_amount is None or change <= params.max_amount)
-    return passed(text) if ok else failed(text)
+    return verdict(ok, text)
 
 
 # --- image_difference -------------------------------------------------------------
@@ -692,6 +687,4 @@ def image_difference(state: CheckState, params: ImageDifferenceParams) -> CheckR
         f"{params.reference} by more than {params.tolerance}; expected "
         f"{params.min_fraction:.2%}-{params.max_fraction:.2%}"
     )
-    if params.min_fraction <= changed <= params.max_fraction:
-        return passed(text)
-    return failed(text)
+    return verdict(params.min_fraction <= changed <= params.max_fraction, text)

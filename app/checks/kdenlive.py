@@ -25,7 +25,15 @@ from typing import Annotated, Any, Literal
 from lxml import etree
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
-from app.checks.base import CheckParams, CheckResult, CheckState, GuestPath, failed, passed
+from app.checks.base import (
+    CheckParams,
+    CheckResult,
+    CheckState,
+    GuestPath,
+    failed,
+    passed,
+    verdict,
+)
 from app.checks.files import file_bytes
 from app.checks.registry import register
 
@@ -559,8 +567,7 @@ def kdenlive_profile(state: CheckState, params: KdenliveProfileParams) -> CheckR
         and params.height in (None, project.height)
         and (params.fps is None or abs(project.fps - params.fps) <= 0.01)
     )
-    message = f"{params.path} profile is {got}, expected {want}"
-    return passed(message) if ok else failed(message)
+    return verdict(ok, f"{params.path} profile is {got}, expected {want}")
 
 
 # --- kdenlive_tracks / kdenlive_track -------------------------------------------------
@@ -593,11 +600,11 @@ def kdenlive_tracks(state: CheckState, params: KdenliveTracksParams) -> CheckRes
     want = ", ".join(
         f"{n} {k}" for n, k in ((params.video, "video"), (params.audio, "audio")) if n is not None
     )
-    message = (
+    return verdict(
+        ok,
         f"{params.path} has {video} video and {audio} audio tracks "
-        f"({project.track_labels()}), expected {want}"
+        f"({project.track_labels()}), expected {want}",
     )
-    return passed(message) if ok else failed(message)
 
 
 class KdenliveTrackParams(CheckParams):
@@ -1022,9 +1029,7 @@ def kdenlive_length(state: CheckState, params: KdenliveLengthParams) -> CheckRes
         f"{params.path} is {got} frames ({got / project.fps:.2f} s at {project.fps:g} fps), "
         f"expected {want}" + (f" ±{params.tolerance}" if params.tolerance else "")
     )
-    if abs(got - want) <= params.tolerance:
-        return passed(message)
-    return failed(message)
+    return verdict(abs(got - want) <= params.tolerance, message)
 
 
 __all__ = [
