@@ -36,8 +36,8 @@ import struct
 import sys
 import termios
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Generic, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -202,7 +202,11 @@ def scaled(pixels: Pixels, size: tuple[int, int]) -> PILImage.Image:
     return image.resize(size, PILImage.Resampling.BILINEAR, reducing_gap=2.0)
 
 
-class _GraphicsView(FrameView):
+EncodedT = TypeVar("EncodedT")
+"""What a view encodes a frame to (KittyFrame, SixelFrame)."""
+
+
+class _GraphicsView(FrameView, Generic[EncodedT]):
     """Shared by the kitty and sixel views: the latest frame, encoded in a thread."""
 
     def __init__(
@@ -218,6 +222,8 @@ class _GraphicsView(FrameView):
         self._encoding = False
         self._drawn_from: tuple[int, int, int] | None = None
         """(id of the pixels, cols, rows) of what is drawn, to skip repeats."""
+        self._frame: EncodedT | None = None
+        """The encoded frame on show."""
 
     @property
     def has_frame(self) -> bool:
@@ -250,11 +256,26 @@ class _GraphicsView(FrameView):
         finally:
             self._encoding = False
 
-    def _encode(self, pixels: Pixels, cols: int, rows: int) -> object:
+    def clear(self) -> None:
+        self._pixels = None
+        self._frame = None
+        self._drawn_from = None
+        self.refresh()
+
+    def _encode(self, pixels: Pixels, cols: int, rows: int) -> EncodedT:
+        """The frame scaled to the most of cols × rows cells it fits, encoded (in a
+        worker thread)."""
+        height, width = pixels.shape[:2]
+        used_cols, used_rows = fit_cells(width, height, cols, rows, self.cell)
+        image = scaled(pixels, (used_cols * self.cell[0], used_rows * self.cell[1]))
+        return self._encode_image(image, used_cols, used_rows)
+
+    def _encode_image(self, image: PILImage.Image, cols: int, rows: int) -> EncodedT:
         raise NotImplementedError
 
-    def _install(self, encoded: object) -> None:
-        raise NotImplementedError
+    def _install(self, frame: EncodedT) -> None:
+        """Show `frame` (on the event loop)."""
+        self._frame = frame
 
 
 # -- kitty --------------------------------------------------------------------------
@@ -321,7 +342,7 @@ class KittyFrame:
     png: bytes
 
 
-class KittyView(_GraphicsView):
+class KittyView(_GraphicsView[KittyFrame]):
     """Frames as kitty graphics (kitty ≥ 0.28, Ghostty: Unicode placeholders)."""
 
     # Ids fit in 24 bits (the foreground colour); a random start keeps two DeskLoop
@@ -336,7 +357,6 @@ class KittyView(_GraphicsView):
         id: str | None = None,
     ) -> None:
         super().__init__(cell=cell, name=name, id=id)
-        self._frame: KittyFrame | None = None
         self._live: list[int] = []
         """Image ids in the terminal, oldest first."""
         self._pending = ""
@@ -344,25 +364,20 @@ class KittyView(_GraphicsView):
         self._strips: list[Strip] = []
         self._marks = diacritics()
 
-    def _encode(self, pixels: Pixels, cols: int, rows: int) -> KittyFrame:
-        height, width = pixels.shape[:2]
-        used_cols, used_rows = fit_cells(width, height, cols, rows, self.cell)
-        image = scaled(pixels, (used_cols * self.cell[0], used_rows * self.cell[1]))
+    def _encode_image(self, image: PILImage.Image, cols: int, rows: int) -> KittyFrame:
         out = io.BytesIO()
         # Level 1: PNG's filters do most of the work on desktop screens, at a
         # fraction of the default level's time.
         image.save(out, "PNG", compress_level=1)
-        return KittyFrame(next(self._ids) % 0xFFFFFF or 1, used_cols, used_rows, out.getvalue())
+        return KittyFrame(next(self._ids) % 0xFFFFFF or 1, cols, rows, out.getvalue())
 
-    def _install(self, encoded: object) -> None:
-        assert isinstance(encoded, KittyFrame)
-        frame = encoded
+    def _install(self, frame: KittyFrame) -> None:
+        super()._install(frame)
         commands = [kitty_transmit(frame.image_id, frame.png, frame.cols, frame.rows)]
         self._live.append(frame.image_id)
         while len(self._live) > 2:
             commands.append(kitty_delete(self._live.pop(0)))
         self._pending += "".join(commands)
-        self._frame = frame
         width = self.size.width
         pad = (width - frame.cols) // 2
         style = Style(
@@ -383,13 +398,10 @@ class KittyView(_GraphicsView):
         ]
 
     def clear(self) -> None:
-        self._pixels = None
-        self._frame = None
-        self._drawn_from = None
         self._pending += "".join(kitty_delete(i) for i in self._live)
         self._live = []
         self._strips = []
-        self.refresh()
+        super().clear()
 
     def render_lines(self, crop: Region) -> list[Strip]:
         width, blank = self.size.width, self.rich_style
@@ -422,38 +434,15 @@ class SixelFrame:
     image: PILImage.Image
     sixel: str
     """The whole image, for renderings of the whole view."""
+    crops: dict[Region, str] = field(default_factory=dict, compare=False)
+    """Sixels of the last part of the image drawn alone, by its area."""
 
 
-class SixelView(_GraphicsView):
+class SixelView(_GraphicsView[SixelFrame]):
     """Frames as sixel images (xterm -ti vt340, foot, WezTerm, mlterm, ...)."""
 
-    def __init__(
-        self,
-        *,
-        cell: tuple[int, int] = DEFAULT_CELL,
-        name: str | None = None,
-        id: str | None = None,
-    ) -> None:
-        super().__init__(cell=cell, name=name, id=id)
-        self._frame: SixelFrame | None = None
-        self._crops: dict[Region, str] = {}
-
-    def _encode(self, pixels: Pixels, cols: int, rows: int) -> SixelFrame:
-        height, width = pixels.shape[:2]
-        used_cols, used_rows = fit_cells(width, height, cols, rows, self.cell)
-        image = scaled(pixels, (used_cols * self.cell[0], used_rows * self.cell[1]))
-        return SixelFrame(used_cols, used_rows, image, image_to_sixels(image))
-
-    def _install(self, encoded: object) -> None:
-        assert isinstance(encoded, SixelFrame)
-        self._frame = encoded
-        self._crops = {}
-
-    def clear(self) -> None:
-        self._pixels = None
-        self._frame = None
-        self._drawn_from = None
-        self.refresh()
+    def _encode_image(self, image: PILImage.Image, cols: int, rows: int) -> SixelFrame:
+        return SixelFrame(cols, rows, image, image_to_sixels(image))
 
     def _sixel_for(self, area: Region) -> str:
         """Sixel data of the part of the image on `area` (cells, image-relative)."""
@@ -461,13 +450,14 @@ class SixelView(_GraphicsView):
         assert frame is not None
         if area == Region(0, 0, frame.cols, frame.rows):
             return frame.sixel
-        cached = self._crops.get(area)
+        cached = frame.crops.get(area)
         if cached is None:
             # A part of the view (another widget covered the rest): rare, so in line.
             cw, ch = self.cell
             box = (area.x * cw, area.y * ch, area.right * cw, area.bottom * ch)
             cached = image_to_sixels(frame.image.crop(box))
-            self._crops = {area: cached}
+            frame.crops.clear()
+            frame.crops[area] = cached
         return cached
 
     def render_lines(self, crop: Region) -> list[Strip]:
