@@ -13,14 +13,17 @@ import os
 import subprocess
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import libvirt
 import pytest
 from textual.message import Message
 from textual.notifications import Notify
+from textual.pilot import Pilot
 from textual.widgets import DataTable, OptionList, Static
 
 from app.desktops.inventory import (
@@ -55,13 +58,35 @@ def no_libvirt(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DESKLOOP_LIBVIRT_URI", UNREACHABLE)
 
 
-def make_app(tmp_path: Path, listing: BackendListing | None = None) -> DeskLoopApp:
+class Running(NamedTuple):
+    """The app running on its Desktops screen, and every message it has handled."""
+
+    app: DeskLoopApp
+    pilot: Pilot[None]
+    screen: DesktopsScreen
+    table: DataTable[object]
+    seen: list[Message]
+
+
+@asynccontextmanager
+async def desktops_app(
+    tmp_path: Path,
+    listing: Callable[[], BackendListing] | None = None,
+    size: tuple[int, int] = (160, 50),
+) -> AsyncIterator[Running]:
+    """The TUI started on the Desktops screen over a recorded database; `listing`
+    replaces the real libvirt listing."""
     db = fixture_db(tmp_path / "db" / "deskloop.db")
     tasks = write_tasks(tmp_path / "tasks")
     if listing is None:
-        return DeskLoopApp(db=db, tasks_dir=tasks, start_mode="desktops")
-    fixed = listing
-    return DeskLoopApp(db=db, tasks_dir=tasks, start_mode="desktops", libvirt_listing=lambda: fixed)
+        app = DeskLoopApp(db=db, tasks_dir=tasks, start_mode="desktops")
+    else:
+        app = DeskLoopApp(db=db, tasks_dir=tasks, start_mode="desktops", libvirt_listing=listing)
+    seen: list[Message] = []
+    async with app.run_test(size=size, message_hook=seen.append) as pilot:
+        screen = app.screen
+        assert isinstance(screen, DesktopsScreen)
+        yield Running(app, pilot, screen, screen.query_one(DataTable), seen)
 
 
 def rows(table: DataTable[object]) -> list[list[str]]:
@@ -77,12 +102,7 @@ async def test_existing_vms_are_listed_and_refuse_what_makes_no_sense(
     tmp_path: Path, no_libvirt: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no vncviewer: the address is shown instead
-    app = make_app(tmp_path, LISTING)
-    seen: list[Message] = []
-    async with app.run_test(size=(160, 50), message_hook=seen.append) as pilot:
-        screen = app.screen
-        assert isinstance(screen, DesktopsScreen)
-        table: DataTable[object] = screen.query_one(DataTable)
+    async with desktops_app(tmp_path, lambda: LISTING) as (app, pilot, screen, table, seen):
         await wait_until(pilot, lambda: table.row_count == 3, 5, "the three VMs")
         shown = rows(table)
         assert [r[:5] for r in shown] == [
@@ -128,12 +148,7 @@ async def test_existing_vms_are_listed_and_refuse_what_makes_no_sense(
 async def test_an_existing_vm_is_restored_through_deskloop_vm(
     tmp_path: Path, no_libvirt: None
 ) -> None:
-    app = make_app(tmp_path, LISTING)
-    seen: list[Message] = []
-    async with app.run_test(size=(160, 50), message_hook=seen.append) as pilot:
-        screen = app.screen
-        assert isinstance(screen, DesktopsScreen)
-        table: DataTable[object] = screen.query_one(DataTable)
+    async with desktops_app(tmp_path, lambda: LISTING) as (app, pilot, screen, table, seen):
         await wait_until(pilot, lambda: table.row_count == 3, 5, "the VMs")
         await pilot.press("b")
         await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), 5, "the picker")
@@ -163,13 +178,9 @@ async def test_an_existing_vm_is_restored_through_deskloop_vm(
 async def test_libvirt_unreachable_is_one_row_and_the_screen_works(
     tmp_path: Path, no_libvirt: None
 ) -> None:
-    app = make_app(tmp_path)  # the real listing, pointed at a libvirtd that is not there
-    seen: list[Message] = []
-    async with app.run_test(size=(100, 30), message_hook=seen.append) as pilot:
-        screen = app.screen
-        assert isinstance(screen, DesktopsScreen)
+    # The real listing, pointed at a libvirtd that is not there.
+    async with desktops_app(tmp_path, size=(100, 30)) as (app, pilot, screen, table, seen):
         await wait_until(pilot, lambda: app.vms.listing is not None, 10, "the listing")
-        table: DataTable[object] = screen.query_one(DataTable)
         await wait_until(pilot, lambda: "unreachable" in rows(table)[0][3], 5, "the notice")
         assert table.row_count == 1
         assert "/nonexistent/libvirt-sock" in rows(table)[0][7]
@@ -189,16 +200,8 @@ async def test_listing_runs_off_the_ui_thread(tmp_path: Path) -> None:
         release.wait(30)
         return LISTING
 
-    db = fixture_db(tmp_path / "db" / "deskloop.db")
-    app = DeskLoopApp(
-        db=db,
-        tasks_dir=write_tasks(tmp_path / "tasks"),
-        start_mode="desktops",
-        libvirt_listing=slow,
-    )
     try:
-        async with app.run_test(size=(100, 30)) as pilot:
-            table: DataTable[object] = app.screen.query_one(DataTable)
+        async with desktops_app(tmp_path, slow, size=(100, 30)) as (app, pilot, _, table, _):
             await wait_until(pilot, lambda: bool(threads), 5, "the listing to begin")
             assert rows(table)[0][3] == "listing…"
             await pilot.press("question_mark")  # the UI answers while the listing waits
@@ -310,9 +313,7 @@ async def test_watching_a_vm_made_elsewhere_shows_its_screen(tmp_path: Path) -> 
         endpoint = desktop.info().vnc
         assert endpoint is not None
         listing = BackendListing("libvirt", "qemu:///system", (replace(ALPHA, vnc=endpoint),))
-        app = make_app(tmp_path, listing)
-        async with app.run_test(size=(160, 50)) as pilot:
-            table: DataTable[object] = app.screen.query_one(DataTable)
+        async with desktops_app(tmp_path, lambda: listing) as (app, pilot, _, table, _):
             await wait_until(pilot, lambda: table.row_count == 1, 5, "the VM")
             await pilot.press("v")
             await wait_until(pilot, lambda: isinstance(app.screen, LiveScreen), 5, "live")
