@@ -24,6 +24,7 @@ import socket
 import subprocess
 import time
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Literal
@@ -97,8 +98,38 @@ class SshdServer:
             raise SshdError("sshd is not running")
         return self._proc.pid
 
+    @contextlib.contextmanager
+    def trusted_by_user(self) -> Iterator[None]:
+        """Pin this server's host key in ~/.ssh/known_hosts while the block runs.
+
+        libvirt's `ssh` transport runs /usr/bin/ssh, which checks only the user's
+        known hosts; pinned there, `libvirt_uri("ssh", no_verify=False)` verifies
+        the host key as a real lab's URI would. The line is taken out afterwards
+        (and ~/.ssh, if this made it and it is empty).
+        """
+        ssh_dir = Path.home() / ".ssh"
+        made_dir = not ssh_dir.exists()
+        ssh_dir.mkdir(mode=0o700, exist_ok=True)
+        user_known = ssh_dir / "known_hosts"
+        line = self.known_hosts.read_text().strip()
+        with user_known.open("a") as f:
+            f.write(line + "\n")
+        try:
+            yield
+        finally:
+            kept = [x for x in user_known.read_text().splitlines() if x.strip() != line]
+            user_known.write_text("".join(x + "\n" for x in kept))
+            if made_dir and not kept:
+                user_known.unlink()
+                with contextlib.suppress(OSError):
+                    ssh_dir.rmdir()
+
     def libvirt_uri(
-        self, transport: Literal["ssh", "libssh"] = "ssh", path: str = "/system"
+        self,
+        transport: Literal["ssh", "libssh"] = "ssh",
+        path: str = "/system",
+        *,
+        no_verify: bool = True,
     ) -> str:
         """A `qemu+ssh://` or `qemu+libssh://` URI that logs in with `client_key`.
 
@@ -110,7 +141,7 @@ class SshdServer:
         keyfile = urllib.parse.quote(str(self.client_key), safe="/")
         base = f"qemu+{transport}://{self.user}@{self.host}:{self.port}{path}"
         if transport == "ssh":
-            return f"{base}?keyfile={keyfile}&no_verify=1"
+            return f"{base}?keyfile={keyfile}" + ("&no_verify=1" if no_verify else "")
         if transport == "libssh":
             known_hosts = urllib.parse.quote(str(self.known_hosts), safe="/")
             return f"{base}?keyfile={keyfile}&known_hosts={known_hosts}&sshauth=privkey"

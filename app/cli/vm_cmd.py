@@ -162,27 +162,26 @@ def cmd_vm_view(args: argparse.Namespace) -> int:
     from app.desktops.libvirt import reach_vnc
 
     config = _config(args)
+    viewer = None if args.print_only else next((v for v in VIEWERS if shutil.which(v)), None)
     with reach_vnc(args.name, config) as endpoint:
-        if config.local or not args.print_only:
-            return _view(endpoint, args.print_only)
-        # A remote desktop's VNC is reachable here only through this process.
-        _view(endpoint, True)
-        print("forwarding over SSH; press Ctrl-C to stop", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            threading.Event().wait()
+        if viewer is not None:
+            return _launch_viewer(viewer, endpoint)
+        print(f"VNC address  {endpoint.host}:{endpoint.port}")
+        print(f"password     {endpoint.password}")
+        if not args.print_only:
+            print(f"(no VNC viewer found: install one of {', '.join(VIEWERS)})")
+        if not config.local:
+            # A remote desktop's VNC is reachable here only through this process.
+            print("forwarding over SSH; press Ctrl-C to stop", flush=True)
+            with contextlib.suppress(KeyboardInterrupt):
+                threading.Event().wait()
         return 0
 
 
-def _view(endpoint: Any, print_only: bool) -> int:
+def _launch_viewer(viewer: str, endpoint: Any) -> int:
     from app.desktops.local import vnc_password_file_bytes
 
     address = f"{endpoint.host}:{endpoint.port}"
-    viewer = None if print_only else next((v for v in VIEWERS if shutil.which(v)), None)
-    if viewer is None:
-        print(f"VNC address  {address}")
-        print(f"password     {endpoint.password}")
-        print(f"(no VNC viewer found: install one of {', '.join(VIEWERS)})")
-        return 0
     if viewer in ("remote-viewer", "gvncviewer"):
         # These take the password interactively; show it before they ask.
         print(f"password: {endpoint.password}")

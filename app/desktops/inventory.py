@@ -108,7 +108,9 @@ def list_libvirt(config: LibvirtConfig | None = None) -> BackendListing:
         record: VmRecord | None = None
         with contextlib.suppress(DesktopError):
             record = VmRecord.load(summary.dir / "vm.json")
-        port = ports.get(summary.domain)
+        # A remote host's VNC port is on its loopback: reachable only through the SSH
+        # forward of the process that drives the desktop (or `deskloop vm view`).
+        port = ports.get(summary.domain) if config.local else None
         vnc = VncEndpoint("127.0.0.1", port, record.vnc_password) if port and record else None
         desktops.append(
             VmListing(
