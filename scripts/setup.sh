@@ -40,6 +40,7 @@ APT_PACKAGES=(
 # Only for the tests, never a user's plain setup.
 TEST_APT_PACKAGES=(
   openssh-server    # tests/sshd.py runs its own sshd on 127.0.0.1 for the remote libvirt tests
+  python3-tk        # the Tk window the live VNC input tests drive (Debian's python3 lacks tkinter)
 )
 
 installed() {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import itertools
 import shutil
 import socket
@@ -521,7 +522,8 @@ class TkApp:
 
 @pytest.fixture
 async def tk_app(xvnc: BareXvnc, live: VNCClient) -> AsyncIterator[TkApp]:
-    pytest.importorskip("tkinter")
+    # A missing tkinter must fail, not skip: setup.sh --tests installs python3-tk.
+    assert importlib.util.find_spec("tkinter"), "no tkinter: run scripts/setup.sh --tests"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", TK_APP, env=xvnc.env, stdout=asyncio.subprocess.PIPE
     )
