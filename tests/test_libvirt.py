@@ -36,6 +36,7 @@ from app.desktops.libvirt import (
 from app.desktops.xwindows import active_window_title, wait_window
 from app.errors import DesktopError, GuestError
 from app.images import build_image
+from tests.xterm_task import open_xterm
 
 # The first test also pays for building the base image (CI starts without a cache)
 # and the cold boot under software emulation: minutes on a loaded 2-core machine.
@@ -46,15 +47,6 @@ pytestmark = [
 ]
 
 XTERM_STATE = "test-xterm-v2"
-
-
-async def _open_xterm(desktop: LibvirtDesktop) -> None:
-    # allowTitleOps off: the guest's bash would retitle the window "user@deskloop: ~".
-    await desktop.guest.launch(
-        ["xterm", "-xrm", "*allowTitleOps: false", "-geometry", "80x20+100+100",
-         "-title", "deskloop-term"]
-    )  # fmt: skip
-    await wait_window(desktop.guest, name="deskloop-term", timeout=120)
 
 
 def _sweep_stale_test_vms(config: LibvirtConfig) -> None:
@@ -79,7 +71,7 @@ async def vm() -> AsyncIterator[LibvirtDesktop]:
 
 
 def _xterm_opener(desktop: LibvirtDesktop) -> Callable[[], Awaitable[None]]:
-    return lambda: _open_xterm(desktop)
+    return lambda: open_xterm(desktop)
 
 
 async def _first_boot(config: LibvirtConfig) -> LibvirtDesktop:
@@ -121,7 +113,7 @@ async def _first_boot(config: LibvirtConfig) -> LibvirtDesktop:
 async def _fresh(vm: LibvirtDesktop) -> None:
     """Each test starts from the saved xterm state."""
     t0 = time.monotonic()
-    assert await vm.reset_to(XTERM_STATE, lambda: _open_xterm(vm))
+    assert await vm.reset_to(XTERM_STATE, lambda: open_xterm(vm))
     print(f"restore took {time.monotonic() - t0:.1f} s", vm.timings)
 
 

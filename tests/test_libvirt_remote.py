@@ -28,10 +28,10 @@ import pytest_asyncio
 
 from app.actions import Click, Key, Type
 from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop, list_vms, open_connection
-from app.desktops.xwindows import wait_window
 from app.images import build_image, cache_dir
 from app.vnc import VNCSession
 from tests.sshd import SshdServer, start_sshd
+from tests.xterm_task import open_xterm
 
 pytestmark = [
     pytest.mark.desktop,
@@ -73,20 +73,12 @@ async def remote(sshd: SshdServer, remote_cache: Path) -> AsyncIterator[LibvirtD
         progress=print,
     )
     try:
-        restored = await desktop.reset_to(XTERM_STATE, lambda: _open_xterm(desktop))
+        restored = await desktop.reset_to(XTERM_STATE, lambda: open_xterm(desktop))
         assert not restored
         print("timings:", desktop.timings)
         yield desktop
     finally:
         await desktop.close()
-
-
-async def _open_xterm(desktop: LibvirtDesktop) -> None:
-    await desktop.guest.launch(
-        ["xterm", "-xrm", "*allowTitleOps: false", "-geometry", "80x20+100+100",
-         "-title", "deskloop-term"]
-    )  # fmt: skip
-    await wait_window(desktop.guest, name="deskloop-term", timeout=120)
 
 
 def _tunnels(sshd: SshdServer) -> list[tuple[str, int]]:
@@ -139,7 +131,7 @@ async def test_the_desktop_lives_on_the_host_and_only_its_records_here(
 async def test_vnc_and_guest_ssh_go_through_the_host(
     remote: LibvirtDesktop, sshd: SshdServer
 ) -> None:
-    assert await remote.reset_to(XTERM_STATE, lambda: _open_xterm(remote))
+    assert await remote.reset_to(XTERM_STATE, lambda: open_xterm(remote))
     ip = remote.info().details["ip"]
     vnc = remote.info().vnc
     assert vnc is not None and vnc.host == "127.0.0.1"
@@ -162,10 +154,10 @@ async def test_vnc_and_guest_ssh_go_through_the_host(
 
 
 async def test_a_restore_discards_what_the_episode_wrote(remote: LibvirtDesktop) -> None:
-    assert await remote.reset_to(XTERM_STATE, lambda: _open_xterm(remote))
+    assert await remote.reset_to(XTERM_STATE, lambda: open_xterm(remote))
     await remote.guest.write_file("~/marker", b"episode 1")
     assert await remote.guest.exists("~/marker")
-    assert await remote.reset_to(XTERM_STATE, lambda: _open_xterm(remote))
+    assert await remote.reset_to(XTERM_STATE, lambda: open_xterm(remote))
     assert not await remote.guest.exists("~/marker")
     print("restore on the remote host:", f"{remote.timings['restore']:.1f} s")
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.desktops.libvirt import LibvirtDesktop
+from app.desktops.xwindows import wait_window
+
 XTERM_TASK = """\
 id: xterm-proof
 app: gimp
@@ -28,3 +31,13 @@ def write_xterm_task(root: Path, *, steps: int = 10, seconds: int = 120) -> Path
     path = folder / "xterm-proof.yaml"
     path.write_text(XTERM_TASK.format(steps=steps, seconds=seconds))
     return path
+
+
+async def open_xterm(desktop: LibvirtDesktop) -> None:
+    """Open the test xterm on a VM desktop: the setup of the VM tests' start state."""
+    # allowTitleOps off: the guest's bash would retitle the window "user@deskloop: ~".
+    await desktop.guest.launch(
+        ["xterm", "-xrm", "*allowTitleOps: false", "-geometry", "80x20+100+100",
+         "-title", "deskloop-term"]
+    )  # fmt: skip
+    await wait_window(desktop.guest, name="deskloop-term", timeout=120)
