@@ -7,6 +7,11 @@ settings), `disk.qcow2` (a copy-on-write overlay on the shared, read-only image)
 key) and `console.log` (the serial console). `remove()` deletes both; nothing
 else is made per desktop. All desktops share one isolated libvirt network.
 
+Remote hosts. For a `qemu+ssh://` URI the files QEMU uses (the overlay, the console
+log, each state's memory and frozen disk, and the image) live in the same layout in
+that host's DeskLoop folder, made over SSH; `vm.json`, `known_hosts` and the states'
+`meta.json` stay here. VNC and guest SSH are tunnelled (`vm_host.RemoteHost`).
+
 Start states. `reset()` brings the desktop to its *boot* state; `reset_to(key,
 setup)` to a task's start state. The first time, a state is made by booting (or
 resetting to the boot state), running `setup`, letting the screen settle, and
@@ -648,7 +653,8 @@ class LibvirtDesktop:
             if made_at != self.config.uri:
                 raise DesktopError(
                     f"libvirt desktop {self.name} lives at {made_at}, not {self.config.uri}: "
-                    f"use --libvirt-uri {made_at} (or another desktop name)"
+                    f"use that URI (--uri/--libvirt-uri or $DESKLOOP_LIBVIRT_URI) "
+                    "or another desktop name"
                 )
             self._record = record
             self.image_name = record.image
