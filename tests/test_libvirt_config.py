@@ -3,11 +3,12 @@ local, and how a remote URI is reached over SSH."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from app.desktops.libvirt import TCG_TIME_SCALE, LibvirtConfig
+from app.desktops.libvirt import TCG_TIME_SCALE, LibvirtConfig, LibvirtDesktop
 from app.desktops.vm_host import SshTarget, is_local_uri
 from app.errors import DesktopError
 
@@ -90,3 +91,21 @@ def test_ssh_config_fills_what_the_uri_leaves_out(tmp_path: Path) -> None:
 def test_a_remote_uri_without_ssh_is_refused_with_the_fix(uri: str) -> None:
     with pytest.raises(DesktopError, match=r"qemu\+ssh://HOST/system"):
         SshTarget.from_uri(uri)
+
+
+async def test_a_desktop_is_used_only_at_the_uri_it_was_made_at(tmp_path: Path) -> None:
+    folder = tmp_path / "vms" / "lab-1"
+    folder.mkdir(parents=True)
+    record = {
+        "name": "lab-1", "image": "base", "image_dir": "/x", "recipe_hash": "r",
+        "mac": "52:54:00:00:00:01", "vnc_password": "pw", "width": 1280, "height": 800,
+        "memory_mib": 1024, "vcpus": 2, "virt_type": "qemu", "created": 0.0,
+        "uri": "qemu+ssh://lab2/system", "host_dir": "/srv/deskloop/vms/lab-1",
+    }  # fmt: skip
+    (folder / "vm.json").write_text(json.dumps(record))
+    desktop = LibvirtDesktop(
+        name="lab-1", config=LibvirtConfig(uri="qemu:///system", cache=tmp_path)
+    )
+    with pytest.raises(DesktopError, match=r"lives at qemu\+ssh://lab2/system, not qemu:///"):
+        await desktop.create()
+    assert json.loads((folder / "vm.json").read_text()) == record  # nothing rewritten
