@@ -11,6 +11,7 @@ import socket
 import subprocess
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -101,6 +102,24 @@ def test_an_image_changed_since_its_build_is_not_used(host: RemoteHost, tmp_path
         host.image_files(image, lambda _text: None)
     folder = Path(host.cache) / "images" / "tiny-abc123"
     assert not (folder / "manifest.json").exists()  # so the next try uploads again
+    assert not list(folder.glob("*.partial"))
+
+
+def test_two_desktops_may_upload_one_build_at_once(
+    sshd: SshdServer, host: RemoteHost, tmp_path: Path
+) -> None:
+    image = _small_image(tmp_path / "local" / "tiny-abc123")
+    other = RemoteHost(_target(sshd), host.cache)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            uploads = [pool.submit(h.image_files, image, lambda _t: None) for h in (host, other)]
+            first, second = (u.result(timeout=120) for u in uploads)
+    finally:
+        other.close()
+    assert first == second
+    assert _sha256(Path(first.disk)) == _sha256(image.disk)
+    assert _sha256(Path(first.initrd)) == _sha256(image.initrd)
+    assert not list(Path(host.cache).rglob("*.partial"))
 
 
 def test_overlays_and_files_stay_inside_the_cache_folder(host: RemoteHost, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import posixpath
+import secrets
 import select
 import shlex
 import shutil
@@ -505,7 +506,7 @@ class RemoteHost:
             for name, sha in sums.items():
                 self._upload(image.dir / name, posixpath.join(folder, name), sha, progress)
             manifest = json.dumps(image.manifest, indent=2) + "\n"
-            partial = posixpath.join(folder, "manifest.json.partial")
+            partial = posixpath.join(folder, f"manifest.json.{secrets.token_hex(4)}.partial")
             with self._sftp.open(partial, "wb") as f:
                 f.write(manifest.encode())
             self._sftp.posix_rename(partial, posixpath.join(folder, "manifest.json"))
@@ -522,7 +523,8 @@ class RemoteHost:
 
     def _upload(self, source: Path, target: str, sha256: str, say: Callable[[str], None]) -> None:
         size = source.stat().st_size
-        partial = f"{target}.partial"
+        # Two desktops of a batch may upload the same build at once: each to its own file.
+        partial = f"{target}.{secrets.token_hex(4)}.partial"
         t0 = last = time.monotonic()
         say(f"uploading {source.name} ({size / 2**20:.0f} MiB) to {self.describe(target)}")
         digest = hashlib.sha256()
@@ -539,8 +541,12 @@ class RemoteHost:
                         rate = done / 2**20 / (last - t0)
                         say(f"  {source.name}: {100 * done / size:.0f}% ({rate:.0f} MiB/s)")
         except (OSError, paramiko.SSHException) as exc:
+            with contextlib.suppress(OSError, paramiko.SSHException):
+                self._sftp.remove(partial)
             raise DesktopError(f"cannot upload {source} to {self.describe(target)}: {exc}") from exc
         if digest.hexdigest() != sha256:
+            with contextlib.suppress(OSError, paramiko.SSHException):
+                self._sftp.remove(partial)
             raise DesktopError(
                 f"{source} changed since its image was built (SHA-256 differs from its "
                 "manifest); rebuild it with `deskloop image build`"
