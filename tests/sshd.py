@@ -99,30 +99,45 @@ class SshdServer:
         return self._proc.pid
 
     @contextlib.contextmanager
+    def user_known_hosts_restored(self) -> Iterator[None]:
+        """Take back what the block writes to ~/.ssh/known_hosts for our host key.
+
+        libvirt's `ssh` transport gives ssh no known_hosts file, so with no_verify=1
+        (StrictHostKeyChecking=no) ssh records every new host key there, creating
+        ~/.ssh if needed. Only lines with this server's (fresh, unique) key are
+        removed, and ~/.ssh and the file if the block made them and left them empty.
+        """
+        ssh_dir = Path.home() / ".ssh"
+        user_known = ssh_dir / "known_hosts"
+        dir_existed, file_existed = ssh_dir.exists(), user_known.exists()
+        blob = self.known_hosts.read_text().split()[2]
+        try:
+            yield
+        finally:
+            if user_known.exists():
+                lines = user_known.read_text().splitlines(keepends=True)
+                kept = [line for line in lines if blob not in line.split()]
+                if kept != lines:
+                    user_known.write_text("".join(kept))
+                if not file_existed and not kept:
+                    user_known.unlink()
+            if not dir_existed and ssh_dir.exists() and not any(ssh_dir.iterdir()):
+                ssh_dir.rmdir()
+
+    @contextlib.contextmanager
     def trusted_by_user(self) -> Iterator[None]:
         """Pin this server's host key in ~/.ssh/known_hosts while the block runs.
 
         libvirt's `ssh` transport runs /usr/bin/ssh, which checks only the user's
         known hosts; pinned there, `libvirt_uri("ssh", no_verify=False)` verifies
-        the host key as a real lab's URI would. The line is taken out afterwards
-        (and ~/.ssh, if this made it and it is empty).
+        the host key as a real lab's URI would.
         """
-        ssh_dir = Path.home() / ".ssh"
-        made_dir = not ssh_dir.exists()
-        ssh_dir.mkdir(mode=0o700, exist_ok=True)
-        user_known = ssh_dir / "known_hosts"
-        line = self.known_hosts.read_text().strip()
-        with user_known.open("a") as f:
-            f.write(line + "\n")
-        try:
+        with self.user_known_hosts_restored():
+            ssh_dir = Path.home() / ".ssh"
+            ssh_dir.mkdir(mode=0o700, exist_ok=True)
+            with (ssh_dir / "known_hosts").open("a") as f:
+                f.write(self.known_hosts.read_text().strip() + "\n")
             yield
-        finally:
-            kept = [x for x in user_known.read_text().splitlines() if x.strip() != line]
-            user_known.write_text("".join(x + "\n" for x in kept))
-            if made_dir and not kept:
-                user_known.unlink()
-                with contextlib.suppress(OSError):
-                    ssh_dir.rmdir()
 
     def libvirt_uri(
         self,

@@ -7,7 +7,6 @@ transports reaching this machine's libvirtd through it.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import shlex
@@ -154,38 +153,12 @@ def _accepted_logins(server: SshdServer) -> int:
     return server.log.read_text().count(f"Accepted publickey for {server.user} ")
 
 
-@contextlib.contextmanager
-def _restoring_user_known_hosts(server: SshdServer) -> Iterator[None]:
-    """Take back what /usr/bin/ssh writes to ~/.ssh/known_hosts for our host key.
-
-    libvirt's `ssh` transport gives ssh no known_hosts file, so with no_verify=1
-    (StrictHostKeyChecking=no) ssh records every new host key there, creating
-    ~/.ssh if needed. Only lines with this server's (fresh, unique) key are removed.
-    """
-    ssh_dir = Path.home() / ".ssh"
-    user_known = ssh_dir / "known_hosts"
-    dir_existed, file_existed = ssh_dir.exists(), user_known.exists()
-    blob = server.known_hosts.read_text().split()[2]
-    try:
-        yield
-    finally:
-        if user_known.exists():
-            lines = user_known.read_text().splitlines(keepends=True)
-            kept = [line for line in lines if blob not in line.split()]
-            if kept != lines:
-                user_known.write_text("".join(kept))
-            if not file_existed and not kept:
-                user_known.unlink()
-        if not dir_existed and ssh_dir.exists() and not any(ssh_dir.iterdir()):
-            ssh_dir.rmdir()
-
-
 @pytest.mark.usefixtures("libvirtd")
 @pytest.mark.parametrize("transport", ["libssh", "ssh"])
 def test_libvirt_reaches_libvirtd_through_the_server(sshd: SshdServer, transport: str) -> None:
     before = _accepted_logins(sshd)
     uri = sshd.libvirt_uri("libssh" if transport == "libssh" else "ssh")
-    with _restoring_user_known_hosts(sshd):
+    with sshd.user_known_hosts_restored():
         conn = libvirt.open(uri)
         try:
             assert conn.getHostname() == socket.gethostname()
