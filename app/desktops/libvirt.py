@@ -670,11 +670,10 @@ class LibvirtDesktop:
             self._host_dir = self._host.vm_dir(self.name)
         if self._record is not None and self._record.host_dir:
             self._host_dir = self._record.host_dir
-        if self._record is None and define:
+        if define:
             await self._call(ensure_network, self._conn, self.config.subnet, self.config.recipes)
-            self._record = await self._call(self._new_record)
-        if define and self._record is not None:
-            await self._call(ensure_network, self._conn, self.config.subnet, self.config.recipes)
+            if self._record is None:
+                self._record = await self._call(self._new_record)
             if self._image_files is None:
                 self._image_files = await self._call(
                     self._host.image_files, self._image(), self._progress_from_thread
