@@ -17,6 +17,7 @@ import socket
 import sqlite3
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -205,6 +206,27 @@ def _required(item: Mapping[str, Any], key: str, what: str) -> Any:
     return item[key]
 
 
+def _switch_to_wal(conn: sqlite3.Connection) -> str:
+    """Set WAL journal mode and return the mode SQLite reports.
+
+    Switching a fresh database to WAL needs an exclusive lock, and when two processes
+    switch at once SQLite answers one of them "database is locked" at once, without
+    waiting on the busy timeout (waiting could deadlock: each holds a shared lock the
+    other needs gone). SQLite's advice for that answer is to try again, so we do,
+    for as long as the busy timeout would have waited.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    pause = 0.005
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 class Store:
     """The episode database at `path` and its frames under `<path's dir>/frames/`.
 
@@ -261,7 +283,7 @@ class Store:
         try:
             conn.execute("PRAGMA foreign_keys = ON")
             if not self.is_memory:
-                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                mode = _switch_to_wal(conn)
                 if mode != "wal":
                     raise StoreError(f"{self.path}: cannot use WAL journal mode (got {mode!r})")
             conn.execute("PRAGMA synchronous = NORMAL")
