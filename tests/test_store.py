@@ -554,6 +554,50 @@ def test_episode_of_a_live_runner_is_not_recovered(tmp_path: Path) -> None:
         assert store.get_episode(episode).status == "running"
 
 
+def test_episode_whose_pid_was_reused_is_recovered(tmp_path: Path) -> None:
+    # The runner dies and the kernel hands its pid to another process (after a reboot,
+    # often a system daemon). The pid is alive; the runner is not.
+    db = tmp_path / "lab.db"
+    record = (
+        "import sys; from tests.test_store import new_episode; from app.store import Store;"
+        " s = Store(sys.argv[1]); print(new_episode(s)); s.close()"
+    )
+    made = subprocess.run(
+        [sys.executable, "-c", record, str(db)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    episode = int(made.stdout)
+    other = subprocess.Popen(["sleep", "600"])
+    try:
+        conn = sqlite3.connect(db, isolation_level=None)
+        try:
+            (start,) = conn.execute(
+                "SELECT runner_start FROM episodes WHERE id = ?", (episode,)
+            ).fetchone()
+            boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+            assert start.startswith(boot_id + "/")
+            conn.execute("UPDATE episodes SET pid = ? WHERE id = ?", (other.pid, episode))
+            # An episode recorded before runner_start existed is judged by its pid alone.
+            with Store(db) as store:
+                old = new_episode(store)
+            conn.execute(
+                "UPDATE episodes SET pid = ?, runner_start = NULL WHERE id = ?", (other.pid, old)
+            )
+        finally:
+            conn.close()
+        with Store(db) as store:
+            assert store.get_episode(episode).status == "error"
+            assert store.get_episode(old).status == "running"
+    finally:
+        other.kill()
+        other.wait()
+    with Store(db) as store:
+        assert store.get_episode(old).status == "error"
+
+
 # -- frames -----------------------------------------------------------------------
 
 

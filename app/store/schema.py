@@ -201,6 +201,15 @@ def _v3(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0004_episode_runner_start")
+def _v4(db: Database) -> None:
+    # Which process runs the episode, for good: the kernel's boot id and the pid's start
+    # time ("BOOT_ID/TICKS"). A pid alone is reused, by any process and often by a
+    # system daemon after a reboot, and that kept a crashed episode "running" for ever.
+    # NULL for episodes recorded before this migration: those are judged by pid alone.
+    db.execute("ALTER TABLE episodes ADD COLUMN runner_start TEXT")
+
+
 def migrate(db: Database) -> None:
     """Apply pending migrations, in order, all in one IMMEDIATE transaction.
 

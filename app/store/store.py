@@ -28,6 +28,7 @@ from typing import Any, Self, cast
 
 from sqlite_utils import Database
 
+from app.desktops.reaper import process_start_time
 from app.errors import StoreError
 from app.store.frames import FrameDir
 from app.store.schema import (
@@ -180,6 +181,25 @@ def _json(value: Any, what: str) -> str:
 
 def _opt_bool(value: int | None) -> bool | None:
     return None if value is None else bool(value)
+
+
+def _process_identity(pid: int) -> str | None:
+    """'BOOT_ID/TICKS' for a live `pid`: it names one process across pid reuse and reboots."""
+    start = process_start_time(pid)
+    if start is None:
+        return None
+    try:
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot_id = "unknown-boot"
+    return f"{boot_id}/{start}"
+
+
+def _runner_alive(pid: int, runner_start: str | None) -> bool:
+    if not _pid_alive(pid):
+        return False
+    # Episodes recorded before migration 0004 have no start: the pid is all we have.
+    return runner_start is None or _process_identity(pid) == runner_start
 
 
 def _pid_alive(pid: int) -> bool:
@@ -376,8 +396,8 @@ class Store:
             cursor = conn.execute(
                 """INSERT INTO episodes (task_id, task_path, task_sha256, app, level,
                        interactive, agent, user_mode, backend, started_at, pid, hostname,
-                       config, batch_id)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                       runner_start, config, batch_id)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
                     task_id,
                     str(task_path),
@@ -391,6 +411,7 @@ class Store:
                     _iso(started_at),
                     os.getpid(),
                     socket.gethostname(),
+                    _process_identity(os.getpid()),
                     config_json,
                     batch_id,
                 ),
@@ -718,10 +739,13 @@ class Store:
         # and every read-only viewer) never takes the write lock.
         with self._op("looking for interrupted episodes") as conn:
             running = conn.execute(
-                "SELECT id, pid FROM episodes WHERE status = 'running' AND hostname = ?",
+                "SELECT id, pid, runner_start FROM episodes"
+                " WHERE status = 'running' AND hostname = ?",
                 (socket.gethostname(),),
             ).fetchall()
-        dead = [(episode_id, pid) for episode_id, pid in running if not _pid_alive(pid)]
+        dead = [
+            (episode_id, pid) for episode_id, pid, start in running if not _runner_alive(pid, start)
+        ]
         if not dead:
             return []
         recovered: list[int] = []
