@@ -188,6 +188,33 @@ async def test_pointer_lands_within_a_pixel_and_keys_reach_the_window(vm: Libvir
     assert "deskloop-term" in await active_window_title(vm.guest)
 
 
+async def test_window_manager_shortcuts_do_not_swallow_keys(vm: LibvirtDesktop) -> None:
+    """The guest's openbox has DeskLoop's config (as the local backend): keys that
+    openbox's stock config takes (alt+F4 closes the window, ctrl+alt+right switches the
+    desktop away) reach the app, which keeps the focus for the next keys."""
+    await _fresh(vm)
+    await vm.act(Click(x=300, y=200))
+    # cat, not bash, receives the keys: it writes the xterm's escape sequences for them
+    # to the file as they are, where bash's line editor would act on them.
+    await vm.act(Type(text="cat > ~/keys.txt"))
+    await vm.act(Key(combo="enter"))
+    for combo in ("alt+F4", "ctrl+alt+Right", "super+d"):
+        await vm.act(Key(combo=combo))
+    await vm.act(Type(text="still-here"))
+    await vm.act(Key(combo="enter"))
+    await vm.act(Key(combo="ctrl+d"))
+    deadline = time.monotonic() + 60
+    while True:
+        done = await vm.guest.run(["pgrep", "-x", "cat"])
+        if done.returncode == 1 and await vm.guest.exists("~/keys.txt"):
+            break
+        assert time.monotonic() < deadline, "cat never ended: the ctrl+d was lost"
+        await asyncio.sleep(0.3)
+    typed = (await vm.guest.read_file("~/keys.txt")).decode(errors="replace")
+    assert typed.endswith("still-here\n"), f"a window-manager shortcut took the keys: {typed!r}"
+    assert "deskloop-term" in await active_window_title(vm.guest)
+
+
 async def test_long_typed_text_arrives_intact(vm: LibvirtDesktop) -> None:
     """Every character of a long Type reaches the guest, in order: a slow guest must
     not lose keys (QEMU's PS/2 queue holds only a few scancodes)."""

@@ -56,48 +56,16 @@ _BIND_ATTEMPTS = 5
 _VNC_CONNECT_TIMEOUT = 5.0
 _PASSWORD_ALPHABET = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
-# Openbox with only what a session needs: focus on click and for new windows, no
-# menus, no keyboard shortcuts that could swallow the agent's keys.
-_OPENBOX_MOUSE: list[tuple[str, str, str, str]] = [
-    # (context, button, event, actions)
-    ("Frame", "A-Left", "Press", "Focus Raise"),
-    ("Frame", "A-Left", "Drag", "Move"),
-    ("Titlebar", "Left", "Press", "Focus Raise"),
-    ("Titlebar", "Left", "Drag", "Move"),
-    ("Titlebar", "Left", "DoubleClick", "ToggleMaximize"),
-    ("Client", "Left", "Press", "Focus Raise"),
-    ("Client", "Middle", "Press", "Focus Raise"),
-    ("Client", "Right", "Press", "Focus Raise"),
-    ("Close", "Left", "Click", "Close"),
-    ("Maximize", "Left", "Click", "ToggleMaximize"),
-    ("Iconify", "Left", "Click", "Iconify"),
-    *[
-        (edge, "Left", "Drag", "Resize")
-        for edge in ("Top", "Bottom", "Left", "Right", "BLCorner", "BRCorner")
-    ],
-]
-
-
-def _openbox_rc() -> str:
-    contexts: dict[str, list[str]] = {}
-    for context, button, event, actions in _OPENBOX_MOUSE:
-        inner = "".join(f'<action name="{a}"/>' for a in actions.split())
-        contexts.setdefault(context, []).append(
-            f'<mousebind button="{button}" action="{event}">{inner}</mousebind>'
-        )
-    mouse = "\n".join(
-        f'<context name="{name}">{"".join(binds)}</context>' for name, binds in contexts.items()
-    )
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<openbox_config xmlns="http://openbox.org/3.4/rc">\n'
-        "<focus><focusNew>yes</focusNew><followMouse>no</followMouse></focus>\n"
-        "<placement><policy>Smart</policy><center>yes</center></placement>\n"
-        "<desktops><number>1</number></desktops>\n"
-        "<keyboard/>\n"
-        f"<mouse>\n{mouse}\n</mouse>\n"
-        "</openbox_config>\n"
-    )
+# One window-manager config for both backends (VM images carry the same file at
+# /etc/deskloop/openbox-rc.xml): no keyboard shortcuts to swallow the agent's keys.
+OPENBOX_RC = (
+    Path(__file__).resolve().parents[2]
+    / "vm_images"
+    / "files"
+    / "etc"
+    / "deskloop"
+    / "openbox-rc.xml"
+)
 
 
 def vnc_password_file_bytes(password: str) -> bytes:
@@ -376,7 +344,6 @@ class LocalDesktop:
         xauthority.write_bytes(xauthority_bytes(secrets.token_bytes(16)))
         xauthority.chmod(0o600)
         env["XAUTHORITY"] = str(xauthority)
-        (session_dir / "openbox-rc.xml").write_text(_openbox_rc())
         return _Session(marker=marker, dir=session_dir, home=home, password=password, env=env)
 
     async def _spawn(
@@ -423,9 +390,12 @@ class LocalDesktop:
         await self._start_xvnc(session)
         session.env["DISPLAY"] = session.display
         session.guest = LocalGuest(session.home, session.env, session.dir / "logs")
+        if not OPENBOX_RC.is_file():
+            # openbox would fall back to its own defaults, shortcuts and all.
+            raise DesktopError(f"local desktop {self.name}: missing {OPENBOX_RC}")
         session.openbox = await self._spawn(
             session,
-            [OPENBOX, "--sm-disable", "--config-file", str(session.dir / "openbox-rc.xml")],
+            [OPENBOX, "--sm-disable", "--config-file", str(OPENBOX_RC)],
             "openbox.log",
         )
         await self._wait_window_manager(session)
