@@ -188,6 +188,17 @@ async def test_pointer_lands_within_a_pixel_and_keys_reach_the_window(vm: Libvir
     assert "deskloop-term" in await active_window_title(vm.guest)
 
 
+async def _text_cat_wrote(vm: LibvirtDesktop, path: str) -> bytes:
+    """What `cat > path`, typed into the xterm and ended by ctrl+d, wrote to `path`."""
+    deadline = time.monotonic() + 60
+    while True:
+        done = await vm.guest.run(["pgrep", "-x", "cat"])
+        if done.returncode == 1 and await vm.guest.exists(path):
+            return await vm.guest.read_file(path)
+        assert time.monotonic() < deadline, "cat never ended: the ctrl+d was lost"
+        await asyncio.sleep(0.3)
+
+
 async def test_window_manager_shortcuts_do_not_swallow_keys(vm: LibvirtDesktop) -> None:
     """The guest's openbox has DeskLoop's config (as the local backend): keys that
     openbox's stock config takes (alt+F4 closes the window, ctrl+alt+right switches the
@@ -203,14 +214,7 @@ async def test_window_manager_shortcuts_do_not_swallow_keys(vm: LibvirtDesktop) 
     await vm.act(Type(text="still-here"))
     await vm.act(Key(combo="enter"))
     await vm.act(Key(combo="ctrl+d"))
-    deadline = time.monotonic() + 60
-    while True:
-        done = await vm.guest.run(["pgrep", "-x", "cat"])
-        if done.returncode == 1 and await vm.guest.exists("~/keys.txt"):
-            break
-        assert time.monotonic() < deadline, "cat never ended: the ctrl+d was lost"
-        await asyncio.sleep(0.3)
-    typed = (await vm.guest.read_file("~/keys.txt")).decode(errors="replace")
+    typed = (await _text_cat_wrote(vm, "~/keys.txt")).decode(errors="replace")
     assert typed.endswith("still-here\n"), f"a window-manager shortcut took the keys: {typed!r}"
     assert "deskloop-term" in await active_window_title(vm.guest)
 
@@ -228,14 +232,7 @@ async def test_long_typed_text_arrives_intact(vm: LibvirtDesktop) -> None:
     await vm.act(Type(text=text))
     await vm.act(Key(combo="enter"))
     await vm.act(Key(combo="ctrl+d"))
-    deadline = time.monotonic() + 60
-    while True:
-        done = await vm.guest.run(["pgrep", "-x", "cat"])
-        if done.returncode == 1 and await vm.guest.exists("~/typed.txt"):
-            break
-        assert time.monotonic() < deadline, "cat never ended: the ctrl+d was lost"
-        await asyncio.sleep(0.3)
-    typed = (await vm.guest.read_file("~/typed.txt")).decode()
+    typed = (await _text_cat_wrote(vm, "~/typed.txt")).decode()
     assert typed == text + "\n"
 
 
