@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import glob
-import json
 import os
 import re
 import secrets
@@ -44,9 +43,7 @@ import yaml
 from app.agents.base import Agent
 from app.agents.factory import make_agent
 from app.agents.openai import OpenAIConfig
-from app.desktops.base import Desktop
-from app.desktops.factory import make_desktop
-from app.errors import (
+from app.core.errors import (
     AgentUnavailable,
     DeskLoopError,
     DesktopError,
@@ -55,12 +52,15 @@ from app.errors import (
     TaskError,
     VNCError,
 )
-from app.llm_user import LLMUser, LLMUserConfig, UserUnavailable
-from app.runner import EpisodeResult, EpisodeRunner, RunnerEvent, RunOptions
+from app.desktops.base import Desktop
+from app.desktops.factory import make_desktop
+from app.episode.runner import EpisodeResult, EpisodeRunner, RunnerEvent, RunOptions
+from app.metrics.slots import Slot, SlotRow, batch_table
 from app.store import EpisodeRecord, Store
 from app.tasks.loader import find_task, load_task, task_files
 from app.tasks.model import Task
-from app.users import SimulatedUser, User
+from app.users.llm import LLMUser, LLMUserConfig, UserUnavailable
+from app.users.simulated import SimulatedUser, User
 
 INFRASTRUCTURE_TITLES = tuple(
     cls.title for cls in (DesktopError, VNCError, GuestError, AgentUnavailable, UserUnavailable)
@@ -147,16 +147,6 @@ def resolve_tasks(refs: Sequence[str], tasks_dir: Path | str) -> list[Task]:
                 seen.add(task.id)
                 tasks.append(task)
     return tasks
-
-
-@dataclass(frozen=True)
-class Slot:
-    task_id: str
-    agent: str
-    repeat: int
-
-    def __str__(self) -> str:
-        return f"{self.task_id} × {self.agent} #{self.repeat}"
 
 
 # -- the libvirt host pool ------------------------------------------------------------
@@ -247,7 +237,7 @@ class BatchOptions:
     """Extra tries of a slot after an infrastructure error, in one run."""
     openai: OpenAIConfig | None = None
     user: str = "simulated"
-    """simulated | llm (app.llm_user, configured by `llm_user`)."""
+    """simulated | llm (app.users.llm, configured by `llm_user`)."""
     llm_user: dict[str, Any] | None = None
     store_frames: bool = True
     hosts: tuple[Host, ...] = ()
@@ -336,58 +326,6 @@ def failed_at_startup(status: str, steps: int, error: str | None) -> bool:
     """Whether an episode's desktop failed before the agent took a step (its host
     could not be reached, the VM did not boot, VNC or the guest never answered)."""
     return status == "error" and steps == 0 and (error or "").startswith(_DESKTOP_TITLES)
-
-
-# -- the table ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SlotRow:
-    slot: Slot
-    episode: EpisodeRecord | None
-    """The slot's finished episode, else its latest try, else None (never run)."""
-    attempts: int
-
-    @property
-    def status(self) -> str:
-        return "pending" if self.episode is None else self.episode.status
-
-    def key(self) -> tuple[Any, ...]:
-        """What must be equal between two runs of the same batch (no ids, no times)."""
-        e = self.episode
-        return (
-            self.slot.task_id,
-            self.slot.agent,
-            self.slot.repeat,
-            None if e is None else (e.status, e.end_reason, e.passed, e.score, e.steps),
-        )
-
-
-def suite_slots(suite: dict[str, Any]) -> list[Slot]:
-    """The slots of a recorded suite, in run order (repeat, task, agent)."""
-    return [
-        Slot(task["id"], agent, repeat)
-        for repeat in range(suite["repeats"])
-        for task in suite["tasks"]
-        for agent in suite["agents"]
-    ]
-
-
-def batch_table(store: Store, batch_id: str) -> list[SlotRow]:
-    suite = store.get_batch(batch_id).suite
-    by_slot: dict[Slot, list[EpisodeRecord]] = {}
-    for record in store.list_episodes(batch_id=batch_id, limit=None):
-        if record.batch_agent is None or record.batch_repeat is None:
-            continue  # killed before it was tagged: an error try of an unknown slot
-        slot = Slot(record.task_id, record.batch_agent, record.batch_repeat)
-        by_slot.setdefault(slot, []).append(record)
-    rows = []
-    for slot in suite_slots(suite):
-        tries = sorted(by_slot.get(slot, []), key=lambda r: r.id)
-        finished = [r for r in tries if r.status == "finished"]
-        chosen = finished[0] if finished else (tries[-1] if tries else None)
-        rows.append(SlotRow(slot, chosen, len(tries)))
-    return rows
 
 
 # -- progress -------------------------------------------------------------------------
@@ -1015,30 +953,3 @@ def resume_batch(
         tasks[task.id] = task
     options = BatchOptions.from_json(suite.get("options", {}), concurrency, hosts)
     return BatchRunner(store, batch_id, tasks, suite, options, **kwargs)
-
-
-def table_json(rows: Sequence[SlotRow]) -> list[dict[str, Any]]:
-    out = []
-    for row in rows:
-        e = row.episode
-        out.append(
-            {
-                "task": row.slot.task_id,
-                "agent": row.slot.agent,
-                "repeat": row.slot.repeat,
-                "status": row.status,
-                "episode": None if e is None else e.id,
-                "end_reason": None if e is None else e.end_reason,
-                "passed": None if e is None else e.passed,
-                "score": None if e is None else e.score,
-                "steps": None if e is None else e.steps,
-                "attempts": row.attempts,
-                "error": None if e is None else e.error,
-                "libvirt_uri": None if e is None else e.config.get("libvirt_uri"),
-            }
-        )
-    return out
-
-
-def dumps_table(rows: Sequence[SlotRow]) -> str:
-    return json.dumps(table_json(rows), indent=2)

@@ -21,7 +21,7 @@ Observation (a dict):
     messages      the whole conversation, oldest first: dicts with role, kind, text, step
     step          agent turns taken so far
 
-Actions: an `app.actions` action, or its compact or explicit form
+Actions: an `app.core.actions` action, or its compact or explicit form
 (``{"click": [10, 20]}``, ``{"kind": "type", "text": "hi"}``, ``"done"``,
 ``{"ask": "Which size?"}``, ``{"fail": "stuck"}``). A malformed action is recorded
 as a rejected step and uses a step of the budget: `step` returns the next
@@ -45,17 +45,17 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from app.actions import Action, action_to_dict, parse_action, validate_action
 from app.agents.base import AgentContext, Observation
+from app.core.actions import Action, action_to_dict, parse_action, validate_action
+from app.core.conversation import Message
+from app.core.errors import ActionError, DeskLoopError, MalformedAction
 from app.desktops.base import Desktop
 from app.desktops.factory import make_desktop
-from app.errors import ActionError, DeskLoopError, MalformedAction
-from app.protocol import Message
-from app.runner import EpisodeResult, EpisodeRunner, RunnerEvent, RunOptions, StepEvent
+from app.episode.runner import EpisodeResult, EpisodeRunner, RunnerEvent, RunOptions, StepEvent
 from app.store import Store
 from app.tasks.loader import find_task
 from app.tasks.model import Task
-from app.users import SimulatedUser, User
+from app.users.simulated import SimulatedUser, User
 
 T = TypeVar("T")
 Obs = dict[str, Any]

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from app.batch import BatchOptions, Host, hosts_from_env, parse_hosts, resolve_tasks, start_batch
-from app.errors import DeskLoopError
+from app.core.errors import DeskLoopError
 from app.store import Store
 
 

@@ -20,14 +20,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.actions import Action, Done, Move
 from app.agents.base import AgentContext, Observation
+from app.core.actions import Action, Done, Move
 from app.desktops.local import LocalDesktop
-from app.runner import EpisodeRunner
-from app.setup import run_setup
+from app.episode.runner import EpisodeRunner
+from app.episode.setup_steps import run_setup
 from app.store import Store
 from app.tasks.loader import load_task
-from app.users import SimulatedUser
+from app.users.simulated import SimulatedUser
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = ROOT / "tasks" / "gimp" / "gimp-flip-export.yaml"

@@ -38,12 +38,12 @@ from app.agents.factory import make_agent
 from app.agents.scripted import Oracle, load_script
 from app.checks.tree import leaves
 from app.desktops.local import LocalDesktop
-from app.runner import EpisodeRunner, RunOptions
-from app.scoring import score_task
+from app.episode.runner import EpisodeRunner, RunOptions
+from app.episode.scoring import score_task
 from app.store import Store
 from app.tasks.loader import load_task, resolve_asset
 from app.tasks.model import Task, UploadStep
-from app.users import SimulatedUser
+from app.users.simulated import SimulatedUser
 
 ROOT = Path(__file__).resolve().parent.parent
 

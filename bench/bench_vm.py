@@ -21,10 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop, setup_key
-from app.images import require_image
-from app.setup import run_setup
-from app.tasks.loader import find_task
+from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
+from app.episode.setup_steps import run_setup
+from app.tasks.loader import find_task, setup_key
+from app.vmimages.cache import require_image
 
 
 def qemu_rss_mib(domain: str) -> float:

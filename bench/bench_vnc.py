@@ -1,4 +1,4 @@
-"""Compare our asyncio RFB client (app/vnc.py) with vncdotool on a local Xvnc.
+"""Compare our asyncio RFB client (app/rfb/client.py) with vncdotool on a local Xvnc.
 
 Run: .venv/bin/python bench/bench_vnc.py [--frames 60] [--keys 30]
 
@@ -32,7 +32,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.desktops.bare_xvnc import bare_xvnc
-from app.vnc import VNCClient, connect
+from app.rfb.client import VNCClient, connect
 
 PASSWORD = "benchpw1"
 # An entry that does not blink its cursor: a blink would look like the key's change.

@@ -9,6 +9,8 @@ echo "== ruff"
 .venv/bin/ruff check app tests bench scripts
 echo "== mypy"
 .venv/bin/mypy
+echo "== import contracts (the floors of docs/architecture.md)"
+.venv/bin/lint-imports
 echo "== services"
 # libvirtd and virtlogd for the VM tests (no systemd on our machines).
 bash scripts/services.sh

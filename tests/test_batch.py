@@ -15,15 +15,12 @@ from typing import Any, Literal
 
 import pytest
 
-from app.actions import Action, Ask, Done, Type
 from app.agents.base import Agent, AgentContext, Observation
 from app.agents.openai import OpenAIConfig
 from app.batch import (
     BatchOptions,
     DesktopSpec,
     Progress,
-    Slot,
-    batch_table,
     is_infrastructure_error,
     load_suite,
     make_pool_desktop,
@@ -31,9 +28,11 @@ from app.batch import (
     resume_batch,
     start_batch,
 )
+from app.core.actions import Action, Ask, Done, Type
+from app.core.errors import AgentUnavailable, DeskLoopError, StoreError, TaskError
 from app.desktops.base import Desktop
-from app.errors import AgentUnavailable, DeskLoopError, StoreError, TaskError
-from app.reports import build_report, write_jsonl
+from app.metrics.report import build_report, write_jsonl
+from app.metrics.slots import Slot, batch_table
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task

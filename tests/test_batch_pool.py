@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.actions import GuiAction
 from app.batch import (
     BatchOptions,
     DesktopPool,
@@ -31,9 +30,12 @@ from app.batch import (
     resume_batch,
     start_batch,
 )
-from app.desktops.base import CommandResult, DesktopInfo, Frame, SettleResult
+from app.core.actions import GuiAction
+from app.core.commands import CommandResult
+from app.core.errors import DeskLoopError, DesktopError, GuestError
+from app.core.frames import Frame, SettleResult
+from app.desktops.base import DesktopInfo
 from app.desktops.factory import libvirt_desktop_name
-from app.errors import DeskLoopError, DesktopError, GuestError
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task

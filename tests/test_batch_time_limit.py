@@ -8,9 +8,10 @@ import io
 from pathlib import Path
 from typing import Any
 
-from app.actions import Action
 from app.agents.base import AgentContext, Observation
-from app.batch import BatchOptions, start_batch, table_json
+from app.batch import BatchOptions, start_batch
+from app.core.actions import Action
+from app.metrics.slots import table_json
 from app.store import Store
 from tests.test_batch_pool import World, tiny_task
 

@@ -22,7 +22,7 @@ from app.checks import (
     tree_assets,
     tree_files,
 )
-from app.errors import TaskError
+from app.core.errors import TaskError
 
 PASS = CheckResult(True, 1.0, "ok")
 FAIL = CheckResult(False, 0.0, "no")

@@ -557,7 +557,7 @@ def test_checks_import_nothing_from_the_app_but_errors() -> None:
                 names = [alias.name for alias in node.names]
             for name in names:
                 if name == "app" or name.startswith("app."):
-                    assert name == "app.errors" or name.startswith("app.checks"), (
+                    assert name == "app.core.errors" or name.startswith("app.checks"), (
                         f"{source.name} imports {name}"
                     )
 

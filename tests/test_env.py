@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.actions import Done
+from app.core.actions import Done
+from app.core.errors import DeskLoopError, TaskError
 from app.env import DeskLoopEnv, make
-from app.errors import DeskLoopError, TaskError
 from app.store import Store
 from app.tasks.loader import load_task
 

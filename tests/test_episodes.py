@@ -20,12 +20,13 @@ from pathlib import Path
 import pytest
 
 from app.agents.factory import make_agent
+from app.core.procfs import all_pids, process_environ
 from app.desktops.local import LocalDesktop
-from app.desktops.reaper import OWNER_PID_ENV, _all_pids, process_environ
-from app.runner import EpisodeResult, EpisodeRunner
+from app.desktops.reaper import OWNER_PID_ENV
+from app.episode.runner import EpisodeResult, EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task
-from app.users import SimulatedUser
+from app.users.simulated import SimulatedUser
 from tests.episode_story import episode_story
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,7 +102,7 @@ async def test_interactive_task_records_phases_and_messages(tmp_path: Path) -> N
 
 
 def _runner_pids_left(owner_pid: int) -> list[int]:
-    return [pid for pid in _all_pids() if process_environ(pid).get(OWNER_PID_ENV) == str(owner_pid)]
+    return [pid for pid in all_pids() if process_environ(pid).get(OWNER_PID_ENV) == str(owner_pid)]
 
 
 def _wait_for(condition: object, timeout: float, what: str) -> None:

@@ -1,4 +1,4 @@
-"""VM image recipes and the image builder (app/images.py).
+"""VM image recipes and the image builder (app/vmimages/).
 
 The recipe, hashing and mirror tests are pure. The build test builds the real
 `base` image from Debian packages (minutes on a machine without the cache; at
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from app import images
-from app.images import (
+from app.vmimages.builder import build_image
+from app.vmimages.cache import find_image, require_image
+from app.vmimages.recipes import (
+    RECIPES_DIR,
     ImageError,
     apt_sources,
-    build_image,
-    find_image,
     get_recipe,
     host_apt_sources,
     layer_hashes,
@@ -33,7 +33,7 @@ from app.images import (
 def recipes(tmp_path: Path) -> Path:
     """A copy of vm_images/ that a test may edit."""
     copy = tmp_path / "vm_images"
-    shutil.copytree(images.RECIPES_DIR, copy)
+    shutil.copytree(RECIPES_DIR, copy)
     return copy
 
 
@@ -126,7 +126,7 @@ def test_mirror_flag_replaces_host_config() -> None:
 def test_find_image_is_none_before_a_build(tmp_path: Path) -> None:
     assert find_image("base", tmp_path) is None
     with pytest.raises(ImageError, match="deskloop image build base"):
-        images.require_image("base", tmp_path)
+        require_image("base", tmp_path)
 
 
 def _sha256(path: Path) -> str:

@@ -18,7 +18,7 @@ def headless_modules() -> list[str]:
         for info in pkgutil.walk_packages(app.__path__, prefix="app.")
         if not info.name.startswith("app.ui") and not info.name.endswith("__main__")
     ]
-    assert "app.runner" in names and "app.cli" in names
+    assert "app.episode.runner" in names and "app.cli" in names
     return names
 
 

@@ -10,10 +10,10 @@ import pytest
 
 from app.agents.factory import make_agent
 from app.desktops.local import LocalDesktop
-from app.runner import EpisodeResult, EpisodeRunner
+from app.episode.runner import EpisodeResult, EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task
-from app.users import SimulatedUser
+from app.users.simulated import SimulatedUser
 from tests.episode_story import episode_story
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,8 @@ import paramiko
 import pytest
 import pytest_asyncio
 
-from app.actions import Click, Key, Move, Type
+from app.core.actions import Click, Key, Move, Type
+from app.core.errors import DesktopError, GuestError
 from app.desktops.libvirt import (
     DOMAIN_PREFIX,
     LibvirtConfig,
@@ -34,8 +35,7 @@ from app.desktops.libvirt import (
     open_connection,
 )
 from app.desktops.xwindows import active_window_title, wait_window
-from app.errors import DesktopError, GuestError
-from app.images import build_image
+from app.vmimages.builder import build_image
 from tests.xterm_task import open_xterm
 
 # The first test also pays for building the base image (CI starts without a cache)

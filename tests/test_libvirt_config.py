@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from app.core.errors import DesktopError
 from app.desktops.libvirt import TCG_TIME_SCALE, LibvirtConfig, LibvirtDesktop
 from app.desktops.vm_host import SshTarget, is_local_uri
-from app.errors import DesktopError
 
 
 def test_waits_stretch_under_software_emulation_only(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,11 +22,11 @@ from app.agents.factory import make_agent
 from app.desktops.base import Desktop
 from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
 from app.desktops.local import LocalDesktop
-from app.images import build_image
-from app.runner import EpisodeResult, EpisodeRunner
+from app.episode.runner import EpisodeResult, EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task
-from app.users import SimulatedUser
+from app.users.simulated import SimulatedUser
+from app.vmimages.builder import build_image
 from tests.episode_story import episode_story
 
 pytestmark = [

@@ -26,10 +26,11 @@ import numpy as np
 import pytest
 import pytest_asyncio
 
-from app.actions import Click, Key, Type
+from app.core.actions import Click, Key, Type
 from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop, list_vms, open_connection
-from app.images import build_image, cache_dir
-from app.vnc import VNCSession
+from app.rfb.client import VNCSession
+from app.vmimages.builder import build_image
+from app.vmimages.cache import cache_dir
 from tests.sshd import SshdServer, start_sshd
 from tests.xterm_task import open_xterm
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from app.actions import Click, Done
-from app.llm_user import LLMUser, LLMUserConfig, UserUnavailable
-from app.protocol import PhaseSpec, Protocol
+from app.core.actions import Click, Done
+from app.episode.protocol import PhaseSpec, Protocol
 from app.tasks.loader import load_task
 from app.tasks.model import Task
-from app.users import NO_FURTHER_INFORMATION
+from app.users.llm import LLMUser, LLMUserConfig, UserUnavailable
+from app.users.simulated import NO_FURTHER_INFORMATION
 from tests.fake_openai import FakeEndpoint, error_reply, text_reply
 
 TASK = """\

@@ -23,13 +23,13 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from app.actions import Type
+from app.core.actions import Type
+from app.core.errors import DesktopError, GuestError, VNCError
+from app.core.procfs import process_start_time
 from app.desktops import local, reaper
 from app.desktops.local import LocalDesktop, reap_orphans, vnc_password_file_bytes
-from app.desktops.reaper import process_start_time
 from app.desktops.xwindows import active_window_title, wait_window
-from app.errors import DesktopError, GuestError, VNCError
-from app.vnc import connect
+from app.rfb.client import connect
 
 REPO = Path(__file__).resolve().parents[1]
 

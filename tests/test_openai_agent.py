@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.actions import Ask, Click, Done, Drag, Fail, Key, Scroll, Type, Wait
 from app.agents.base import AgentContext, Observation
 from app.agents.factory import make_agent
 from app.agents.openai import (
@@ -25,14 +24,15 @@ from app.agents.openai import (
     Scaler,
     fit_size,
 )
-from app.desktops.base import Frame
+from app.core.actions import Ask, Click, Done, Drag, Fail, Key, Scroll, Type, Wait
+from app.core.errors import AgentError, AgentUnavailable, MalformedAction
+from app.core.frames import Frame
 from app.desktops.local import LocalDesktop
-from app.errors import AgentError, AgentUnavailable, MalformedAction
-from app.protocol import Protocol
-from app.runner import EpisodeRunner
+from app.episode.protocol import Protocol
+from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task
-from app.users import SimulatedUser
+from app.users.simulated import SimulatedUser
 from tests.fake_openai import (
     FakeEndpoint,
     Reply,

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from app.actions import Ask, Click, Done, Drag, Fail, Key, Scroll, Type
 from app.agents.person import PassThroughDesktop, PersonAgent, parse_command
+from app.core.actions import Ask, Click, Done, Drag, Fail, Key, Scroll, Type
+from app.core.errors import VNCError
 from app.desktops.local import LocalDesktop
-from app.errors import VNCError
-from app.rfb_proxy import InputRecorder, ProxyAddress
-from app.runner import EpisodeRunner, RunOptions
+from app.episode.runner import EpisodeRunner, RunOptions
+from app.rfb.client import connect
+from app.rfb.proxy import InputRecorder, ProxyAddress
 from app.store import Store
 from app.tasks.loader import load_task
-from app.users import SimulatedUser
-from app.vnc import connect
+from app.users.simulated import SimulatedUser
 from tests.xterm_task import write_xterm_task
 
 

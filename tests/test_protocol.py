@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.actions import Action, Ask, Click, Done, Fail, Key, Type, is_gui_action
-from app.protocol import EndReason, PhaseSpec, Protocol
+from app.core.actions import Action, Ask, Click, Done, Fail, Key, Type, is_gui_action
+from app.core.conversation import EndReason
+from app.episode.protocol import PhaseSpec, Protocol
 from app.tasks.triggers import (
     AgentAsk,
     AgentDone,

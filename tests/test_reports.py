@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import pytest
 
-from app.reports import build_report, format_report, render_html, write_jsonl
+from app.metrics.report import build_report, format_report, render_html, write_jsonl
 from app.store import Store
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.results import aggregate, ask_counts, results, total
+from app.metrics.summary import aggregate, ask_counts, results, total
 from app.store import Store
 from tests.ui.helpers import record_episode
 

@@ -10,12 +10,12 @@ from typing import Any, Literal
 
 import pytest
 
-from app.actions import Action, Done, Type
 from app.agents.base import AgentContext, Observation
+from app.core.actions import Action, Done, Type
+from app.core.conversation import Source
+from app.core.errors import AgentUnavailable, MalformedAction
 from app.desktops.local import LocalDesktop
-from app.errors import AgentUnavailable, MalformedAction
-from app.protocol import Source
-from app.runner import (
+from app.episode.runner import (
     EndedEvent,
     EpisodeControl,
     EpisodeResult,
@@ -28,7 +28,7 @@ from app.runner import (
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
-from app.users import SimulatedUser, User
+from app.users.simulated import SimulatedUser, User
 from tests.xterm_task import write_xterm_task
 
 pytestmark = pytest.mark.desktop
@@ -124,7 +124,7 @@ async def test_rejected_answer_is_recorded_and_agent_retries(task: Task, tmp_pat
 
 
 async def test_out_of_screen_action_is_rejected_not_fatal(task: Task, tmp_path: Path) -> None:
-    from app.actions import Click
+    from app.core.actions import Click
 
     agent = ListAgent([Click(5000, 10), TOUCH])
     with Store(tmp_path / "db") as store:

@@ -8,13 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.actions import Done, Fail
 from app.agents.base import AgentContext, Observation
 from app.agents.scripted import Oracle, ScriptedAgent, parse_script
-from app.desktops.base import CommandResult, Frame
+from app.core.actions import Done, Fail
+from app.core.commands import CommandResult
+from app.core.errors import AgentError
+from app.core.frames import Frame
 from app.desktops.local_guest import LocalGuest
-from app.errors import AgentError
-from app.protocol import Protocol
+from app.episode.protocol import Protocol
 
 
 class GuestProbe:

@@ -9,12 +9,12 @@ import time
 import numpy as np
 import pytest
 
-from app.actions import Done, Fail, Key
 from app.agents.base import AgentContext, Observation
 from app.agents.scripted import ScriptedAgent, parse_script
-from app.desktops.base import Frame
-from app.errors import AgentError
-from app.protocol import Protocol
+from app.core.actions import Done, Fail, Key
+from app.core.errors import AgentError
+from app.core.frames import Frame
+from app.episode.protocol import Protocol
 
 
 class TitleProbe:

@@ -19,8 +19,8 @@ import pytest
 from PIL import Image
 from sqlite_utils import Database
 
-from app.actions import Click, Done, Key, action_to_dict, describe_action
-from app.errors import StoreError
+from app.core.actions import Click, Done, Key, action_to_dict, describe_action
+from app.core.errors import StoreError
 from app.store import (
     AgentMessageKind,
     EndReason,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.errors import TaskError
+from app.core.errors import TaskError
 from app.tasks.loader import find_task, load_task, load_tasks
 from app.tasks.triggers import AgentDone, AllOf, StepCount
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from app.runner import EpisodeResult
+from app.episode.runner import EpisodeResult
+from app.episode.verify import judge, reference_kind, verify_tasks
 from app.store import Store
 from app.tasks.loader import load_task, task_files
-from app.verify import judge, reference_kind, verify_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 GIMP_TASKS = task_files(ROOT / "tasks" / "gimp")

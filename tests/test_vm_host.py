@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from app.core.errors import DesktopError
 from app.desktops.vm_host import LocalHost, RemoteHost, SshTarget
-from app.errors import DesktopError
-from app.images import Image
+from app.vmimages.cache import Image
 from tests.sshd import SshdServer, start_sshd
 
 pytestmark = pytest.mark.desktop

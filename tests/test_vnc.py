@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import numpy as np
 import pytest
 
-from app.actions import Click, Drag, Key, Move, Scroll, Type, Wait
+from app.core.actions import Click, Drag, Key, Move, Scroll, Type, Wait
+from app.core.errors import ActionError, VNCError
+from app.core.keys import parse_combo
 from app.desktops.bare_xvnc import BareXvnc, bare_xvnc
-from app.errors import ActionError, VNCError
-from app.keys import parse_combo
-from app.vnc import VNCClient, VNCSession, connect, vnc_auth_response
+from app.rfb.client import VNCClient, VNCSession, connect, vnc_auth_response
 from tests.rfb_server import (
     EXPECTED_PIXEL_FORMAT,
     KeyEvent,

@@ -1,0 +1,7 @@
+"""Agents: the policies that act. `base` (the `Agent` protocol and its observation),
+`scripted` (reference solutions and replays), `null`, `openai` (OpenAI-compatible model
+endpoints), `person` (a person driving through a VNC viewer) and `factory` (an agent
+spec string → an agent).
+
+May import the desktops' contract, the RFB proxy, tasks and core.
+"""

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from app.actions import Action
-from app.desktops.base import CommandResult, Frame
-from app.protocol import Message
+from app.core.actions import Action
+from app.core.commands import CommandResult
+from app.core.conversation import Message
+from app.core.frames import Frame
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from app.agents.base import Agent
 from app.agents.null import NullAgent
 from app.agents.scripted import ScriptedAgent
-from app.errors import AgentError
+from app.core.errors import AgentError
 from app.tasks.loader import resolve_asset
 from app.tasks.model import Task
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.actions import Action, Done
 from app.agents.base import AgentContext, Observation
+from app.core.actions import Action, Done
 
 
 class NullAgent:

@@ -44,7 +44,8 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from app.actions import (
+from app.agents.base import AgentContext, Observation
+from app.core.actions import (
     Action,
     Click,
     Drag,
@@ -53,8 +54,7 @@ from app.actions import (
     describe_action,
     parse_action,
 )
-from app.agents.base import AgentContext, Observation
-from app.errors import ActionError, AgentError, AgentUnavailable, MalformedAction
+from app.core.errors import ActionError, AgentError, AgentUnavailable, MalformedAction
 
 ToolMode = Literal["tools", "json"]
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})

@@ -19,11 +19,12 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from app.actions import Action, Ask, Done, Fail, GuiAction
 from app.agents.base import AgentContext, Observation
-from app.desktops.base import Desktop, DesktopInfo, Frame, Guest, SettleResult
-from app.errors import AgentError
-from app.rfb_proxy import InputRecorder, ProxyAddress, RFBRecordingProxy
+from app.core.actions import Action, Ask, Done, Fail, GuiAction
+from app.core.errors import AgentError
+from app.core.frames import Frame, SettleResult
+from app.desktops.base import Desktop, DesktopInfo, Guest
+from app.rfb.proxy import InputRecorder, ProxyAddress, RFBRecordingProxy
 
 COMMANDS_HELP = "done | ask QUESTION | fail REASON"
 

@@ -1,7 +1,7 @@
 """The scripted agent: replays a list of actions; also the reference-solution format.
 
 A script is YAML (a list, or a mapping with ``steps:``) or JSONL (one entry per
-line). Each entry is an action in the compact form of `app.actions.parse_action`
+line). Each entry is an action in the compact form of `app.core.actions.parse_action`
 (``- click: [120, 40]``, ``- key: ctrl+shift+e``, ``- type: hello``, ``- done``,
 ``- ask: Which size?``) or a guard the agent waits on before its next action:
 
@@ -38,9 +38,9 @@ from typing import Any, Literal
 
 import yaml
 
-from app.actions import Action, Fail, GuiAction, parse_action
 from app.agents.base import AgentContext, CommandProbe, Observation, Probe
-from app.errors import ActionError, AgentError, GuestError
+from app.core.actions import Action, Fail, GuiAction, parse_action
+from app.core.errors import ActionError, AgentError, GuestError
 
 GUARD_POLL_SECONDS = 0.1
 DEFAULT_GUARD_TIMEOUT = 30.0

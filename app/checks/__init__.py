@@ -1,6 +1,6 @@
 """Pure checks of a desktop's final state, their registry, and the evaluate tree.
 
-Floor 0: nothing here imports from `app` except `app.errors`, so the task loader
+Floor 0: nothing here imports from `app` except `app.core.errors`, so the task loader
 can validate check names and parameters without anything that touches a desktop.
 Importing this package registers every built-in check.
 """

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from app.checks.base import CheckParams, CheckResult, CheckState, Probe, failed
-from app.errors import DeskLoopError, TaskError
+from app.core.errors import DeskLoopError, TaskError
 
 P = TypeVar("P", bound=CheckParams)
 CheckFn = Callable[[CheckState, P], CheckResult]

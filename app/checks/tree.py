@@ -45,7 +45,7 @@ from pydantic import ValidationError
 
 from app.checks.base import CheckParams, CheckResult
 from app.checks.registry import LEAF_KEYS, CheckSpec, UnknownCheck, get_check
-from app.errors import TaskError
+from app.core.errors import TaskError
 
 Op = Literal["all", "any"]
 _Context = Literal["root", "all", "any"]

@@ -17,7 +17,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from app.errors import DeskLoopError
+from app.core.errors import DeskLoopError
 
 MAGIC = b"gimp xcf "
 

@@ -26,7 +26,7 @@ from app.cli import (
     vm_cmd,
 )
 from app.cli.common import print_err
-from app.errors import DeskLoopError
+from app.core.errors import DeskLoopError
 
 DEFAULT_DB = Path("sessions") / "deskloop.db"
 

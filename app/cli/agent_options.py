@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from app.errors import DeskLoopError
+from app.core.errors import DeskLoopError
 
 
 def add_openai_options(parser: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from app.cli.agent_options import add_openai_options, openai_config
 from app.cli.common import print_err, run_async, table
-from app.errors import DeskLoopError
+from app.core.errors import DeskLoopError
 
 
 def cmd_batch_run(args: argparse.Namespace) -> int:
@@ -130,7 +130,7 @@ def print_table(rows: list[Any]) -> None:
 
 
 def cmd_batch_list(args: argparse.Namespace) -> int:
-    from app.batch import batch_table
+    from app.metrics.slots import batch_table
     from app.store import Store
 
     with Store(args.db) as store:
@@ -153,7 +153,7 @@ def cmd_batch_list(args: argparse.Namespace) -> int:
 
 
 def cmd_batch_show(args: argparse.Namespace) -> int:
-    from app.batch import batch_table, table_json
+    from app.metrics.slots import batch_table, table_json
     from app.store import Store
 
     with Store(args.db) as store:
@@ -166,7 +166,7 @@ def cmd_batch_show(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from app.reports import build_report, format_report, write_html, write_jsonl
+    from app.metrics.report import build_report, format_report, write_html, write_jsonl
     from app.store import Store
 
     with Store(args.db) as store:

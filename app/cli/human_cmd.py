@@ -14,11 +14,11 @@ from app.cli.common import print_err, run_async
 async def run_human(args: argparse.Namespace) -> Any:
     from app.agents.person import COMMANDS_HELP, PassThroughDesktop, PersonAgent
     from app.desktops.factory import make_desktop
-    from app.rfb_proxy import ProxyAddress
-    from app.runner import EpisodeRunner, MessageEvent, RunnerEvent, RunOptions
+    from app.episode.runner import EpisodeRunner, MessageEvent, RunnerEvent, RunOptions
+    from app.rfb.proxy import ProxyAddress
     from app.store import Store
     from app.tasks.loader import find_task
-    from app.users import SimulatedUser
+    from app.users.simulated import SimulatedUser
 
     task = find_task(args.task, [args.tasks_dir])
     loop = asyncio.get_running_loop()

@@ -35,10 +35,10 @@ async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[
     """Run each task once, one after the other, each on a fresh desktop."""
     from app.agents.factory import make_agent
     from app.desktops.factory import make_desktop
-    from app.runner import EpisodeControl, EpisodeRunner, RunOptions
+    from app.episode.runner import EpisodeControl, EpisodeRunner, RunOptions
     from app.store import Store
     from app.tasks.loader import find_task
-    from app.users import SimulatedUser
+    from app.users.simulated import SimulatedUser
 
     tasks = [find_task(ref, [args.tasks_dir]) for ref in task_refs]
     # `demo` has no model options: it always replays reference solutions.

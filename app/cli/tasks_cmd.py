@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli.common import indent_block, print_err, table
-from app.errors import DeskLoopError
+from app.core.errors import DeskLoopError
 
 DEFAULT_TASKS = Path("tasks")
 
@@ -98,9 +98,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from app.cli.common import run_async
+    from app.episode.verify import MODES, verdict_json, verify_tasks
     from app.store import Store
     from app.tasks.loader import load_task, task_files
-    from app.verify import MODES, verdict_json, verify_tasks
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]

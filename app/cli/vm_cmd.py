@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli.common import run_async, table
-from app.errors import DesktopError
+from app.core.errors import DesktopError
 
 
 def _say(text: str) -> None:
@@ -209,7 +209,7 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def cmd_image_build(args: argparse.Namespace) -> int:
-    from app.images import build_image
+    from app.vmimages.builder import build_image
 
     t0 = time.monotonic()
 
@@ -223,7 +223,8 @@ def cmd_image_build(args: argparse.Namespace) -> int:
 
 
 def cmd_image_list(args: argparse.Namespace) -> int:
-    from app.images import cache_dir, find_image, load_recipes, recipe_hash
+    from app.vmimages.cache import cache_dir, find_image
+    from app.vmimages.recipes import load_recipes, recipe_hash
 
     rows = []
     for name, recipe in load_recipes().items():
@@ -242,7 +243,7 @@ def cmd_image_list(args: argparse.Namespace) -> int:
 
 
 def cmd_image_show(args: argparse.Namespace) -> int:
-    from app.images import require_image
+    from app.vmimages.cache import require_image
 
     image = require_image(args.name)
     manifest = dict(image.manifest)
@@ -257,7 +258,7 @@ def cmd_image_show(args: argparse.Namespace) -> int:
 
 
 def cmd_image_rm(args: argparse.Namespace) -> int:
-    from app.images import remove_image
+    from app.vmimages.cache import remove_image
 
     if remove_image(args.name):
         print(f"removed image {args.name} (its layers stay cached)")

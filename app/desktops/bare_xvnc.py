@@ -1,6 +1,6 @@
 """A bare Xvnc: one X display behind a VNC password, with no window manager or session.
 
-It exists to drive the RFB client (app/vnc.py) against a real server with nothing
+It exists to drive the RFB client (app/rfb/client.py) against a real server with nothing
 else in the way: the live tests in tests/test_vnc.py and bench/bench_vnc.py share
 it. Episodes use `LocalDesktop` (local.py), which builds a whole session around its
 Xvnc.
@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.core.errors import DesktopError
 from app.desktops.local import XVNC, _free_port, vnc_password_file_bytes
-from app.errors import DesktopError
 
 
 @dataclass(frozen=True)

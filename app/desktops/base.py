@@ -13,55 +13,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
-
-from app.actions import GuiAction
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One screen image: raw RGB pixels (height × width × 3, uint8) and when it was read.
-
-    Pixels stay raw on the hot path; PNG encoding happens only when the store
-    writes a frame to disk.
-    """
-
-    pixels: npt.NDArray[np.uint8]
-    monotonic: float
-    wall: float
-
-    @property
-    def width(self) -> int:
-        return int(self.pixels.shape[1])
-
-    @property
-    def height(self) -> int:
-        return int(self.pixels.shape[0])
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0
-
-    def stdout_text(self) -> str:
-        return self.stdout.decode("utf-8", "replace")
-
-
-@dataclass(frozen=True)
-class SettleResult:
-    """What `Desktop.settle` saw: whether the screen changed and then went quiet."""
-
-    changed: bool
-    settled: bool
-    seconds: float
+from app.core.actions import GuiAction
+from app.core.commands import CommandResult
+from app.core.frames import Frame, SettleResult
+from app.rfb.client import VncEndpoint
 
 
 class Guest(Protocol):
@@ -116,15 +71,6 @@ class Guest(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class VncEndpoint:
-    """Where a person's VNC viewer can reach the desktop (always loopback)."""
-
-    host: str
-    port: int
-    password: str
-
-
 @dataclass
 class DesktopInfo:
     """What the UI and CLI show about a desktop."""
@@ -153,7 +99,7 @@ class Desktop(Protocol):
     async def reset(self) -> None:
         """Bring the desktop to a clean start state (fresh session, no leftovers).
 
-        Task setup steps are run afterwards by `app.setup.run_setup` over `guest`.
+        Task setup steps are run afterwards by `app.episode.setup_steps.run_setup` over `guest`.
 
         Raises:
             DesktopError: the session could not be (re)started.

@@ -6,8 +6,8 @@ import hashlib
 import os
 import sys
 
+from app.core.errors import DesktopError
 from app.desktops.base import Desktop
-from app.errors import DesktopError
 
 BACKENDS = ("local", "libvirt")
 

@@ -30,14 +30,14 @@ from pathlib import Path
 
 import libvirt
 
-from app.desktops.base import VncEndpoint
+from app.core.errors import DesktopError
 from app.desktops.libvirt import (
     LibvirtConfig,
     VmRecord,
     list_vms,
     open_connection,
 )
-from app.errors import DesktopError
+from app.rfb.client import VncEndpoint
 
 VM_ACTIONS = ("start", "stop", "snapshot", "revert")
 """The `deskloop vm` actions `vm_command` runs (the ones that keep the domain)."""

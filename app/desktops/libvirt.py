@@ -49,14 +49,15 @@ from xml.sax.saxutils import escape
 
 import libvirt
 
-from app.actions import GuiAction, Wait
-from app.desktops.base import DesktopInfo, Frame, SettleResult, VncEndpoint
+from app.core.actions import GuiAction, Wait
+from app.core.errors import DesktopError, GuestError, VNCError
+from app.core.frames import Frame, SettleResult
+from app.desktops.base import DesktopInfo
 from app.desktops.ssh_guest import SSHGuest, lab_key
 from app.desktops.vm_host import ImageFiles, VmHost, is_local_uri, open_host
-from app.errors import DesktopError, GuestError, VNCError
-from app.images import RECIPES_DIR, Image, cache_dir, find_image, require_image
-from app.tasks.loader import setup_key as setup_key  # re-exported for callers
-from app.vnc import VNCSession
+from app.rfb.client import VncEndpoint, VNCSession
+from app.vmimages.cache import Image, cache_dir, find_image, require_image
+from app.vmimages.recipes import RECIPES_DIR
 
 DOMAIN_PREFIX = "deskloop-"
 NETWORK_NAME = "deskloop-net"

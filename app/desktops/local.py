@@ -32,13 +32,15 @@ from types import TracebackType
 
 from Crypto.Cipher import DES
 
-from app.actions import GuiAction, Wait
+from app.core.actions import GuiAction, Wait
+from app.core.errors import DesktopError, GuestError, VNCError
+from app.core.frames import Frame, SettleResult
+from app.core.procfs import process_start_time
 from app.desktops import reaper
-from app.desktops.base import DesktopInfo, Frame, SettleResult, VncEndpoint
+from app.desktops.base import DesktopInfo
 from app.desktops.local_guest import LocalGuest, _die_with_parent
 from app.desktops.reaper import reap_orphans
-from app.errors import DesktopError, GuestError, VNCError
-from app.vnc import VNCSession
+from app.rfb.client import VncEndpoint, VNCSession
 
 __all__ = ["LocalDesktop", "reap_orphans", "vnc_password_file_bytes", "xauthority_bytes"]
 
@@ -304,7 +306,7 @@ class LocalDesktop:
         # mkdtemp makes the directory 0700: the VNC password file and HOME are private.
         session_dir = Path(tempfile.mkdtemp(prefix=reaper.SESSION_PREFIX, dir=base))
         owner_pid = os.getpid()
-        owner_start = reaper.process_start_time(owner_pid) or ""
+        owner_start = process_start_time(owner_pid) or ""
         reaper.write_owner_file(session_dir, owner_pid, owner_start)
         home = session_dir / "home"
         dirs = {

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from app.desktops.base import CommandResult
-from app.errors import GuestError
+from app.core.commands import CommandResult
+from app.core.errors import GuestError
 
 _T = TypeVar("_T")
 

@@ -10,8 +10,9 @@ owning DeskLoop process. When the owner dies — even by SIGKILL — the kernel 
 that pipe, the read returns EOF, and the watchdog kills every marked process and
 removes the session directory.
 
-This file must import only the standard library: it runs with `python -I` by path,
-so it starts fast and does not depend on how `app` is installed.
+This file must import only the standard library and `app.core.procfs` (itself
+standard library only): it runs with `python -I` by path, so it starts fast and does
+not depend on how `app` is installed. Run so, it finds `app` two folders up.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+if not __package__:  # run by path as the watchdog: `app` is two folders up
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from app.core.procfs import all_pids, process_environ, process_start_time
+
 MARKER_ENV = "DESKLOOP_DESKTOP"
 OWNER_PID_ENV = "DESKLOOP_OWNER_PID"
 OWNER_START_ENV = "DESKLOOP_OWNER_START"
@@ -35,44 +41,11 @@ SESSION_PREFIX = "deskloop-"
 OWNER_FILE = "owner"
 
 
-def process_start_time(pid: int) -> str | None:
-    """The kernel's start time of `pid` (clock ticks since boot), or None if it is gone.
-
-    Together with the pid it names one process for good: a recycled pid gets a new
-    start time.
-    """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may contain spaces and parentheses: split after its ')'.
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def process_environ(pid: int) -> dict[str, str]:
-    """The environment `pid` was started with; {} for zombies and unreadable processes."""
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return {}
-    env: dict[str, str] = {}
-    for item in raw.split(b"\0"):
-        key, sep, value = item.partition(b"=")
-        if sep and key.startswith(b"DESKLOOP_"):
-            env[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
-    return env
-
-
-def _all_pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
 def marked_processes(marker: str) -> list[int]:
     """Pids of live processes whose environment carries `DESKLOOP_DESKTOP=marker`."""
     me = os.getpid()
     return [
-        pid for pid in _all_pids() if pid != me and process_environ(pid).get(MARKER_ENV) == marker
+        pid for pid in all_pids() if pid != me and process_environ(pid).get(MARKER_ENV) == marker
     ]
 
 
@@ -133,7 +106,7 @@ def reap_orphans(root: Path | None = None) -> list[int]:
     Returns the pids that were signalled.
     """
     orphan_markers: dict[str, str] = {}
-    for pid in _all_pids():
+    for pid in all_pids():
         env = process_environ(pid)
         marker = env.get(MARKER_ENV)
         if marker is None:

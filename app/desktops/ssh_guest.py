@@ -30,8 +30,8 @@ import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.desktops.base import CommandResult
-from app.errors import GuestError
+from app.core.commands import CommandResult
+from app.core.errors import GuestError
 
 GUEST_USER = "user"
 GUEST_HOME = "/home/user"

@@ -40,8 +40,8 @@ from typing import Any, Protocol
 
 import paramiko
 
-from app.errors import DesktopError
-from app.images import Image
+from app.core.errors import DesktopError
+from app.vmimages.cache import Image
 
 # The transports after which libvirt talks SSH (qemu+ssh, qemu+libssh, qemu+libssh2).
 SSH_TRANSPORTS = ("ssh", "libssh", "libssh2")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+from app.core.errors import DesktopError, GuestError
 from app.desktops.base import Guest
-from app.errors import DesktopError, GuestError
 
 # Between polls: GIMP/Kdenlive windows take seconds to map, so 0.1 s costs nothing
 # in latency and keeps xdotool from hogging a 2-core machine.

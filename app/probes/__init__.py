@@ -9,6 +9,8 @@ and the check fails with that reason.
 
 Helper scripts a prober needs in the guest (a Blender dump script, say) are written
 at scoring time and removed after, so an agent can neither see nor change them.
+
+May import the desktops' contract (`Guest`), checks and core.
 """
 
 from app.probes.registry import PROBERS, gather_probe, prober

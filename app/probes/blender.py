@@ -17,8 +17,8 @@ import secrets
 from pathlib import Path
 
 from app.checks.base import ProbeResult
+from app.core.errors import GuestError
 from app.desktops.base import Guest
-from app.errors import GuestError
 from app.probes.registry import prober
 
 DUMP_SCRIPT = Path(__file__).with_name("guest_scripts") / "blender_dump.py"

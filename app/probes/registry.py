@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from app.checks.base import Probe, ProbeResult
+from app.core.errors import DeskLoopError
 from app.desktops.base import Guest
-from app.errors import DeskLoopError
 
 Prober = Callable[[Guest, str], Awaitable[ProbeResult]]
 

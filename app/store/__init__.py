@@ -1,4 +1,7 @@
-"""The episode store: SQLite database (the system of record) and frame files."""
+"""The episode store: SQLite database (the system of record) and frame files.
+
+The only writer of the database. May import only `app.core`.
+"""
 
 from app.store.frames import encode_png
 from app.store.schema import (

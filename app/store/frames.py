@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from app.errors import StoreError
+from app.core.errors import StoreError
 
 # Measured on a 1280×800 GIMP screenshot: level 1 takes 38-56 ms, the default (6)
 # 50-146 ms for files only ~10% smaller; frames are written every step.

@@ -28,8 +28,8 @@ from typing import Any, Self, cast
 
 from sqlite_utils import Database
 
-from app.desktops.reaper import process_start_time
-from app.errors import StoreError
+from app.core.errors import StoreError
+from app.core.procfs import process_start_time
 from app.store.frames import FrameDir
 from app.store.schema import (
     EndReason,
@@ -492,7 +492,7 @@ class Store:
         error: str | None = None,
         agent_info: Mapping[str, Any] | None = None,
     ) -> None:
-        """Record one step. `action` is app.actions.action_to_dict's form (or, for a
+        """Record one step. `action` is app.core.actions.action_to_dict's form (or, for a
         rejected action, whatever the agent sent); `frame` is save_frame's path;
         `agent_info` is what the agent reported about the step (JSON)."""
         action_json = _json(dict(action), f"action of step {idx} of episode {episode_id}")

@@ -17,7 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from app.checks.tree import TreeError, leaves, parse_tree
-from app.errors import TaskError
+from app.core.errors import TaskError
 from app.tasks.model import Task, UploadStep
 
 TASK_SUFFIXES = (".yaml", ".yml")

@@ -17,8 +17,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from app.core.errors import DeskLoopError
 from app.desktops.inventory import BackendListing, list_libvirt
-from app.errors import DeskLoopError
 from app.store import Store
 from app.tasks.loader import load_tasks
 from app.tasks.model import Task

@@ -49,7 +49,7 @@ from rich.style import Style
 from textual.geometry import Region
 from textual.strip import Strip
 
-from app.errors import DeskLoopError
+from app.core.errors import DeskLoopError
 from app.ui.halfblock import FrameView
 
 # textual-image's sixel encoder (numpy, fast); a private name, so pyproject.toml pins

@@ -23,13 +23,12 @@ import numpy.typing as npt
 
 from app.agents.base import Agent
 from app.agents.factory import make_agent
-from app.desktops.base import Desktop, DesktopInfo, VncEndpoint
+from app.core.conversation import Message, UserKind
+from app.core.errors import DesktopError, VNCError
+from app.desktops.base import Desktop, DesktopInfo
 from app.desktops.factory import make_desktop
 from app.desktops.inventory import BackendListing, VmListing, vm_command
-from app.errors import DesktopError, VNCError
-from app.person import PersonUser
-from app.protocol import Message, UserKind
-from app.runner import (
+from app.episode.runner import (
     EndedEvent,
     EpisodeControl,
     EpisodeResult,
@@ -41,11 +40,12 @@ from app.runner import (
     StepEvent,
     WaitingEvent,
 )
+from app.rfb.client import VNCClient, VncEndpoint, connect
 from app.store import Store
 from app.tasks.model import Task
 from app.tasks.triggers import describe_trigger
-from app.users import SimulatedUser, User
-from app.vnc import VNCClient, connect
+from app.users.person import PersonUser
+from app.users.simulated import SimulatedUser, User
 
 Pixels = npt.NDArray[np.uint8]
 

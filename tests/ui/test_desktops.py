@@ -26,6 +26,7 @@ from textual.notifications import Notify
 from textual.pilot import Pilot
 from textual.widgets import DataTable, OptionList, Static
 
+from app.core.errors import DesktopError
 from app.desktops.inventory import (
     BackendListing,
     list_libvirt,
@@ -33,7 +34,6 @@ from app.desktops.inventory import (
     vm_command,
 )
 from app.desktops.libvirt import DOMAIN_PREFIX, LibvirtConfig
-from app.errors import DesktopError
 from app.ui.app import DeskLoopApp
 from app.ui.halfblock import HalfBlockView
 from app.ui.modals import ChoiceScreen, ErrorScreen, HelpScreen

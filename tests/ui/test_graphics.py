@@ -24,7 +24,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 
 from app.cli import build_parser, tui_cmd
-from app.errors import DeskLoopError
+from app.core.errors import DeskLoopError
 from app.ui.app import DeskLoopApp
 from app.ui.graphics import (
     GRAPHICS_CHOICES,

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from app.person import PersonUser
+from app.users.person import PersonUser
 
 
 async def test_answer_waits_for_the_person() -> None:

@@ -15,9 +15,9 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
-from app.desktops.base import VncEndpoint
+from app.core.errors import DesktopError
 from app.desktops.inventory import SavedState, VmListing
-from app.errors import DesktopError
+from app.rfb.client import VncEndpoint
 from app.ui.modals import ChoiceScreen
 from app.ui.screens.base import LabScreen
 from app.ui.session import DesktopPool, LibvirtDesktops, open_viewer, snapshot_key, viewer_command

@@ -15,10 +15,9 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Input, RichLog, Select, Static
 
-from app.desktops.base import VncEndpoint
-from app.protocol import Message as ChatMessage
-from app.protocol import UserKind
-from app.runner import (
+from app.core.conversation import Message as ChatMessage
+from app.core.conversation import UserKind
+from app.episode.runner import (
     EndedEvent,
     EpisodeResult,
     MessageEvent,
@@ -28,6 +27,7 @@ from app.runner import (
     StepEvent,
     WaitingEvent,
 )
+from app.rfb.client import VncEndpoint
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
 from app.ui.screens.base import LabScreen

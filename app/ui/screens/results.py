@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
-from app.results import ResultRow, results, total
+from app.metrics.summary import ResultRow, results, total
 from app.ui.screens.base import LabScreen
 
 BAR_WIDTH = 30

@@ -183,7 +183,7 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
         self.app.push_screen(StartEpisodeScreen(task), chosen)
 
     def on_tasks_screen_episode_requested(self, event: EpisodeRequested) -> None:
-        from app.errors import DeskLoopError
+        from app.core.errors import DeskLoopError
 
         try:
             self.lab.start_episode(event.task, event.agent, event.user)

@@ -33,7 +33,7 @@ ProjectSpec = _assets.ProjectSpec
 kdenlive_xml = _assets.kdenlive_xml
 showcase = _assets.showcase
 
-from app.actions import parse_action  # noqa: E402
+from app.core.actions import parse_action  # noqa: E402
 from app.desktops.local import LocalDesktop  # noqa: E402
 from app.desktops.xwindows import active_window_title  # noqa: E402
 

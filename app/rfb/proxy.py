@@ -35,11 +35,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.actions import Action, Click, Drag, Key, Scroll, Type
-from app.desktops.base import VncEndpoint
-from app.errors import VNCError
-from app.keys import NAMED_KEYS
-from app.vnc import SECURITY_VNC_AUTH, vnc_auth_response
+from app.core.actions import Action, Click, Drag, Key, Scroll, Type
+from app.core.errors import VNCError
+from app.core.keys import NAMED_KEYS
+from app.rfb.client import SECURITY_VNC_AUTH, VncEndpoint, vnc_auth_response
 
 # Pseudo-encodings that make a viewer send client messages this proxy does not parse.
 _REFUSED_ENCODINGS = frozenset(
@@ -66,7 +65,7 @@ _SUPER = {0xFFEB, 0xFFEC}
 _LOCKS = {0xFFE5, 0xFFE6, 0xFF7F}  # Caps, Shift lock, Num lock: never an action
 _KEYPAD_CHARS = {0xFF8D: "\n", 0xFFAA: "*", 0xFFAB: "+", 0xFFAD: "-", 0xFFAE: ".", 0xFFAF: "/"}
 _KEYPAD_CHARS.update({0xFFB0 + n: str(n) for n in range(10)})
-# keysym → its first name in app.keys, for key(combo) actions.
+# keysym → its first name in app.core.keys, for key(combo) actions.
 _KEY_NAMES: dict[int, str] = {}
 for _name, _sym in NAMED_KEYS.items():
     _KEY_NAMES.setdefault(_sym, _name)

@@ -7,7 +7,7 @@ the list of known names before anything is sent to a desktop.
 
 from __future__ import annotations
 
-from app.errors import ActionError
+from app.core.errors import ActionError
 
 MODIFIERS: dict[str, int] = {
     "ctrl": 0xFFE3,

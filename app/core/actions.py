@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from app.errors import ActionError
-from app.keys import char_keysym, parse_combo
+from app.core.errors import ActionError
+from app.core.keys import char_keysym, parse_combo
 
 Button = Literal["left", "middle", "right"]
 BUTTONS: tuple[Button, ...] = ("left", "middle", "right")

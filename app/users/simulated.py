@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from app.protocol import Source
+from app.core.conversation import Source
 
 NO_FURTHER_INFORMATION = "No further information is available. Please continue with what you know."
 

@@ -15,8 +15,8 @@ from typing import Any
 from app.checks.base import CheckResult, CheckState, FileState, Probe, ProbeResult
 from app.checks.registry import run_check
 from app.checks.tree import CheckLeaf, EvalNode, evaluate, leaves
+from app.core.errors import GuestError
 from app.desktops.base import Guest
-from app.errors import GuestError
 from app.probes import gather_probe
 from app.tasks.loader import resolve_asset
 from app.tasks.model import Task

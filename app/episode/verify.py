@@ -24,16 +24,16 @@ from typing import Any, Literal
 
 import yaml
 
-from app.actions import Action, Fail
 from app.agents.base import Agent, AgentContext, Observation
 from app.agents.factory import make_agent
+from app.core.actions import Action, Fail
+from app.core.errors import DeskLoopError
 from app.desktops.factory import make_desktop
-from app.errors import DeskLoopError
-from app.runner import EpisodeResult, EpisodeRunner
+from app.episode.runner import EpisodeResult, EpisodeRunner
 from app.store import Store
 from app.tasks.loader import resolve_asset
 from app.tasks.model import Task
-from app.users import SimulatedUser
+from app.users.simulated import SimulatedUser
 
 Mode = Literal["reference", "null", "untouched"]
 MODES: tuple[Mode, ...] = ("reference", "null", "untouched")

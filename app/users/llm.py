@@ -39,10 +39,10 @@ from typing import Any, Literal
 
 import httpx
 
-from app.errors import AgentUnavailable, DeskLoopError
-from app.protocol import Message, Source
+from app.core.conversation import Message, Source
+from app.core.errors import AgentUnavailable, DeskLoopError
 from app.tasks.model import Task
-from app.users import NO_FURTHER_INFORMATION
+from app.users.simulated import NO_FURTHER_INFORMATION
 
 HIDDEN_SUFFIX = ".hidden.md"
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from app.core.errors import DesktopError, GuestError, TaskError
 from app.desktops.base import Desktop
 from app.desktops.xwindows import wait_window
-from app.errors import DesktopError, GuestError, TaskError
 from app.tasks.loader import resolve_asset
 from app.tasks.model import LaunchStep, SleepStep, Task, UploadStep, WaitWindowStep
 

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.metrics.slots import batch_table
 from app.store import EpisodeRecord, Store
 
 
@@ -60,8 +61,6 @@ class Report:
 def report_episodes(store: Store, batch_id: str | None = None) -> list[EpisodeRecord]:
     """The episodes a report counts: a batch's final slots, or every ended episode."""
     if batch_id is not None:
-        from app.batch import batch_table
-
         return [row.episode for row in batch_table(store, batch_id) if row.episode is not None]
     records = store.list_episodes(limit=None)
     return sorted((r for r in records if r.status != "running"), key=lambda r: r.id)

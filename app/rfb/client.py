@@ -32,10 +32,20 @@ import numpy as np
 import numpy.typing as npt
 from Crypto.Cipher import DES
 
-from app.actions import Button, Click, Drag, GuiAction, Key, Move, Scroll, Type, Wait
-from app.desktops.base import Frame, SettleResult
-from app.errors import ActionError, VNCError
-from app.keys import MODIFIERS, char_keysym, needs_shift, parse_combo
+from app.core.actions import Button, Click, Drag, GuiAction, Key, Move, Scroll, Type, Wait
+from app.core.errors import ActionError, VNCError
+from app.core.frames import Frame, SettleResult
+from app.core.keys import MODIFIERS, char_keysym, needs_shift, parse_combo
+
+
+@dataclass(frozen=True)
+class VncEndpoint:
+    """Where a person's VNC viewer can reach the desktop (always loopback)."""
+
+    host: str
+    port: int
+    password: str
+
 
 T = TypeVar("T")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Literal
 
-from app.protocol import Source
+from app.core.conversation import Source
 
 Waiting = Literal["answer", "review"]
 

@@ -21,24 +21,10 @@ agent sees it from step index `step` on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Literal
 
-from app.actions import Action, Ask, Done, Fail, is_gui_action
+from app.core.actions import Action, Ask, Done, Fail, is_gui_action
+from app.core.conversation import AgentKind, EndReason, Message, Source, UserKind
 from app.tasks.triggers import Event, Trigger, describe_trigger, holds
-
-UserKind = Literal["instruction", "clarification", "interruption", "feedback", "answer"]
-AgentKind = Literal["question", "done", "fail"]
-Source = Literal["task", "phase", "simulated", "person", "agent"]
-
-
-class EndReason(StrEnum):
-    DONE = "done"
-    FAIL = "fail"
-    STEP_BUDGET = "step_budget"
-    TIME_BUDGET = "time_budget"
-    ERROR = "error"
-    ABORTED = "aborted"
 
 
 @dataclass(frozen=True)
@@ -46,16 +32,6 @@ class PhaseSpec:
     message: str
     trigger: Trigger
     kind: UserKind | None = None
-
-
-@dataclass(frozen=True)
-class Message:
-    role: Literal["user", "agent"]
-    kind: UserKind | AgentKind
-    text: str
-    step: int
-    source: Source
-    phase_index: int | None = None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from app.actions import (
+from app.agents.base import Agent, AgentContext, Observation
+from app.core.actions import (
     Action,
     Ask,
     Done,
@@ -30,19 +31,21 @@ from app.actions import (
     describe_action,
     is_gui_action,
 )
-from app.agents.base import Agent, AgentContext, Observation
-from app.desktops.base import CommandResult, Desktop, Frame, SavesStartStates
+from app.core.commands import CommandResult
+from app.core.conversation import EndReason, Message, UserKind
+from app.core.errors import ActionError, AgentUnavailable, DeskLoopError, MalformedAction
+from app.core.frames import Frame
+from app.desktops.base import Desktop, SavesStartStates
 from app.desktops.xwindows import active_window_title
-from app.errors import ActionError, AgentUnavailable, DeskLoopError, MalformedAction
-from app.protocol import EndReason, Message, Outcome, PhaseSpec, Protocol, UserKind
-from app.scoring import ScoreResult, score_phase, score_task
-from app.setup import run_setup
+from app.episode.protocol import Outcome, PhaseSpec, Protocol
+from app.episode.scoring import ScoreResult, score_phase, score_task
+from app.episode.setup_steps import run_setup
 from app.store import Store
 from app.store.frames import encode_png
 from app.tasks.loader import setup_key
 from app.tasks.model import Task
 from app.tasks.triggers import trigger_to_raw
-from app.users import User
+from app.users.simulated import User
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -33,17 +33,23 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
+from app.vmimages.cache import Image, cache_dir, find_image, images_dir_of, remove_tree
+from app.vmimages.recipes import (
+    MANIFEST_VERSION,
+    RECIPES_DIR,
+    ImageError,
+    Recipe,
+    apt_sources,
+    get_recipe,
+    layer_hashes,
+    read_packages,
+    recipe_hash,
+)
 
-from app.errors import DeskLoopError
-
-RECIPES_DIR = Path(__file__).resolve().parent.parent / "vm_images"
-MANIFEST_VERSION = 1
 # Free space left in the guest's filesystem beyond what the packages use: room for
 # task files, app caches and exports.
 FREE_SPACE_MIB = 1536
@@ -58,290 +64,6 @@ _DPKG_EXCLUDES = (
 )
 
 Progress = Callable[[str], None]
-
-
-class ImageError(DeskLoopError):
-    """A recipe is malformed or an image could not be built or found."""
-
-    title = "Image error"
-
-
-@dataclass(frozen=True)
-class Recipe:
-    name: str
-    layers: tuple[str, ...]
-    memory_mib: int
-    suite: str
-
-
-@dataclass(frozen=True)
-class Image:
-    """A built image: the files a VM boots from, and its manifest."""
-
-    name: str
-    dir: Path
-    manifest: dict[str, Any]
-
-    @property
-    def disk(self) -> Path:
-        return self.dir / "disk.qcow2"
-
-    @property
-    def kernel(self) -> Path:
-        return self.dir / "vmlinuz"
-
-    @property
-    def initrd(self) -> Path:
-        return self.dir / "initrd.img"
-
-    @property
-    def recipe_hash(self) -> str:
-        return str(self.manifest["recipe_hash"])
-
-    @property
-    def memory_mib(self) -> int:
-        return int(self.manifest.get("memory_mib", 1024))
-
-
-def cache_dir() -> Path:
-    """Where images, layers and VM files live: $DESKLOOP_CACHE or ~/.cache/deskloop."""
-    env = os.environ.get("DESKLOOP_CACHE")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "deskloop"
-
-
-# ---------------------------------------------------------------- recipes
-
-
-def load_recipes(recipes: Path = RECIPES_DIR) -> dict[str, Recipe]:
-    """Every image recipe in `recipes/images.yaml`, checked against `layers/`.
-
-    Raises:
-        ImageError: the file is missing or malformed, or names a missing layer.
-    """
-    path = recipes / "images.yaml"
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ImageError(f"{path}: cannot read the image recipes: {exc}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("images"), dict):
-        raise ImageError(f"{path}: expected a mapping with 'suite' and 'images'")
-    suite = data.get("suite")
-    if not isinstance(suite, str) or not suite:
-        raise ImageError(f"{path}: 'suite' must be a Debian suite name such as bookworm")
-    result: dict[str, Recipe] = {}
-    for name, spec in data["images"].items():
-        where = f"{path}: images.{name}"
-        if not isinstance(spec, dict) or not isinstance(spec.get("layers"), list):
-            raise ImageError(f"{where}: expected a mapping with a 'layers' list")
-        layers = tuple(str(layer) for layer in spec["layers"])
-        if not layers:
-            raise ImageError(f"{where}.layers: an image needs at least one layer")
-        for layer in layers:
-            if not (recipes / "layers" / f"{layer}.txt").is_file():
-                raise ImageError(f"{where}.layers: no package list layers/{layer}.txt")
-        memory = spec.get("memory_mib", 1024)
-        if not isinstance(memory, int) or memory < 256:
-            raise ImageError(f"{where}.memory_mib: expected a number of MiB ≥ 256")
-        result[str(name)] = Recipe(str(name), layers, memory, suite)
-    return result
-
-
-def get_recipe(name: str, recipes: Path = RECIPES_DIR) -> Recipe:
-    all_recipes = load_recipes(recipes)
-    if name not in all_recipes:
-        raise ImageError(
-            f"no image recipe {name!r} in {recipes / 'images.yaml'}; "
-            f"available: {', '.join(sorted(all_recipes))}"
-        )
-    return all_recipes[name]
-
-
-def read_packages(layer: str, recipes: Path = RECIPES_DIR) -> list[str]:
-    """The packages of a layer: one per line, '#' comments and blank lines ignored."""
-    path = recipes / "layers" / f"{layer}.txt"
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise ImageError(f"{path}: cannot read the package list: {exc}") from exc
-    packages = []
-    for number, line in enumerate(lines, 1):
-        text = line.split("#", 1)[0].strip()
-        if not text:
-            continue
-        if " " in text or "/" in text:
-            raise ImageError(f"{path}:{number}: one package name per line, got {text!r}")
-        packages.append(text)
-    if not packages:
-        raise ImageError(f"{path}: the layer lists no packages")
-    return packages
-
-
-def _sha(*parts: str) -> str:
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part.encode())
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
-def layer_hashes(recipe: Recipe, recipes: Path = RECIPES_DIR) -> list[tuple[str, str]]:
-    """(layer, hash) from the bottom up; a hash covers its layer and all below it."""
-    result: list[tuple[str, str]] = []
-    parent = f"suite={recipe.suite}"
-    for layer in recipe.layers:
-        parent = _sha(parent, layer, "\n".join(read_packages(layer, recipes)))
-        result.append((layer, parent))
-    return result
-
-
-def _tree_hash(root: Path) -> str:
-    """Names, modes and contents of every file under `root` (the configure stage)."""
-    parts = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
-        rel = path.relative_to(root).as_posix()
-        content = os.readlink(path) if path.is_symlink() else path.read_bytes().hex()
-        parts.append(f"{rel}:{path.lstat().st_mode:o}:{content}")
-    return _sha(*parts)
-
-
-def recipe_hash(recipe: Recipe, recipes: Path = RECIPES_DIR) -> str:
-    """The cache key of an image: its layers and its configure stage."""
-    top = layer_hashes(recipe, recipes)[-1][1]
-    return _sha(
-        f"manifest-v{MANIFEST_VERSION}",
-        top,
-        _tree_hash(recipes / "files"),
-        (recipes / "configure.sh").read_text(),
-    )
-
-
-# ---------------------------------------------------------------- mirror
-
-
-def _deb822_entries(text: str) -> Iterator[dict[str, str]]:
-    for block in text.split("\n\n"):
-        entry: dict[str, str] = {}
-        for line in block.splitlines():
-            if line.startswith("#") or ":" not in line or line[:1].isspace():
-                continue
-            key, value = line.split(":", 1)
-            entry[key.strip().lower()] = value.strip()
-        if entry:
-            yield entry
-
-
-def host_apt_sources(suite: str, apt_dir: Path = Path("/etc/apt")) -> list[str]:
-    """One-line `deb URI SUITE COMPONENTS` entries for `suite` (and its -updates and
-    -security suites) from this host's apt configuration, in file order."""
-    files = [apt_dir / "sources.list"]
-    parts = apt_dir / "sources.list.d"
-    if parts.is_dir():
-        files += sorted(p for p in parts.iterdir() if p.suffix in (".list", ".sources"))
-
-    def wanted(s: str) -> bool:
-        return s == suite or s.startswith(f"{suite}-")
-
-    lines: list[str] = []
-    for path in files:
-        try:
-            text = path.read_text()
-        except OSError:
-            continue
-        if path.suffix == ".sources":
-            for entry in _deb822_entries(text):
-                if entry.get("enabled", "yes").lower() == "no":
-                    continue
-                if "deb" not in entry.get("types", "").split():
-                    continue
-                comps = entry.get("components", "main")
-                for uri in entry.get("uris", "").split():
-                    for s in entry.get("suites", "").split():
-                        if wanted(s):
-                            lines.append(f"deb {uri} {s} {comps}")
-        else:
-            for raw in text.splitlines():
-                words = raw.split("#", 1)[0].split()
-                if not words or words[0] != "deb":
-                    continue
-                words = words[1:]
-                if words and words[0].startswith("["):  # [arch=amd64 signed-by=...]
-                    while words and not words[0].endswith("]"):
-                        words.pop(0)
-                    words = words[1:]
-                if len(words) >= 2 and wanted(words[1]):
-                    lines.append(" ".join(["deb", *words]))
-    return list(dict.fromkeys(lines))
-
-
-def apt_sources(suite: str, mirror: str | None = None) -> list[str]:
-    """The package sources an image is built from.
-
-    Raises:
-        ImageError: no mirror given and none for `suite` in this host's apt config.
-    """
-    if mirror:
-        if not mirror.startswith(("http://", "https://", "file:/")):
-            raise ImageError(f"--mirror {mirror!r}: expected an http(s):// or file:/ URL")
-        return [f"deb {mirror} {suite} main", f"deb {mirror} {suite}-updates main"]
-    lines = host_apt_sources(suite)
-    if not lines:
-        raise ImageError(
-            f"no Debian mirror for {suite!r} in /etc/apt/sources.list or "
-            "/etc/apt/sources.list.d/; pass one with --mirror URL"
-        )
-    return lines
-
-
-# ---------------------------------------------------------------- finding images
-
-
-def _images_dir(cache: Path) -> Path:
-    return cache / "images"
-
-
-def find_image(name: str, cache: Path | None = None) -> Image | None:
-    """The current build of image `name`, or None when it was never built."""
-    cache = cache or cache_dir()
-    pointer = _images_dir(cache) / f"{name}.json"
-    try:
-        manifest = json.loads(pointer.read_text())
-    except (OSError, ValueError):
-        return None
-    image = Image(name, _images_dir(cache) / str(manifest["dir"]), manifest)
-    if not (image.disk.is_file() and image.kernel.is_file() and image.initrd.is_file()):
-        return None
-    return image
-
-
-def require_image(name: str, cache: Path | None = None) -> Image:
-    image = find_image(name, cache)
-    if image is None:
-        raise ImageError(
-            f"image {name!r} is not built in {cache or cache_dir()}; "
-            f"run `deskloop image build {name}`"
-        )
-    return image
-
-
-def list_images(cache: Path | None = None) -> list[Image]:
-    cache = cache or cache_dir()
-    images_dir = _images_dir(cache)
-    if not images_dir.is_dir():
-        return []
-    found = (find_image(p.stem, cache) for p in sorted(images_dir.glob("*.json")))
-    return [image for image in found if image is not None]
-
-
-def is_current(name: str, cache: Path | None = None, recipes: Path = RECIPES_DIR) -> bool:
-    """Whether the built image matches its recipe (no rebuild needed)."""
-    image = find_image(name, cache)
-    return image is not None and image.recipe_hash == recipe_hash(
-        get_recipe(name, recipes), recipes
-    )
 
 
 # ---------------------------------------------------------------- building
@@ -561,7 +283,7 @@ def build_image(
     layers = layer_hashes(recipe, recipes)
     stages = len(layers) + 3
     layer_dir = cache / "layers"
-    images_dir = _images_dir(cache)
+    images_dir = images_dir_of(cache)
     layer_dir.mkdir(parents=True, exist_ok=True)
     images_dir.mkdir(parents=True, exist_ok=True)
     out_dir = images_dir / f"{name}-{wanted[:12]}"
@@ -657,7 +379,7 @@ def build_image(
         for path in staging.iterdir():
             path.chmod(0o444)
         if out_dir.exists():
-            _remove_tree(out_dir)
+            remove_tree(out_dir)
         staging.rename(out_dir)
         pointer = images_dir / f"{name}.json"
         partial = pointer.with_suffix(".json.partial")
@@ -671,26 +393,3 @@ def build_image(
     image = find_image(name, cache)
     assert image is not None
     return image
-
-
-def _remove_tree(path: Path) -> None:
-    for p in path.rglob("*"):
-        with contextlib.suppress(OSError):
-            p.chmod(0o644 if p.is_file() else 0o755)
-    shutil.rmtree(path)
-
-
-def remove_image(name: str, cache: Path | None = None) -> bool:
-    """Delete every build of image `name` (not its layers). True if something went."""
-    cache = cache or cache_dir()
-    images_dir = _images_dir(cache)
-    removed = False
-    for path in images_dir.glob(f"{name}-*"):
-        if path.is_dir() and path.name[len(name) + 1 :].isalnum():
-            _remove_tree(path)
-            removed = True
-    pointer = images_dir / f"{name}.json"
-    if pointer.exists():
-        pointer.unlink()
-        removed = True
-    return removed

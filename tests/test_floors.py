@@ -1,0 +1,71 @@
+"""The floors of docs/architecture.md hold: import-linter's contracts pass on the tree,
+and fail, naming the import, when an upward import or a Textual import is added."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """lint-imports over the `app` package found in `root`, with the repo's contracts."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def tree_copy(tmp_path: Path) -> Path:
+    """A copy of the `app` package that a test may break."""
+    shutil.copytree(ROOT / "app", tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def add_import(module: Path, line: str) -> None:
+    text = module.read_text()
+    head, sep, rest = text.partition("from __future__ import annotations\n")
+    assert sep, f"{module} has no __future__ import to put the new import after"
+    module.write_text(head + sep + line + "\n" + rest)
+
+
+def test_the_tree_keeps_its_floors(tree_copy: Path) -> None:
+    out = lint_imports(tree_copy)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 broken" in out.stdout
+
+
+def test_an_upward_import_breaks_the_floors(tree_copy: Path) -> None:
+    # The store (floor 1) reaching up to the desktops (floor 2), as it once did.
+    add_import(tree_copy / "app/store/schema.py", "from app.desktops import reaper  # noqa")
+    out = lint_imports(tree_copy)
+    assert out.returncode != 0
+    assert "Floors: each layer imports only the layers below it BROKEN" in out.stdout
+    assert "app.store.schema -> app.desktops.reaper" in out.stdout
+
+
+def test_siblings_on_one_floor_stay_apart(tree_copy: Path) -> None:
+    add_import(tree_copy / "app/users/simulated.py", "import app.agents.null  # noqa")
+    out = lint_imports(tree_copy)
+    assert out.returncode != 0
+    assert "app.users.simulated -> app.agents.null" in out.stdout
+
+
+def test_textual_outside_the_ui_breaks_a_contract(tree_copy: Path) -> None:
+    add_import(tree_copy / "app/episode/runner.py", "import textual  # noqa")
+    out = lint_imports(tree_copy)
+    assert out.returncode != 0
+    assert "Textual only in app.ui BROKEN" in out.stdout
