@@ -194,8 +194,8 @@ class _Call:
         self.where = f"{self.config.endpoint_name} {self.config.url}"
         self.tries = 0
         self.problem = ""
-        # Built from the two long-stable waits (wait_exponential_jitter's own
-        # parameters were renamed in tenacity 9.2); `_wait` applies the cap.
+        # Built from two long-stable waits, not wait_exponential_jitter, whose
+        # `initial` tenacity 9.2 deprecates; `_wait` applies the cap.
         self._backoff = wait_exponential(multiplier=self.config.backoff) + wait_random(
             0, self.config.backoff
         )
