@@ -1,9 +1,10 @@
 """The HTML report's plots: matplotlib figures of a summary's groups as inline SVG.
 
-Figures are made with `matplotlib.figure.Figure`, never pyplot, so no GUI backend
-is chosen and no display is needed; the SVG writer renders them (the Agg backend
-is matplotlib's default where pyplot is used). The SVG is made for inlining in one
-HTML page:
+Figures are made with `matplotlib.figure.Figure`, never pyplot: no display is
+opened and no backend is chosen for the whole process (as `matplotlib.use("Agg")`
+would, for every other user of matplotlib in it); `savefig(format="svg")` draws
+with matplotlib's SVG renderer directly. The SVG is made for inlining in one HTML
+page:
 
 - text stays text (`svg.fonttype: none`): labels can be read and searched, and
   matplotlib's XML writer escapes them;
