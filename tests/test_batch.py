@@ -31,8 +31,9 @@ from app.batch import (
 from app.core.actions import Action, Ask, Done, Type
 from app.core.errors import AgentUnavailable, DeskLoopError, StoreError, TaskError
 from app.desktops.base import Desktop
-from app.metrics.report import build_report, write_jsonl
+from app.metrics.report import write_jsonl
 from app.metrics.slots import Slot, batch_table
+from app.metrics.summary import summarize
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
@@ -344,7 +345,7 @@ def test_gimp_batch_killed_halfway_resumes_to_the_same_table(tmp_path: Path) -> 
             ).fetchall()
         assert after == before
 
-        report = build_report(store, batch)
+        report = summarize(store, batch)
         by_agent = {g.agent: g for g in report.by_agent}
         assert by_agent["reference"].success_rate == 1.0 and by_agent["reference"].episodes == 4
         assert by_agent["null"].success_rate == 0.0 and by_agent["null"].errors == 0
