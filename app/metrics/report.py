@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.core.tables import render_table
 from app.metrics.slots import batch_table
 from app.store import EpisodeRecord, Store
 
@@ -128,6 +129,7 @@ HEADERS = [
     "steps",
     "ask rate",
 ]
+_NO_EPISODES = "(no episodes)"
 
 
 def _pct(value: float | None) -> str:
@@ -153,26 +155,19 @@ def _row(g: GroupStats) -> list[str]:
     ]
 
 
-def _text_table(headers: list[str], rows: list[list[str]]) -> str:
-    if not rows:
-        return "(no episodes)"
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    return "\n".join(lines)
-
-
 def format_report(report: Report) -> str:
     title = f"batch {report.batch_id}" if report.batch_id else "all episodes"
     parts = [
         f"Report: {title}",
         "",
-        _text_table(HEADERS, [_row(g) for g in report.groups]),
+        render_table(HEADERS, [_row(g) for g in report.groups], empty=_NO_EPISODES),
     ]
     if report.by_agent:
-        parts += ["", "By agent:", _text_table(HEADERS, [_row(g) for g in report.by_agent])]
+        parts += [
+            "",
+            "By agent:",
+            render_table(HEADERS, [_row(g) for g in report.by_agent], empty=_NO_EPISODES),
+        ]
     parts += [
         "",
         "success, partial credit, steps and ask rate are over finished episodes; "
