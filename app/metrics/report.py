@@ -20,22 +20,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from app.core.tables import render_table
 from app.metrics.slots import counted_episodes
 from app.metrics.summary import COLUMNS, POLICY_NOTE, Summary, cells, outcome
 from app.store import EpisodeRecord, Store
 
 # -- text -----------------------------------------------------------------------------
 
-
-def _text_table(headers: list[str], rows: list[list[str]]) -> str:
-    if not rows:
-        return "(no episodes)"
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    return "\n".join(lines)
+_NO_EPISODES = "(no episodes)"
 
 
 def format_report(summary: Summary) -> str:
@@ -43,10 +35,14 @@ def format_report(summary: Summary) -> str:
     parts = [
         f"Report: {title}",
         "",
-        _text_table(COLUMNS, [cells(g) for g in summary.groups]),
+        render_table(COLUMNS, [cells(g) for g in summary.groups], empty=_NO_EPISODES),
     ]
     if summary.totals:
-        parts += ["", "By agent:", _text_table(COLUMNS, [cells(g) for g in summary.totals])]
+        parts += [
+            "",
+            "By agent:",
+            render_table(COLUMNS, [cells(g) for g in summary.totals], empty=_NO_EPISODES),
+        ]
     parts += ["", POLICY_NOTE]
     return "\n".join(parts)
 
