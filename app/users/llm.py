@@ -39,8 +39,9 @@ from typing import Any, Literal
 
 import httpx
 
-from app.core.conversation import Message, Source
+from app.core.conversation import Message
 from app.core.errors import AgentUnavailable, DeskLoopError
+from app.core.vocabulary import Source, UserMode
 from app.tasks.model import Task
 from app.users.simulated import NO_FURTHER_INFORMATION
 
@@ -155,7 +156,7 @@ def hidden_details(task: Task) -> str | None:
 class LLMUser:
     """A `User` that answers free questions through an OpenAI-compatible endpoint."""
 
-    mode: Literal["simulated", "person"] = "simulated"
+    mode: UserMode = "simulated"
     reviews_done = False
 
     def __init__(
