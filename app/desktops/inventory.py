@@ -23,7 +23,6 @@ import os
 import signal
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +30,9 @@ from pathlib import Path
 import libvirt
 
 from app.core.errors import DesktopError
-from app.desktops.libvirt import (
-    LibvirtConfig,
-    VmRecord,
-    list_vms,
-    open_connection,
-)
+from app.desktops.libvirt import LibvirtConfig, VmRecord, list_vms, open_connection
+from app.desktops.libvirt.domain import vnc_port
+from app.desktops.libvirt.record import LOCK_FILE
 from app.rfb.client import VncEndpoint
 
 VM_ACTIONS = ("start", "stop", "snapshot", "revert")
@@ -122,7 +118,7 @@ def list_libvirt(config: LibvirtConfig | None = None) -> BackendListing:
                 height=record.height if record else None,
                 vnc=vnc,
                 states=_saved_states(summary.dir, summary.states),
-                locked_by=lock_holder(summary.dir / ".lock"),
+                locked_by=lock_holder(summary.dir / LOCK_FILE),
                 dir=summary.dir,
             )
         )
@@ -138,12 +134,10 @@ def _vnc_ports(uri: str, domains: list[str]) -> dict[str, int]:
     try:
         for name in domains:
             try:
-                xml = conn.lookupByName(name).XMLDesc(0)
+                port = vnc_port(conn.lookupByName(name))
             except libvirt.libvirtError:
                 continue  # gone since it was listed
-            graphics = ET.fromstring(xml).find("./devices/graphics[@type='vnc']")
-            port = int(graphics.get("port", "-1")) if graphics is not None else -1
-            if port > 0:
+            if port:
                 ports[name] = port
     finally:
         conn.close()
