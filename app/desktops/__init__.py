@@ -4,7 +4,7 @@
 (VMs, a package; with `vm_host` for the host that runs them, `ssh_host` to log in
 to a remote one, and `ssh_guest` for their command channel) are the backends; `reaper`
 leaves nothing behind; `factory` makes one from backend options; `inventory` lists
-what exists.
+what exists and runs `deskloop vm` actions for the TUI.
 
 May import the RFB client, VM images and core; never tasks, the episode loop or above.
 """

@@ -29,7 +29,9 @@ The modules, each with its own concern:
 - `states`: saved start states (`StartState`, `state_key`) and where their files are;
 - `link`: the VNC and SSH connections to a running domain;
 - `desktop`: `LibvirtDesktop`, which drives the others through a desktop's life;
-- `listing`: the desktops that exist (`list_vms`) and `reach_vnc`.
+- `listing`: the desktops that exist (`list_vms`) and `reach_vnc`;
+- `actions`: one `deskloop vm` action in a child process, reporting as JSON lines
+  (`python -m app.desktops.libvirt`, for the TUI through `inventory`).
 """
 
 from app.desktops.libvirt.config import (

@@ -216,6 +216,12 @@ class LibvirtDesktop:
             await self._restore(state)
             return state
 
+    async def save_running(self, key: str) -> StartState:
+        """Save the desktop as it runs now, whichever process started it, as start
+        state `key`; it keeps running (`deskloop vm snapshot`)."""
+        await self.attach_running()
+        return await self.save_state(key)
+
     async def restore_state(self, key: str) -> None:
         async with self._lock:
             await self._vm.prepare()
