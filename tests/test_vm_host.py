@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from app.core.errors import DesktopError
-from app.desktops.vm_host import LocalHost, RemoteHost, SshTarget
+from app.desktops.ssh_host import SshTarget
+from app.desktops.vm_host import LocalHost, RemoteHost
 from app.vmimages.cache import Image
 from tests.sshd import SshdServer, start_sshd
 

@@ -132,9 +132,7 @@ def cmd_vm_snapshot(args: argparse.Namespace) -> int:
     desktop = _desktop(args)
 
     async def go() -> None:
-        # The running desktop as it is now: attach without resetting it.
-        await desktop.attach_running()
-        state = await desktop.save_state(args.key)
+        state = await desktop.save_running(args.key)
         print(f"saved start state {state.key} of {desktop.domain_name} in {state.dir}")
         _print_endpoint(desktop)
 

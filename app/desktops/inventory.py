@@ -6,12 +6,18 @@ start states with their times, and which process (if any) holds its lock. It nev
 raises because libvirtd is away: the listing then carries the reason, so a screen can
 say so instead of failing.
 
-`vm_command` runs one `deskloop vm ACTION NAME` in a child process. The TUI drives
-desktops it did not make that way, not in-process, for two reasons: a `LibvirtDesktop`
-holds the desktop's folder lock for as long as it lives, so an in-process one would
-lock other DeskLoop processes out of the VM until the TUI quits; and the child ends
-exactly as the CLI command does (domain left running, lock released), which the
-backend offers no in-process call for.
+`vm_command` runs one `deskloop vm` action (`app.desktops.libvirt.actions`) in a
+child process, which reports progress and its end as JSON lines on its stdout. The
+TUI drives desktops it did not make that way, not in-process:
+
+- a `LibvirtDesktop` holds its desktop's folder lock for as long as it lives; the
+  child's lives only as long as the action, so other DeskLoop processes can use the
+  VM as soon as it is done, and the domain is left running, as `deskloop vm` leaves it;
+- an action blocks in libvirt, SFTP and SSH calls in worker threads for up to
+  minutes (a cold boot, an image upload), which a cancelled coroutine cannot
+  interrupt; a child is stopped by a signal, and its lock goes with it;
+- a crash in libvirt's own code (its libssh transport has segfaulted in its event
+  thread here) takes the child down, not the TUI.
 """
 
 from __future__ import annotations
@@ -22,8 +28,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,16 +35,11 @@ from pathlib import Path
 import libvirt
 
 from app.core.errors import DesktopError
-from app.desktops.libvirt import (
-    LibvirtConfig,
-    VmRecord,
-    list_vms,
-    open_connection,
-)
+from app.desktops.libvirt import LibvirtConfig, VmRecord, list_vms, open_connection
+from app.desktops.libvirt.actions import VM_ACTIONS, Done, Failed, Progress, child_argv, decode
+from app.desktops.libvirt.domain import vnc_port
+from app.desktops.libvirt.record import LOCK_FILE
 from app.rfb.client import VncEndpoint
-
-VM_ACTIONS = ("start", "stop", "snapshot", "revert")
-"""The `deskloop vm` actions `vm_command` runs (the ones that keep the domain)."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +121,7 @@ def list_libvirt(config: LibvirtConfig | None = None) -> BackendListing:
                 height=record.height if record else None,
                 vnc=vnc,
                 states=_saved_states(summary.dir, summary.states),
-                locked_by=lock_holder(summary.dir / ".lock"),
+                locked_by=lock_holder(summary.dir / LOCK_FILE),
                 dir=summary.dir,
             )
         )
@@ -138,12 +137,10 @@ def _vnc_ports(uri: str, domains: list[str]) -> dict[str, int]:
     try:
         for name in domains:
             try:
-                xml = conn.lookupByName(name).XMLDesc(0)
+                port = vnc_port(conn.lookupByName(name))
             except libvirt.libvirtError:
                 continue  # gone since it was listed
-            graphics = ET.fromstring(xml).find("./devices/graphics[@type='vnc']")
-            port = int(graphics.get("port", "-1")) if graphics is not None else -1
-            if port > 0:
+            if port:
                 ports[name] = port
     finally:
         conn.close()
@@ -188,17 +185,17 @@ async def vm_command(
     *args: str,
     progress: Callable[[str], None] = lambda _line: None,
 ) -> None:
-    """Run `deskloop vm ACTION NAME ARGS...` in a child process, passing each line it
-    prints to `progress`. Cancelling interrupts it as Ctrl-C would the command.
+    """Run `deskloop vm ACTION NAME ARGS...` (ARGS: the state's key for snapshot and
+    revert) in a child process, passing each progress report to `progress`.
+    Cancelling interrupts it as Ctrl-C would the command.
 
     Raises:
-        DesktopError: the command failed; the message is what it printed as the error.
+        DesktopError: the action failed; the message is its error's.
     """
     if action not in VM_ACTIONS:
         raise DesktopError(f"vm action {action!r}: expected one of {', '.join(VM_ACTIONS)}")
-    argv = [sys.executable, "-m", "app.cli", "vm", action, name, *args]
     proc = await asyncio.create_subprocess_exec(
-        *argv,
+        *child_argv(action, name, *args),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -207,11 +204,17 @@ async def vm_command(
     )
     assert proc.stdout is not None and proc.stderr is not None
     errors = asyncio.ensure_future(proc.stderr.read())
+    failed: Failed | None = None
+    done = False
     try:
-        async for raw in proc.stdout:
-            line = raw.decode(errors="replace").strip()
-            if line:
-                progress(line)
+        async for line in proc.stdout:
+            report = decode(line)
+            if isinstance(report, Progress) and report.text.strip():
+                progress(report.text.strip())
+            elif isinstance(report, Failed):
+                failed = report
+            elif isinstance(report, Done):
+                done = True
         code = await proc.wait()
         err = (await errors).decode(errors="replace").strip()
     except asyncio.CancelledError:
@@ -219,14 +222,17 @@ async def vm_command(
         raise
     finally:
         errors.cancel()
-    if code != 0:
-        lines = err.splitlines()
-        # The CLI prints a DeskLoopError as "Title:" then the message.
-        if len(lines) > 1 and lines[0].endswith(":"):
-            lines = lines[1:]
-        why = "\n".join(lines[-15:]) or f"exit status {code}"
-        command = " ".join(["deskloop", "vm", action, name, *args])
-        raise DesktopError(f"`{command}` failed: {why}")
+    if code == 0 and done:
+        return
+    if failed is not None:
+        why = failed.message
+    else:
+        # It ended without saying why (killed, or a crash in libvirt's C code): what it
+        # wrote to stderr is all there is to show.
+        why = "\n".join(err.splitlines()[-15:]) or f"exit status {code}"
+    # Named as the command that does the same, so a person can run it to see more.
+    command = " ".join(["deskloop", "vm", action, name, *args])
+    raise DesktopError(f"`{command}` failed: {why}")
 
 
 async def _interrupt(proc: asyncio.subprocess.Process) -> None:

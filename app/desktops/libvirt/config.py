@@ -1,0 +1,128 @@
+"""Settings of libvirt desktops (`LibvirtConfig`), desktop names, and the recipe
+templates the settings point at (`fill_template`)."""
+
+from __future__ import annotations
+
+import os
+import string
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from app.core.errors import DesktopError
+from app.desktops.vm_host import VmHost, is_local_uri, open_host
+from app.vmimages.cache import cache_dir
+from app.vmimages.recipes import RECIPES_DIR
+
+DOMAIN_PREFIX = "deskloop-"
+DEFAULT_URI = "qemu:///system"
+DEFAULT_IMAGE = "gimp"
+# The /24 of the isolated network; override with $DESKLOOP_SUBNET (e.g. 10.99.1).
+DEFAULT_SUBNET = "10.213.77"
+
+# Tasks wait 90 s for GIMP's or Kdenlive's window, written for a native desktop where
+# they open in 3-13 s; under TCG they take about 2 min (FIELD_NOTES), so waits are
+# stretched this much there (270 s for those windows).
+TCG_TIME_SCALE = 3.0
+
+
+def detect_virt_type(exists: Callable[[str], bool] = os.path.exists) -> tuple[str, str]:
+    """('kvm' | 'qemu', why): the libvirt domain type a host can run; `exists`
+    looks at that host's files (this machine's by default).
+
+    Ordinary KVM (kvm_intel / kvm_amd loaded) boots stock guest kernels. A PVM
+    `/dev/kvm` (the kvm_pvm module) runs only specially built guest kernels, so
+    such hosts use software emulation (TCG), as do hosts without /dev/kvm.
+    $DESKLOOP_VIRT_TYPE overrides the choice.
+    """
+    forced = os.environ.get("DESKLOOP_VIRT_TYPE", "").strip().lower()
+    if forced:
+        if forced not in ("kvm", "qemu"):
+            raise DesktopError(f"DESKLOOP_VIRT_TYPE={forced!r}: expected 'kvm' or 'qemu'")
+        return forced, "set by DESKLOOP_VIRT_TYPE"
+    if exists("/sys/module/kvm_pvm"):
+        return "qemu", "software emulation (TCG): /dev/kvm is PVM, which cannot boot a stock kernel"
+    if not exists("/dev/kvm"):
+        return "qemu", "software emulation (TCG): no /dev/kvm"
+    for module in ("kvm_intel", "kvm_amd"):
+        if exists(f"/sys/module/{module}"):
+            return "kvm", f"hardware virtualization (KVM, {module})"
+    return "qemu", "software emulation (TCG): neither kvm_intel nor kvm_amd is loaded"
+
+
+@dataclass
+class LibvirtConfig:
+    """Settings for libvirt desktops; every field has an environment override."""
+
+    uri: str = field(default_factory=lambda: os.environ.get("DESKLOOP_LIBVIRT_URI", DEFAULT_URI))
+    virt_type: str | None = None  # None: detect_virt_type()
+    vcpus: int = field(default_factory=lambda: int(os.environ.get("DESKLOOP_VM_VCPUS", "2")))
+    memory_mib: int | None = None  # None: the image's default
+    subnet: str = field(default_factory=lambda: os.environ.get("DESKLOOP_SUBNET", DEFAULT_SUBNET))
+    cache: Path = field(default_factory=cache_dir)
+    recipes: Path = RECIPES_DIR
+    boot_timeout: float = 420.0
+    restore_timeout: float = 120.0
+    time_scale: float | None = field(default_factory=lambda: _env_float("DESKLOOP_TIME_SCALE"))
+    """Multiplier for waits written for a native desktop; None: TCG_TIME_SCALE under
+    software emulation, 1 under KVM."""
+    remote_cache: str | None = field(
+        default_factory=lambda: os.environ.get("DESKLOOP_REMOTE_CACHE") or None
+    )
+    """On a remote libvirt host: the absolute folder for images and desktop files
+    there; None: ~/.cache/deskloop of the SSH user."""
+
+    def virt(self, exists: Callable[[str], bool] = os.path.exists) -> tuple[str, str]:
+        if self.virt_type:
+            return self.virt_type, "set in the configuration"
+        return detect_virt_type(exists)
+
+    @property
+    def local(self) -> bool:
+        return is_local_uri(self.uri)
+
+    def open_host(self) -> VmHost:
+        """The machine that runs this URI's domains (blocking; connects over SSH)."""
+        return open_host(self.uri, self.cache, self.remote_cache)
+
+    def scale_for(self, virt_type: str) -> float:
+        if self.time_scale is not None:
+            return self.time_scale
+        return TCG_TIME_SCALE if virt_type == "qemu" else 1.0
+
+
+def _env_float(name: str) -> float | None:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise DesktopError(f"${name}={raw!r}: expected a number such as 3") from None
+    if value <= 0:
+        raise DesktopError(f"${name}={raw!r}: must be positive")
+    return value
+
+
+def validate_name(name: str) -> str:
+    if not name or len(name) > 40 or not all(c.isalnum() or c in "-_" for c in name):
+        raise DesktopError(
+            f"desktop name {name!r}: use 1-40 letters, digits, '-' or '_' "
+            f"(the libvirt domain is {DOMAIN_PREFIX}NAME)"
+        )
+    return name
+
+
+def fill_template(template_path: Path, values: dict[str, str]) -> str:
+    """A recipe template (`$name` placeholders) filled with XML-escaped `values`."""
+    try:
+        text = template_path.read_text()
+    except OSError as exc:
+        raise DesktopError(f"cannot read the template {template_path}: {exc}") from exc
+    try:
+        return string.Template(text).substitute(
+            {k: escape(v, {"'": "&apos;", '"': "&quot;"}) for k, v in values.items()}
+        )
+    except (KeyError, ValueError) as exc:
+        raise DesktopError(f"{template_path}: bad or missing placeholder {exc}") from exc
