@@ -13,40 +13,14 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from app.checks.tree import TreeError, leaves, parse_tree
 from app.core.errors import TaskError
+from app.core.validation import read_yaml, validation_problems
 from app.tasks.model import Task, UploadStep
 
 TASK_SUFFIXES = (".yaml", ".yml")
-
-
-def _format_loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in ("upload", "launch", "wait_window", "sleep") and out.endswith("]"):
-            # Discriminated-union tags repeat the step kind; keep it, it reads well.
-            out += f".{part}"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def _pydantic_problems(exc: ValidationError) -> list[str]:
-    problems = []
-    for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key (not part of the task format)"
-        elif err["type"] == "missing":
-            msg = "required field is missing"
-        problems.append(f"{_format_loc(loc) or '<top>'}: {msg}")
-    return problems
 
 
 def resolve_asset(folder: Path, relative: str, field: str) -> Path:
@@ -118,7 +92,9 @@ def parse_task(raw: Any, source: Path, data: bytes = b"") -> Task:
         task = Task.model_validate(fields)
     except ValidationError as exc:
         problems.extend(
-            p for p in _pydantic_problems(exc) if not (tree is None and p.startswith("evaluate"))
+            p
+            for p in validation_problems(exc, "task")
+            if not (tree is None and p.startswith("evaluate"))
         )
     if task is not None:
         stem = source.stem
@@ -139,17 +115,7 @@ def load_task(path: Path | str) -> Task:
             line per problem, each naming the file and the field path.
     """
     source = Path(path)
-    try:
-        data = source.read_bytes()
-    except OSError as exc:
-        raise TaskError(f"{source}: cannot read task file: {exc.strerror or exc}") from None
-    try:
-        raw = yaml.safe_load(data)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise TaskError(f"{source}: YAML syntax error{where}: {problem}") from None
+    data, raw = read_yaml(source, TaskError, "task file")
     return parse_task(raw, source, data)
 
 
