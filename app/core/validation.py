@@ -59,6 +59,9 @@ def validation_problems(
             msg = f"unknown key (not part of the {format_name} format)"
         elif err["type"] == "missing":
             msg = "required field is missing"
+        elif err["type"] == "model_type":
+            # Pydantic names the model class here, which means nothing to an author.
+            msg = f"expected a mapping of fields, got {type(err['input']).__name__}"
         where = field_path(err["loc"], hidden)
         problems.append(f"{where}: {msg}" if where else msg)
     return problems
