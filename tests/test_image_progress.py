@@ -97,18 +97,37 @@ def test_mmdebstrap_output_counts_each_apt_run_per_package() -> None:
         "updating the package lists",
         "downloading 3 packages",  # index downloads (Get:1 InRelease...) are not packages
         "extracting the essential packages",
-        "unpacking 3 packages",  # apt's simulated dpkg calls are not unpacks
-        "configuring 3 packages",
+        "installing 3 packages",  # apt's simulated dpkg calls are no install
         "downloading 2 packages",  # the second apt run counts from zero
-        "unpacking 2 packages",
-        "configuring 2 packages",
+        "installing 2 packages",
         "packing the layer",
     ]
-    unpack = [(u.done, u.total, u.item) for u in seen if u.step == "unpacking 3 packages"]
-    assert unpack == [(1, 3, "gcc-12-base"), (2, 3, "libc6"), (3, 3, "mawk")]
+    downloads = [(u.done, u.total, u.item) for u in seen if u.step == "downloading 3 packages"]
+    assert downloads == [(1, 3, "gcc-12-base"), (2, 3, "libc6"), (3, 3, "mawk")]
+    install = [(u.done, u.total, u.item) for u in seen if u.step == "installing 3 packages"]
+    assert install == [
+        (1, 6, "unpacking gcc-12-base"),
+        (2, 6, "unpacking libc6"),
+        (3, 6, "unpacking mawk"),
+        (4, 6, "setting up gcc-12-base"),
+        (5, 6, "setting up libc6"),
+        (6, 6, "setting up mawk"),
+    ]
     # libbsd0 is set up twice: the bar stops at its end.
-    last_configure = [u for u in seen if u.step == "configuring 2 packages"][-1]
-    assert (last_configure.done, last_configure.total) == (2, 2)
+    last = [u for u in seen if u.step == "installing 2 packages"][-1]
+    assert (last.done, last.total) == (4, 4)
+
+
+def test_apt_alternating_unpack_and_setup_batches_is_one_step() -> None:
+    # apt-get install unpacks and sets up in batches, as in the real base layer's log.
+    output = ["0 upgraded, 4 newly installed, 0 to remove and 0 not upgraded."]
+    for batch in (("a", "b"), ("c", "d")):
+        output += [f"Unpacking {p} (1) ..." for p in batch]
+        output += [f"Setting up {p}:amd64 (1) ..." for p in batch]
+    seen = updates(AptOutput(), output)
+    assert {u.step for u in seen} == {"installing 4 packages"}
+    assert [u.done for u in seen] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert seen[-1].item == "setting up d"
 
 
 def test_apt_get_install_in_a_layer_is_counted_the_same() -> None:
@@ -120,7 +139,7 @@ def test_apt_get_install_in_a_layer_is_counted_the_same() -> None:
     ]
     assert updates(AptOutput(), output) == [
         StepUpdate("downloading 3 packages", 1, 3, "gimp"),
-        StepUpdate("unpacking 3 packages", 1, 3, "gimp"),
+        StepUpdate("installing 3 packages", 1, 6, "unpacking gimp"),
     ]
 
 
@@ -161,11 +180,9 @@ def test_lines_report_one_line_per_step_not_per_package() -> None:
         "[1/4] layer base: updating the package lists",
         "[1/4] layer base: downloading 3 packages",
         "[1/4] layer base: extracting the essential packages",
-        "[1/4] layer base: unpacking 3 packages",
-        "[1/4] layer base: configuring 3 packages",
+        "[1/4] layer base: installing 3 packages",
         "[1/4] layer base: downloading 2 packages",
-        "[1/4] layer base: unpacking 2 packages",
-        "[1/4] layer base: configuring 2 packages",
+        "[1/4] layer base: installing 2 packages",
         "[1/4] layer base: packing the layer",
         "[3/4] filesystem: converting to qcow2",
     ]

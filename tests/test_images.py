@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -171,6 +172,14 @@ def test_base_image_builds_with_manifest_and_is_cached() -> None:
     lines: list[str] = []
     image = build_image("base", progress=lines.append)
     assert image.disk.is_file() and image.kernel.is_file() and image.initrd.is_file()
+    if "[1/4] layer base: building ..." in lines:
+        # Built just now: the progress inside the stage was read from mmdebstrap's
+        # output, a line per step (not per package) through the callback.
+        for step in ("downloading", "installing"):
+            assert any(re.fullmatch(rf"\[1/4\] layer base: {step} \d+ packages", x) for x in lines)
+        assert len(lines) < 60, lines
+    if not any("up to date" in line for line in lines):
+        assert "[3/4] filesystem: converting to qcow2" in lines
     manifest = json.loads((image.dir / "manifest.json").read_text())
     assert manifest == image.manifest
     assert manifest["recipe_hash"] == recipe_hash(get_recipe("base"))

@@ -5,8 +5,10 @@ far they are in their output, which the builder reads as it comes:
 
 - `AptOutput`: apt and dpkg as run by ``mmdebstrap --verbose`` or ``apt-get install``.
   ``N upgraded, M newly installed`` gives the count of a run's packages, then
-  ``Get:`` lines count downloads, ``Unpacking`` and ``Setting up`` lines unpacking
-  and configuring. mmdebstrap's own ``I:`` lines name its steps between them.
+  ``Get:`` lines count downloads and ``Unpacking`` and ``Setting up`` lines the
+  install (one step: apt unpacks and sets up in alternating batches, so each package
+  counts twice, as mmdebstrap's own bar does). mmdebstrap's ``I:`` lines name its
+  steps between them.
 - `QemuImgOutput`: ``qemu-img convert -p`` prints ``(12.34/100%)`` pieces ended by
   a carriage return.
 
@@ -83,7 +85,6 @@ _SUMMARY = re.compile(r"^(\d+) upgraded, (\d+) newly installed")
 # downloads (``Get:2 URI bookworm/main amd64 Packages [8790 kB]``) have fewer fields.
 _GET = re.compile(r"^Get:\d+\s+\S+\s+\S+\s+\S+\s+(?P<package>\S+)\s+\S+\s+\S+\s+\[")
 _DPKG = re.compile(r"^(?P<verb>Unpacking|Setting up) (?P<package>[^\s:]+)(?::\S+)? \(")
-_VERBS = {"Get": "downloading", "Unpacking": "unpacking", "Setting up": "configuring"}
 # mmdebstrap's steps that print no count; the others are counted from apt and dpkg.
 _MMDEBSTRAP_STEPS = {
     "I: running apt-get update...": "updating the package lists",
@@ -97,7 +98,8 @@ class AptOutput:
 
     def __init__(self) -> None:
         self._total: int | None = None
-        self._done: dict[str, int] = {}
+        self._downloaded = 0
+        self._installed = 0  # unpacked plus set up: each package counts twice
 
     def feed(self, piece: str) -> StepUpdate | None:
         line = piece.strip()
@@ -106,23 +108,26 @@ class AptOutput:
         if summary := _SUMMARY.match(line):
             # A new apt run (mmdebstrap has two): its own count, from zero.
             self._total = int(summary[1]) + int(summary[2])
-            self._done = {}
+            self._downloaded = self._installed = 0
             return None
-        if self._total is None:
+        total = self._total
+        if total is None:
             return None  # apt-get update's index downloads come before any count
         if get := _GET.match(line):
-            return self._count("downloading", get["package"])
+            self._downloaded += 1
+            done = min(self._downloaded, total)
+            return StepUpdate(f"downloading {total} packages", done, total, get["package"])
         if dpkg := _DPKG.match(line):
-            return self._count(_VERBS[dpkg["verb"]], dpkg["package"])
+            # dpkg may set a package up twice; a bar never goes past its end.
+            self._installed = min(self._installed + 1, 2 * total)
+            verb = "unpacking" if dpkg["verb"] == "Unpacking" else "setting up"
+            return StepUpdate(
+                f"installing {total} packages",
+                self._installed,
+                2 * total,
+                f"{verb} {dpkg['package']}",
+            )
         return None
-
-    def _count(self, verb: str, package: str) -> StepUpdate:
-        assert self._total is not None
-        done = self._done[verb] = self._done.get(verb, 0) + 1
-        # dpkg may set a package up twice (triggers); a bar never goes past its end.
-        return StepUpdate(
-            f"{verb} {self._total} packages", min(done, self._total), self._total, package
-        )
 
 
 _PERCENT = re.compile(r"\((\d+(?:\.\d+)?)/100%\)")
@@ -219,7 +224,7 @@ class LiveReport(BuildReport):
 
     def close(self) -> None:
         super().close()
-        if self._task is not None:
+        if self._task is not None:  # the bars run from the first step on
             self._bars.remove_task(self._task)
             self._task = None
-        self._bars.stop()
+            self._bars.stop()
