@@ -37,6 +37,7 @@ from pathlib import Path
 
 from app.batch import BatchOptions, Host, hosts_from_env, parse_hosts, resolve_tasks, start_batch
 from app.core.errors import DeskLoopError
+from app.core.tables import render_table
 from app.store import Store
 
 
@@ -91,13 +92,12 @@ def main() -> None:
                 one(args.task, args.episodes, concurrency, backend, hosts)
             )
     print("\nepisodes/hour")
-    print("backend   " + "".join(f"  concurrency {c:<3}" for c in args.concurrency))
+    rows = []
     for backend in dict.fromkeys(args.backend):
-        cells = []
-        for concurrency in args.concurrency:
-            rate = rates[backend, concurrency]
-            cells.append(f"  {'skipped' if rate is None else f'{rate:.1f}':<15}")
-        print(f"{backend:<10}" + "".join(cells))
+        cells = [rates[backend, c] for c in args.concurrency]
+        rows.append([backend, *("skipped" if r is None else f"{r:.1f}" for r in cells)])
+    headers = ["backend", *(f"concurrency {c}" for c in args.concurrency)]
+    print(render_table(headers, rows, empty="(no backend)"))
 
 
 if __name__ == "__main__":

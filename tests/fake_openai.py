@@ -1,8 +1,9 @@
 """A real HTTP server speaking the OpenAI chat-completions shape, replaying a script.
 
 Each POST to /v1/chat/completions takes the next scripted reply (status, JSON or
-text body, headers, optional delay before answering) and records the request, so
-tests check what the agent sent as well as what it made of the answer. The reply
+text body, headers, optional delay before answering, or a dropped connection) and
+records the request and when it came, so tests check what the agent sent as well as
+what it made of the answer. The reply
 bodies follow the shape recorded from real endpoints (id, object, created, model,
 choices[].message with tool_calls or content, usage).
 """
@@ -23,6 +24,10 @@ class Reply:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    """Seconds before answering; cut short when the endpoint closes, so a test of a
+    hung server does not leave a thread sleeping."""
+    drop: bool = False
+    """Close the connection without answering (a server that died mid-request)."""
 
 
 @dataclass
@@ -30,6 +35,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    at: float = 0.0
+    """time.monotonic() when the request came."""
 
 
 def completion(
@@ -77,6 +84,16 @@ def text_reply(content: str) -> Reply:
     return Reply(body=completion(content=content))
 
 
+def hang(seconds: float = 60.0) -> Reply:
+    """A server that takes the request and does not answer for `seconds`."""
+    return Reply(body=completion(content="too late"), delay=seconds)
+
+
+def dropped() -> Reply:
+    """A server that closes the connection without an answer."""
+    return Reply(drop=True)
+
+
 def error_reply(status: int, headers: dict[str, str] | None = None) -> Reply:
     return Reply(
         status=status,
@@ -92,6 +109,7 @@ class FakeEndpoint:
         self.replies = list(replies)
         self.received: list[Received] = []
         self._lock = threading.Lock()
+        self._closing = threading.Event()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -103,7 +121,12 @@ class FakeEndpoint:
                 raw = self.rfile.read(length)
                 with outer._lock:
                     outer.received.append(
-                        Received(self.path, dict(self.headers.items()), json.loads(raw))
+                        Received(
+                            self.path,
+                            dict(self.headers.items()),
+                            json.loads(raw),
+                            time.monotonic(),
+                        )
                     )
                     reply = (
                         outer.replies.pop(0)
@@ -111,7 +134,10 @@ class FakeEndpoint:
                         else Reply(500, "fake endpoint: no more recorded replies")
                     )
                 if reply.delay:
-                    time.sleep(reply.delay)  # the server is slow on purpose
+                    outer._closing.wait(reply.delay)  # the server is slow on purpose
+                if reply.drop:
+                    self.close_connection = True
+                    return
                 data = (
                     reply.body.encode()
                     if isinstance(reply.body, str)
@@ -142,6 +168,7 @@ class FakeEndpoint:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self.server.shutdown()
         self.server.server_close()
         self._thread.join(timeout=5)

@@ -9,6 +9,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -20,19 +21,20 @@ from app.agents.openai import OpenAIConfig
 from app.batch import (
     BatchOptions,
     DesktopSpec,
-    Progress,
-    is_infrastructure_error,
     load_suite,
-    make_pool_desktop,
     resolve_tasks,
     resume_batch,
     start_batch,
 )
+from app.batch.pool import make_pool_desktop
+from app.batch.progress import Progress
+from app.batch.retry import is_infrastructure_error
 from app.core.actions import Action, Ask, Done, Type
 from app.core.errors import AgentUnavailable, DeskLoopError, StoreError, TaskError
 from app.desktops.base import Desktop
-from app.metrics.report import build_report, write_jsonl
+from app.metrics.report import write_jsonl
 from app.metrics.slots import Slot, batch_table
+from app.metrics.summary import summarize
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
@@ -89,6 +91,25 @@ def test_progress_line_counts_and_eta() -> None:
     assert "3/4 done" in line and "1 passed" in line and "1 errored" in line
     assert "1 retried" in line and "ETA" in line and "ETA ?" not in line
     assert stream.getvalue().count("\n") == 3  # not a terminal: a line per change
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_is_a_bar_with_the_log_above_it() -> None:
+    stream, stderr = _Terminal(), sys.stderr
+    progress = Progress(total=2, stream=stream)
+    progress.show()
+    print("host qemu:///system works again", file=sys.stderr)  # a log line meanwhile
+    progress.finished("finished", True)
+    progress.close()
+    out = stream.getvalue()
+    # rich's bar, not the plain line; the log line went through the bar's console.
+    assert "━" in out and "[#" not in out and "1/2 done · 1 passed" in out
+    assert "host qemu:///system works again" in out
+    assert sys.stderr is stderr  # the bar gave stderr back
 
 
 def _task(tmp_path: Path) -> Task:
@@ -344,7 +365,7 @@ def test_gimp_batch_killed_halfway_resumes_to_the_same_table(tmp_path: Path) -> 
             ).fetchall()
         assert after == before
 
-        report = build_report(store, batch)
+        report = summarize(store, batch)
         by_agent = {g.agent: g for g in report.by_agent}
         assert by_agent["reference"].success_rate == 1.0 and by_agent["reference"].episodes == 4
         assert by_agent["null"].success_rate == 0.0 and by_agent["null"].errors == 0

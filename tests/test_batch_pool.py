@@ -19,17 +19,16 @@ import pytest
 
 from app.batch import (
     BatchOptions,
-    DesktopPool,
     DesktopSpec,
     Host,
-    failed_at_startup,
     hosts_from_env,
-    parse_host,
     parse_hosts,
-    pool_hosts,
     resume_batch,
     start_batch,
 )
+from app.batch.hosts import parse_host
+from app.batch.pool import DesktopPool, pool_hosts
+from app.batch.retry import failed_at_startup
 from app.core.actions import GuiAction
 from app.core.commands import CommandResult
 from app.core.errors import DeskLoopError, DesktopError, GuestError

@@ -49,6 +49,7 @@ def test_episodes_through_reset_and_step(tmp_path: Path) -> None:
         assert info["seed"] == 7 and info["episode_id"] is not None
         assert obs["screen"].shape == (800, 1280, 3) and obs["screen"].dtype == np.uint8
         assert obs["instruction"] == "Create the file ~/one.txt." and obs["step"] == 0
+        assert env.observation_space.contains(obs)
         first_episode = info["episode_id"]
 
         obs, reward, terminated, truncated, info = env.step({"type": "touch ~/one.txt\n"})
@@ -63,6 +64,7 @@ def test_episodes_through_reset_and_step(tmp_path: Path) -> None:
         assert (reward, terminated, truncated) == (0.0, False, False)
         assert obs["instruction"] == "Also create ~/two.txt."
         assert [m["kind"] for m in obs["messages"]] == ["instruction", "done", "feedback"]
+        assert env.observation_space.contains(obs)
 
         env.step({"kind": "type", "text": "touch ~/two.txt\n"})
         obs, reward, terminated, truncated, info = env.step(Done())

@@ -64,6 +64,14 @@ def test_siblings_on_one_floor_stay_apart(tree_copy: Path) -> None:
     assert "app.users.simulated -> app.agents.null" in out.stdout
 
 
+def test_the_endpoint_client_stays_below_agents_and_users(tree_copy: Path) -> None:
+    # The client is shared by agents and users only because neither is above it.
+    add_import(tree_copy / "app/endpoints/client.py", "import app.users.simulated  # noqa")
+    out = lint_imports(tree_copy)
+    assert out.returncode != 0
+    assert "app.endpoints.client -> app.users.simulated" in out.stdout
+
+
 def test_textual_outside_the_ui_breaks_a_contract(tree_copy: Path) -> None:
     add_import(tree_copy / "app/episode/runner.py", "import textual  # noqa")
     out = lint_imports(tree_copy)

@@ -1,109 +1,22 @@
 """Reports over a real store: grouping, rates over finished episodes, a batch's final
-slots only, a self-contained HTML page, and a JSONL export that `datasets` loads."""
+slots only, a self-contained HTML page from the template with matplotlib plots, and a
+JSONL export that `datasets` loads."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
 
 import pytest
+from lxml import etree
+from lxml import html as lxml_html
 
-from app.metrics.report import build_report, format_report, render_html, write_jsonl
+from app.metrics.html_report import render_html
+from app.metrics.report import format_report, write_jsonl
+from app.metrics.summary import cells, summarize
 from app.store import Store
-
-
-def add_episode(
-    store: Store,
-    *,
-    task: str = "gimp-a",
-    app: str = "gimp",
-    level: str = "L1",
-    interactive: bool = False,
-    agent: str = "reference",
-    status: Literal["finished", "error"] = "finished",
-    passed: bool = True,
-    score: float = 1.0,
-    steps: int = 3,
-    asks: int = 0,
-    batch: str | None = None,
-    slot: tuple[str, int, int] | None = None,
-) -> int:
-    eid = store.start_episode(
-        task_id=task,
-        task_path=f"tasks/{app}/{task}.yaml",
-        task_sha256="0" * 64,
-        app=app,
-        level=level,
-        interactive=interactive,
-        agent=agent,
-        user_mode="simulated",
-        backend="local",
-        batch_id=batch,
-    )
-    if slot is not None:
-        store.tag_batch_slot(eid, agent=slot[0], repeat=slot[1], attempt=slot[2])
-    store.record_message(eid, role="user", kind="instruction", text="Do it.", step=0, source="task")
-    png = b"\x89PNG fake frame bytes"  # the store keeps frame bytes as given
-    frame = store.save_frame(eid, 0, png)
-    actions: list[dict[str, Any]] = [
-        {"kind": "click", "x": 1, "y": 2, "button": "left", "count": 1},
-        {"kind": "type", "text": "hi"},
-        {"kind": "rejected", "raw": {"name": "nope", "arguments": "{"}},
-    ]
-    for idx in range(steps):
-        action = actions[idx % len(actions)]
-        store.record_step(
-            eid,
-            idx=idx,
-            action=action,
-            kind=action["kind"],
-            description=action["kind"],
-            started_at=1_764_480_000.0 + idx,
-            agent_seconds=0.5,
-            act_seconds=0.01,
-            settle_seconds=0.2,
-            frame=frame,
-            phase_index=None,
-            active_message_id=None,
-            error="unknown tool" if action["kind"] == "rejected" else None,
-            agent_info={"prompt_tokens": 100 + idx, "tool_call": {"name": action["kind"]}}
-            if agent.startswith("openai")
-            else None,
-        )
-    for n in range(asks):
-        store.record_message(
-            eid, role="agent", kind="question", text=f"q{n}?", step=n, source="agent"
-        )
-        store.record_message(
-            eid, role="user", kind="answer", text="No idea.", step=n, source="simulated"
-        )
-    if status == "finished":
-        store.record_score(
-            eid,
-            passed=passed,
-            score=score,
-            checks=[
-                {"path": "all/0", "name": "file_exists", "passed": passed, "score": score},
-                {
-                    "path": "all/1",
-                    "name": "image_size",
-                    "params": {"width": 400},
-                    "passed": passed,
-                    "score": score,
-                    "weight": 2.0,
-                },
-            ],
-        )
-    store.finish_episode(
-        eid,
-        status=status,
-        end_reason="done" if status == "finished" else "error",
-        steps=steps,
-        error=None if status == "finished" else "Desktop error: did not start",
-    )
-    return eid
+from tests.recorded_episodes import add_episode
 
 
 @pytest.fixture
@@ -119,22 +32,24 @@ def store() -> Store:
 
 
 def test_groups_and_rates_over_finished_episodes(store: Store) -> None:
-    report = build_report(store)
-    groups = {(g.level, g.mode, g.agent): g for g in report.groups}
+    report = summarize(store)
+    groups = {(g.level, g.kind, g.agent): g for g in report.groups}
     assert set(groups) == {
         ("L1", "standard", "reference"),
         ("L1", "standard", "openai:m"),
         ("L2", "interactive", "openai:m"),
     }
+    assert {g.user for g in report.groups} == {"simulated"}
     model = groups[("L1", "standard", "openai:m")]
-    assert (model.episodes, model.finished, model.errors) == (3, 2, 1)
+    assert (model.episodes, model.finished, model.errors, model.aborted) == (3, 2, 1, 0)
     assert model.success_rate == 0.5 and model.mean_score == 0.75 and model.mean_steps == 5.0
     assert model.ask_rate == 0.5 and model.asks_per_episode == 1.0
     reference = groups[("L1", "standard", "reference")]
     assert reference.success_rate == 1.0 and reference.mean_steps == 10.0
     assert reference.ask_rate == 0.0
-    overall = {g.agent: g for g in report.by_agent}
-    assert overall["openai:m"].episodes == 4 and overall["openai:m"].finished == 3
+    by_agent = {g.agent: g for g in report.by_agent}
+    assert by_agent["openai:m"].episodes == 4 and by_agent["openai:m"].finished == 3
+    assert report.overall is not None and report.overall.success_rate == 4 / 5
     text = format_report(report)
     assert "openai:m" in text and "50%" in text and "interactive" in text
 
@@ -151,17 +66,76 @@ def test_a_batch_counts_each_slot_once(store: Store) -> None:
     add_episode(store, agent="null", status="error", batch="b", slot=("null", 0, 0))
     add_episode(store, agent="null", passed=False, score=0.0, batch="b", slot=("null", 0, 1))
     add_episode(store, agent="null", passed=False, score=0.0, batch="b", slot=("null", 1, 0))
-    report = build_report(store, "b")
-    (group,) = report.groups
-    assert (group.episodes, group.errors, group.success_rate) == (2, 0, 0.0)
+    (group,) = summarize(store, "b").groups
+    assert (group.episodes, group.errors, group.retries, group.success_rate) == (2, 0, 1, 0.0)
+    # Over the whole database the slot counts once too: its error try is a retry.
+    everything = {g.agent: g for g in summarize(store).by_agent}
+    assert (everything["null"].episodes, everything["null"].retries) == (2, 1)
 
 
-def test_html_is_self_contained(store: Store) -> None:
-    page = render_html(build_report(store))
-    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 3
-    assert "<script" not in page.lower()
-    assert not re.search(r"(src|href)\s*=", page)  # nothing loaded from anywhere
-    assert "openai:m" in page and "<table>" in page
+def parse_page(page: str) -> etree._Element:
+    """The page parsed twice: as strict XML, so any unescaped `<` or `&` fails, and
+    as HTML the way a browser's parser reads it; returns the HTML tree."""
+    etree.fromstring(page.encode(), etree.XMLParser(resolve_entities=False, no_network=True))
+    return lxml_html.document_fromstring(page)
+
+
+def test_html_page_parses_is_self_contained_and_holds_the_figures(store: Store) -> None:
+    summary = summarize(store)
+    page = render_html(summary)
+    assert page.startswith("<!DOCTYPE html>")
+    tree = parse_page(page)
+    assert "<script" not in page.lower() and "<link" not in page.lower()
+    # Nothing is loaded from anywhere: every reference points into the page.
+    assert all(ref.startswith("#") for ref in re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', page))
+    assert all(ref.startswith("#") for ref in re.findall(r"url\(([^)]*)\)", page))
+    assert "DOCTYPE svg" not in page  # matplotlib's prolog names a DTD URL
+    # The tables hold the summary's figures, cell for cell.
+    rows = [[td.text_content() for td in tr.xpath("td")] for tr in tree.xpath("//tbody/tr")]
+    assert rows[: len(summary.groups) + len(summary.totals)] == [
+        cells(g) for g in [*summary.groups, *summary.totals]
+    ]
+    # Three real plots: matplotlib SVG with the groups as tick labels, one id each.
+    svgs = tree.xpath("//*[local-name()='svg']")
+    assert [s.get("id") for s in svgs] == ["success", "outcomes", "credit"]
+    for svg in svgs:
+        labels = {t.text_content() for t in svg.xpath(".//*[local-name()='text']")}
+        assert {g.label for g in summary.groups} <= labels
+    assert "1/2" in page and "aborted" in page  # k/n beside a bar; the outcomes legend
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    # The errored episode is listed with its reason.
+    assert "Desktop error: did not start" in page
+
+
+def test_html_escapes_hostile_task_ids_agents_and_messages() -> None:
+    hostile_task = '<script>alert("task")</script>'
+    hostile_agent = '"><img src=x onerror=alert(1)> $a$ --> &amp;'
+    hostile_error = "</td></table><script>alert(2)</script> <!-- & -->"
+    with Store.memory() as store:
+        add_episode(store, task=hostile_task, agent=hostile_agent)
+        add_episode(
+            store, task=hostile_task, agent=hostile_agent, status="error", error=hostile_error
+        )
+        page = render_html(summarize(store))
+    tree = parse_page(page)
+    assert "<script" not in page and "<img" not in page
+    assert not tree.xpath("//script | //img | //*[@onerror]")
+    text = tree.text_content()
+    assert hostile_task in text and hostile_error in text
+    # The agent, as written, in the tables and in every plot's labels.
+    assert sum(hostile_agent in td.text_content() for td in tree.xpath("//td")) >= 3
+    assert all(
+        any(hostile_agent in t.text_content() for t in svg.xpath(".//*[local-name()='text']"))
+        for svg in tree.xpath("//*[local-name()='svg']")
+    )
+
+
+def test_html_without_episodes() -> None:
+    with Store.memory() as store:
+        page = render_html(summarize(store))
+    parse_page(page)
+    assert "(no episodes)" in page and "<svg" not in page
 
 
 def test_jsonl_export_has_one_schema_and_loads_with_datasets(store: Store, tmp_path: Path) -> None:
@@ -183,6 +157,14 @@ def test_jsonl_export_has_one_schema_and_loads_with_datasets(store: Store, tmp_p
     )
     assert loaded.num_rows == 6
     assert loaded.column_names == list(first)
+    assert [line["outcome"] for line in lines] == [
+        "passed",
+        "passed",
+        "failed",
+        "passed",
+        "error",
+        "passed",
+    ]
     model_row = loaded[2]
     assert model_row["agent"] == "openai:m" and model_row["score"] == 0.5
     assert json.loads(model_row["actions"][2]["action_json"])["kind"] == "rejected"

@@ -1,52 +1,120 @@
-"""Results aggregation: groups, rates and what counts as a failure."""
+"""The figures' policy (app.metrics.summary): groups, outcomes, what rates are over,
+and how batch retries count."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.metrics.summary import aggregate, ask_counts, results, total
-from app.store import Store
+from app.metrics.slots import counted_episodes
+from app.metrics.summary import cells, outcome, summarize
+from app.store import EndReason, Store
+from tests.recorded_episodes import add_episode
 from tests.ui.helpers import record_episode
 
 
-def test_groups_by_app_level_and_kind() -> None:
+def test_groups_by_app_level_kind_agent_and_user() -> None:
     with Store.memory() as store:
         record_episode(store, task_id="a", score=1.0)
         record_episode(store, task_id="a", passed=False, score=0.5)
+        record_episode(store, task_id="a", user_mode="person", passed=False, score=0.0)
         record_episode(store, task_id="b", level="L2", interactive=True, asks=2)
         record_episode(store, task_id="c", app="blender", passed=None, score=None)
-        rows = results(store)
-    assert [(r.app, r.level, r.mode) for r in rows] == [
-        ("blender", "L1", "standard"),
-        ("gimp", "L1", "standard"),
-        ("gimp", "L2", "interactive"),
+        summary = summarize(store)
+    assert [(g.app, g.level, g.kind, g.agent, g.user) for g in summary.groups] == [
+        ("blender", "L1", "standard", "reference", "simulated"),
+        ("gimp", "L1", "standard", "reference", "person"),
+        ("gimp", "L1", "standard", "reference", "simulated"),
+        ("gimp", "L2", "interactive", "reference", "simulated"),
     ]
-    blender, gimp_l1, gimp_l2 = rows
-    assert blender.episodes == 1 and blender.passed == 0 and blender.mean_score == 0.0
+    blender, person, gimp_l1, gimp_l2 = summary.groups
+    assert (blender.errors, blender.episodes, blender.finished) == (1, 1, 0)
     assert gimp_l1.success_rate == 0.5 and gimp_l1.mean_score == pytest.approx(0.75)
-    assert gimp_l1.ask_rate == 0.0
+    assert gimp_l1.ask_rate == 0.0 and person.success_rate == 0.0
     assert gimp_l2.asks == 2 and gimp_l2.asked == 1 and gimp_l2.ask_rate == 1.0
-    everything = total(rows)
-    assert everything is not None and everything.episodes == 4 and everything.passed == 2
-    assert everything.mean_score == pytest.approx((0 + 1.0 + 0.5 + 1.0) / 4)
+    assert gimp_l2.asks_per_episode == 2.0
+    # One agent: its row and the overall row have the same figures.
+    (agent,) = summary.by_agent
+    assert summary.overall is not None
+    assert cells(agent)[5:] == cells(summary.overall)[5:]
+    assert [t.agent for t in summary.totals] == ["reference", "all"]
+
+
+def test_an_error_is_counted_apart_and_left_out_of_every_rate() -> None:
+    # Once the TUI counted it as a failure with no credit and `report` left it out.
+    with Store.memory() as store:
+        add_episode(store, score=1.0)
+        add_episode(store, passed=False, score=0.5, end_reason="fail")
+        add_episode(store, status="error")
+        add_episode(store, status="error", end_reason="aborted", error="aborted during episode")
+        add_episode(store, app="blender", status="error")
+        summary = summarize(store)
+    gimp = summary.groups[1]
+    assert (gimp.episodes, gimp.passed, gimp.failed, gimp.errors, gimp.aborted) == (4, 1, 1, 1, 1)
+    assert gimp.success_rate == 0.5 and gimp.mean_score == 0.75 and gimp.mean_steps == 3.0
+    lo, hi = gimp.success_interval or (0.0, 0.0)
+    assert 0.0 < lo < 0.5 < hi < 1.0
+    # A group with no finished episode has no rate, not 0%.
+    blender = summary.groups[0]
+    assert blender.errors == 1 and blender.success_rate is None and blender.success_interval is None
+    assert cells(blender)[11:] == ["-", "-", "-", "-", "-"]
+    assert [e.app for e in summary.unscored] == ["gimp", "gimp", "blender"]
+
+
+@pytest.mark.parametrize(
+    ("end_reason", "passed", "expected"),
+    [
+        ("done", True, "passed"),
+        ("done", False, "failed"),
+        ("fail", False, "failed"),
+        ("step_budget", False, "failed"),
+        ("time_budget", False, "failed"),
+    ],
+)
+def test_every_finished_episode_is_an_attempt(
+    end_reason: EndReason, passed: bool, expected: str
+) -> None:
+    """The agent's FAIL and a spent budget are failures, not errors."""
+    with Store.memory() as store:
+        episode = add_episode(store, passed=passed, score=float(passed), end_reason=end_reason)
+        assert outcome(store.get_episode(episode)) == expected
 
 
 def test_running_episodes_are_left_out() -> None:
     with Store.memory() as store:
         record_episode(store, task_id="a")
-        store.start_episode(
-            task_id="a",
-            task_path="a.yaml",
-            task_sha256="0",
-            app="gimp",
-            level="L1",
-            interactive=False,
-            agent="x",
-            user_mode="simulated",
-            backend="local",
-        )
-        episodes = store.list_episodes(limit=None)
-        assert len(episodes) == 2
-        rows = aggregate(episodes, ask_counts(store, episodes))
-    assert [r.episodes for r in rows] == [1]
-    assert total([]) is None
+        running = add_episode(store, task="a", status="running")
+        assert outcome(store.get_episode(running)) is None
+        summary = summarize(store)
+    assert [g.episodes for g in summary.groups] == [1]
+    with Store.memory() as empty:
+        nothing = summarize(empty)
+    assert nothing.groups == [] and nothing.overall is None and nothing.totals == []
+
+
+def test_a_slot_counts_once_and_its_other_tries_are_retries() -> None:
+    suite = {
+        "tasks": [{"id": "gimp-a", "path": "x", "sha256": "0" * 64}],
+        "agents": ["null"],
+        "repeats": 3,
+    }
+    with Store.memory() as store:
+        store.create_batch("b", suite)
+        first = add_episode(store, agent="null", status="error", batch="b", slot=("null", 0, 0))
+        add_episode(store, agent="null", passed=False, score=0.0, batch="b", slot=("null", 0, 1))
+        add_episode(store, agent="null", status="error", batch="b", slot=("null", 1, 0))
+        add_episode(store, agent="null", status="error", batch="b", slot=("null", 1, 1))
+        add_episode(store, agent="null", status="error", batch="b", slot=("null", 2, 0))
+        add_episode(store, agent="null", status="running", batch="b", slot=("null", 2, 1))
+        add_episode(store, agent="null")  # outside the batch
+        counted = counted_episodes(store)
+        assert [e.id for e in counted.retries] == [first, first + 2, first + 4]
+        assert len(counted.episodes) == 3
+        for batch_id in ("b", None):
+            (group,) = summarize(store, batch_id).groups
+            outside = 0 if batch_id else 1
+            assert (group.passed, group.failed, group.errors, group.retries) == (
+                outside,
+                1,
+                1,
+                3,
+            )

@@ -3,5 +3,5 @@
 endpoints), `person` (a person driving through a VNC viewer) and `factory` (an agent
 spec string → an agent).
 
-May import the desktops' contract, the RFB proxy, tasks and core.
+May import the desktops' contract, the RFB proxy, tasks, the endpoint client and core.
 """

@@ -46,7 +46,7 @@ from pydantic import AfterValidator, Discriminator, Field, PlainValidator, Tag, 
 from app.agents.base import AgentContext, CommandProbe, Observation, Probe
 from app.core.actions import Action, Fail, GuiAction, parse_action
 from app.core.errors import ActionError, AgentError, GuestError
-from app.core.validation import StrictModel, read_yaml, validate_file
+from app.core.validation import StrictModel, read_yaml, validate
 
 GUARD_POLL_SECONDS = 0.1
 DEFAULT_GUARD_TIMEOUT = 30.0
@@ -249,8 +249,8 @@ def parse_script(raw_entries: list[Any], source: str) -> list[Entry]:
     Raises:
         AgentError: one line per invalid step, ``SOURCE: steps[i].field: problem``.
     """
-    script = validate_file(
-        Script, {"steps": raw_entries}, source, AgentError, FORMAT_NAME, hidden=STEP_TAGS
+    script = validate(
+        Script, {"steps": raw_entries}, source, FORMAT_NAME, error=AgentError, hidden=STEP_TAGS
     )
     return script_entries(script, source)
 
@@ -277,7 +277,7 @@ def read_script(path: Path) -> Script:
                     raise AgentError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
         raw = {"steps": steps}
     else:
-        _, raw = read_yaml(path, AgentError, "script")
+        raw, _ = read_yaml(path, "script", AgentError)
         if isinstance(raw, list):
             raw = {"steps": raw}
         elif not isinstance(raw, dict):
@@ -285,7 +285,7 @@ def read_script(path: Path) -> Script:
                 f"{path}: a script is a list of steps, or a mapping with 'steps' (and "
                 "optional 'kind', 'description')"
             )
-    return validate_file(Script, raw, path, AgentError, FORMAT_NAME, hidden=STEP_TAGS)
+    return validate(Script, raw, path, FORMAT_NAME, error=AgentError, hidden=STEP_TAGS)
 
 
 def load_script(path: Path) -> list[Entry]:

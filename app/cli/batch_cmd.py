@@ -166,14 +166,18 @@ def cmd_batch_show(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from app.metrics.report import build_report, format_report, write_html, write_jsonl
+    from app.metrics.report import format_report, write_jsonl
+    from app.metrics.summary import summarize
     from app.store import Store
 
     with Store(args.db) as store:
-        report = build_report(store, batch_id=args.batch)
-        print(format_report(report))
+        summary = summarize(store, batch_id=args.batch)
+        print(format_report(summary))
         if args.html:
-            write_html(report, args.html)
+            # Only here: matplotlib and jinja2 cost an import a text report does not need.
+            from app.metrics.html_report import write_html
+
+            write_html(summary, args.html)
             print_err(f"wrote {args.html}")
         if args.jsonl:
             count = write_jsonl(store, args.jsonl, batch_id=args.batch)

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from app.core.tables import print_table
+
 T = TypeVar("T")
 
 
@@ -22,14 +24,7 @@ def indent_block(text: str, prefix: str) -> str:
 
 
 def table(headers: list[str], rows: list[list[str]]) -> None:
-    if not rows:
-        print("(none)")
-        return
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
-    print("  ".join("-" * w for w in widths))
-    for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    print_table(headers, rows, empty="(none)")
 
 
 class Interrupt:

@@ -2,9 +2,10 @@
 
 Owns the agent's action space (`actions`, `keys`), the error classes (`errors`), the
 conversation's shapes (`conversation`), screen frames and settle results (`frames`),
-guest command results (`commands`), the /proc helpers (`procfs`) and what every
-validated file format shares (`validation`: the strict pydantic base, reading the YAML,
-pydantic errors as ``file: field.path: problem`` lines).
+guest command results (`commands`), the /proc helpers (`procfs`), and two things every
+file-reading or printing layer does alike: YAML files validated by pydantic models with
+`FILE: field.path: message` errors (`validation`) and text tables laid out by rich
+(`tables`).
 
 Imports nothing from `app`, and no I/O happens at import time. `procfs` and this file
 must stay standard-library only: the desktop watchdog imports them by path.

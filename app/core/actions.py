@@ -8,7 +8,7 @@ by scripted agents and reference solutions (``{"click": [10, 20]}``, ``"done"``,
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import Field, asdict, dataclass, fields
 from typing import Any, Literal
 
 from app.core.errors import ActionError
@@ -98,10 +98,18 @@ _KINDS: dict[str, type[Any]] = {
     "fail": Fail,
 }
 _KIND_OF: dict[type[Any], str] = {cls: kind for kind, cls in _KINDS.items()}
+# The kinds in a fixed order: app.env's action space numbers them by it (a Discrete),
+# so policies trained on one release keep working on the next. Append new kinds only.
+KINDS: tuple[str, ...] = tuple(_KINDS)
 
 # Longest wait one action may ask for; longer pauses are a budget question.
 MAX_WAIT_SECONDS = 120.0
 MAX_TEXT_LENGTH = 10_000
+
+
+def action_fields(kind: str) -> tuple[Field[Any], ...]:
+    """The dataclass fields of an action kind ('click' → x, y, button, count)."""
+    return fields(_KINDS[kind])
 
 
 def action_kind(action: Action) -> str:

@@ -57,6 +57,22 @@ class StoreError(DeskLoopError):
     title = "Store error"
 
 
+class EndpointRefused(DeskLoopError):
+    """A model endpoint answered the request with a refusal (HTTP 4xx other than 429:
+    a bad key, an unknown model, a malformed request). Sending it again will not help,
+    so it is never retried, and neither is the episode it ended."""
+
+    title = "Endpoint refused"
+
+
+class EndpointUnavailable(DeskLoopError):
+    """A model endpoint did not answer usefully (429, 5xx, timeouts, connection
+    failures) within its retries and the call's deadline: an infrastructure error,
+    which a batch retries."""
+
+    title = "Endpoint unavailable"
+
+
 class AgentError(DeskLoopError):
     """An agent could not be built or produced an unusable answer."""
 

@@ -1,23 +1,25 @@
-"""Validated YAML file formats: the base of their pydantic models, and one way to read
-such a file and to turn its problems into ``FILE: field.path: what is wrong`` lines.
+"""YAML files validated by pydantic models, with errors that name the file and the field.
 
-Task files, VM image recipes and reference scripts are pydantic models that reject
-unknown keys. Their loaders share this module so an author reads the same kind of
-message whichever file is wrong, e.g.
+Task files (`app.tasks.loader`), suite files (`app.batch.suite`), VM image recipes
+(`app.vmimages.recipes`) and reference scripts (`app.agents.scripted`) report each
+problem on a line of its own, `FILE: field.path: message`, e.g.
+``suite.yaml: repeats: Input should be a valid integer`` or
 ``vm_images/images.yaml: images.gimp.memory_mib: Input should be greater than or
-equal to 256`` or ``tasks/gimp/x.yaml: phases[1].trigger: unknown trigger 'agent_dne'``.
+equal to 256``. Task and suite files are what a run is told to do, so their errors
+are `TaskError`s (the default); the other formats raise their own subsystem's error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import difflib
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from app.core.errors import DeskLoopError
+from app.core.errors import DeskLoopError, TaskError
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -29,86 +31,102 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def field_path(loc: tuple[int | str, ...], hidden: Collection[str] = ()) -> str:
-    """``phases[1].trigger`` for pydantic's ``('phases', 1, 'trigger')``.
+def read_yaml(source: Path, what: str, error: type[DeskLoopError] = TaskError) -> tuple[Any, bytes]:
+    """The parsed YAML document in `source` and the file's bytes (for a hash).
 
-    Pydantic puts the names of validator functions (``function-after[...]``) into the
-    location, and the tag of a discriminated union before the member's own fields;
-    the first never means anything to an author, the tags in `hidden` neither.
+    Raises:
+        error: unreadable file, or a YAML syntax error with its line and column.
     """
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise error(f"{source}: cannot read {what} file: {exc.strerror or exc}") from None
+    try:
+        return yaml.safe_load(data), data
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise error(f"{source}: YAML syntax error{where}: {problem}") from None
+
+
+def field_path(loc: Sequence[int | str]) -> str:
+    """`phases[1].trigger` for pydantic's ('phases', 1, 'trigger')."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part.startswith("function-") or part in hidden:
-            continue
         else:
-            out += f".{part}" if out else part
+            out += f".{part}" if out else str(part)
     return out
 
 
 def validation_problems(
-    exc: ValidationError, format_name: str, hidden: Collection[str] = ()
+    exc: ValidationError,
+    what: str,
+    model: type[BaseModel] | None = None,
+    hidden: Collection[str] = (),
 ) -> list[str]:
-    """One ``field.path: problem`` per error of `exc` (just the problem when it is
-    about the whole document); `format_name` completes "not part of the ... format"."""
+    """One `field.path: message` per error of `exc` (the message alone when it is about
+    the whole document, as a model validator's own message may carry its path).
+
+    `what` names the format (`task`, `suite`) for unknown keys; with the `model` that
+    was validated, an unknown top-level key also gets the field it is likely a typo of
+    (nested keys would need the path walked through unions of models). `hidden` are
+    the tags of discriminated unions, which pydantic puts in the path before the
+    member's own fields and which mean nothing to an author.
+    """
     problems = []
     for err in exc.errors():
+        # Validator functions add their own names ('function-after[...]') to the path.
+        loc = tuple(
+            p
+            for p in err["loc"]
+            if not (isinstance(p, str) and (p.startswith("function-") or p in hidden))
+        )
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = f"unknown key (not part of the {format_name} format)"
+            msg = f"unknown key (not part of the {what} format)"
+            if len(loc) == 1 and model is not None:
+                keys = [info.alias or name for name, info in model.model_fields.items()]
+                msg += _did_you_mean(str(loc[0]), keys)
         elif err["type"] == "missing":
             msg = "required field is missing"
         elif err["type"] == "model_type":
             # Pydantic names the model class here, which means nothing to an author.
             msg = f"expected a mapping of fields, got {type(err['input']).__name__}"
-        where = field_path(err["loc"], hidden)
-        problems.append(f"{where}: {msg}" if where else msg)
+        path = field_path(loc)
+        problems.append(f"{path}: {msg}" if path else msg)
     return problems
 
 
-def validate_file(
+def validate(
     model: type[Model],
     raw: Any,
     source: Path | str,
-    error: type[DeskLoopError],
-    format_name: str,
+    what: str,
     *,
+    error: type[DeskLoopError] = TaskError,
     context: Mapping[str, Any] | None = None,
     hidden: Collection[str] = (),
 ) -> Model:
-    """`raw` (a parsed document) validated as `model`, the file being `source`.
+    """`raw` (the document read from `source`) validated as `model`.
 
     Raises:
-        error: one line per problem, each ``SOURCE: field.path: problem``.
+        error: one line per problem, each ``SOURCE: field.path: message``.
     """
     try:
         return model.model_validate(raw, context=dict(context or {}))
     except ValidationError as exc:
-        lines = validation_problems(exc, format_name, hidden)
-        raise error("\n".join(f"{source}: {line}" for line in lines)) from None
+        problems = validation_problems(exc, what, model, hidden)
+        raise error(located(source, problems)) from None
 
 
-def yaml_syntax_error(exc: yaml.YAMLError) -> str:
-    """``YAML syntax error (line 3, column 7): <problem>``: where the parser stopped,
-    counted from 1 as editors do."""
-    mark = getattr(exc, "problem_mark", None)
-    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-    problem = getattr(exc, "problem", None) or str(exc)
-    return f"YAML syntax error{where}: {problem}"
+def located(source: Path | str, problems: Iterable[str]) -> str:
+    """The problems of one file, each line naming the file."""
+    return "\n".join(f"{source}: {problem}" for problem in problems)
 
 
-def read_yaml(path: Path, error: type[DeskLoopError], what: str) -> tuple[bytes, Any]:
-    """The bytes of `path` and the YAML document in them.
-
-    Raises:
-        error: ``PATH: cannot read <what>: ...`` or ``PATH: YAML syntax error ...``.
-    """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
-    try:
-        return data, yaml.safe_load(data)
-    except yaml.YAMLError as exc:
-        raise error(f"{path}: {yaml_syntax_error(exc)}") from None
+def _did_you_mean(key: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -4,7 +4,9 @@ retries count.
 A *slot* is one (task, agent spec, repeat index) of a batch's suite. A slot may have
 several tries (infrastructure errors are retried); the slot's episode is its first
 finished try, else its latest try, else none (never run). Reports, `batch status`
-and the batch runner all read a batch through `batch_table`.
+and the batch runner all read a batch through `batch_table`, and `counted_episodes`
+applies the same choice to a whole database: the figures of `app.metrics.summary`
+count each slot once, however often it was retried.
 """
 
 from __future__ import annotations
@@ -74,6 +76,41 @@ def batch_table(store: Store, batch_id: str) -> list[SlotRow]:
         chosen = finished[0] if finished else (tries[-1] if tries else None)
         rows.append(SlotRow(slot, chosen, len(tries)))
     return rows
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The ended episodes figures are taken over, and the retries they stand for."""
+
+    episodes: list[EpisodeRecord]
+    """Every ended episode outside a batch, and each batch slot's episode, by id."""
+    retries: list[EpisodeRecord]
+    """Ended tries of batch slots that their slot's episode replaced, by id."""
+
+
+def counted_episodes(store: Store, batch_id: str | None = None) -> Counted:
+    """One episode per batch slot, plus every episode outside a batch (all of them,
+    or only the slots of `batch_id`). Running episodes are in neither list: a slot
+    whose latest try still runs is not counted yet, and its earlier tries are retries.
+    """
+    batches = [batch_id] if batch_id is not None else [b.id for b in store.list_batches()]
+    chosen = {
+        row.episode.id
+        for batch in batches
+        for row in batch_table(store, batch)
+        if row.episode is not None
+    }
+    known = set(batches)
+    episodes: list[EpisodeRecord] = []
+    retries: list[EpisodeRecord] = []
+    for record in sorted(store.list_episodes(batch_id=batch_id, limit=None), key=lambda r: r.id):
+        if record.status == "running":
+            continue
+        # An episode naming a batch that was never recorded has no slots to share:
+        # it counts on its own, like an episode outside a batch.
+        replaced = record.batch_id in known and record.id not in chosen
+        (retries if replaced else episodes).append(record)
+    return Counted(episodes, retries)
 
 
 def table_json(rows: Sequence[SlotRow]) -> list[dict[str, Any]]:

@@ -1,96 +1,200 @@
-"""Results across episodes: success rate, partial credit and ask rate per group.
+"""The figures over recorded episodes, and the one policy they follow.
 
-Headless (the TUI's Results screen, reports and batch summaries can share it).
-Episodes still running are left out; an episode that ended in an error counts as a
-failure with no partial credit, since it never delivered a scored result.
+The TUI's Results screen, `deskloop report` (text and HTML) and anything else that
+shows a success rate take it from here, so one database gives one set of figures.
+
+**What is counted.** Ended episodes only; a running episode is left out. Each batch
+slot counts once, by the episode `app.metrics.slots` picks for it (its first finished
+try, else its latest try); the tries it replaced are shown as *retries* and count
+nowhere else. Episodes outside a batch count one each.
+
+**Outcomes.** Every counted episode has exactly one:
+
+- *passed*: finished and scored R = 1 (every required check passed);
+- *failed*: finished and scored R = 0. This is the agent's failure, whatever ended the
+  episode: DONE on a wrong result, FAIL, the step or the time budget;
+- *error*: ended in an error (status `error`, end reason `error`): the desktop, VNC,
+  the guest channel or an endpoint failed, the batch's time limit struck, the runner
+  died. The store does not tell these from the errors a retry would not cure (a
+  broken script, a refused request), and neither were scored: all are errors, since
+  none says anything about the agent;
+- *aborted*: a person or a signal stopped it (end reason `aborted`). Not an attempt
+  either.
+
+**Rates.** The success rate is passed / (passed + failed): over the *finished*
+episodes, the scored attempts. Errors and aborts are given as their own counts and
+are left out of every rate and mean. Mean partial credit, mean steps, the ask rate
+(share of finished episodes in which the agent asked at least once) and asks per
+episode are over the finished episodes too. A group with no finished episode has no
+rates (None, shown as "-"), never 0%.
+
+**Groups.** app × level × kind (interactive: the task has phases; standard) × agent ×
+user (simulated or person); then the same figures per agent over every app, level,
+kind and user; then everything together.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
 
+from app.metrics.slots import counted_episodes
 from app.store import EpisodeRecord, Store
 
+Outcome = Literal["passed", "failed", "error", "aborted"]
+
 LEVEL_ORDER = {"L1": 0, "L2": 1, "L3": 2}
+KIND_ORDER = {"standard": 0, "interactive": 1}
+ALL = "all"
+"""The key of a group that spans every value of that field."""
+
+
+def outcome(record: EpisodeRecord) -> Outcome | None:
+    """The policy's outcome of an episode; None while it runs."""
+    if record.status == "running":
+        return None
+    if record.status == "finished":
+        return "passed" if record.passed else "failed"
+    return "aborted" if record.end_reason == "aborted" else "error"
+
+
+def kind(record: EpisodeRecord) -> str:
+    return "interactive" if record.interactive else "standard"
 
 
 @dataclass(frozen=True)
-class ResultRow:
+class GroupStats:
     app: str
     level: str
-    interactive: bool
-    episodes: int
+    kind: str
+    """interactive | standard (or "all")"""
+    agent: str
+    user: str
+    """simulated | person (or "all")"""
     passed: int
-    mean_score: float
-    """Mean partial credit in [0, 1] (an unscored episode counts 0)."""
+    failed: int
+    errors: int
+    aborted: int
+    retries: int
+    """Batch tries replaced by their slot's episode (not in `episodes`)."""
+    mean_score: float | None
+    """Mean partial credit in [0, 1] over the finished episodes."""
+    mean_steps: float | None
     asked: int
-    """Episodes in which the agent asked at least once."""
+    """Finished episodes in which the agent asked at least once."""
     asks: int
-    """ASKs over all these episodes."""
+    """Questions the agent asked over the finished episodes."""
 
     @property
-    def success_rate(self) -> float:
-        return self.passed / self.episodes if self.episodes else 0.0
+    def episodes(self) -> int:
+        return self.passed + self.failed + self.errors + self.aborted
 
     @property
-    def ask_rate(self) -> float:
-        """Share of episodes with at least one ASK."""
-        return self.asked / self.episodes if self.episodes else 0.0
+    def finished(self) -> int:
+        return self.passed + self.failed
 
     @property
-    def mode(self) -> str:
-        return "interactive" if self.interactive else "standard"
+    def success_rate(self) -> float | None:
+        return self.passed / self.finished if self.finished else None
+
+    @property
+    def success_interval(self) -> tuple[float, float] | None:
+        """The 95% Wilson score interval of the success rate (sound at small n and at
+        0% or 100%, where the normal approximation collapses to a point)."""
+        n = self.finished
+        if not n:
+            return None
+        z = 1.959963984540054
+        p = self.passed / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return max(0.0, centre - half), min(1.0, centre + half)
+
+    @property
+    def ask_rate(self) -> float | None:
+        return self.asked / self.finished if self.finished else None
+
+    @property
+    def asks_per_episode(self) -> float | None:
+        return self.asks / self.finished if self.finished else None
+
+    @property
+    def label(self) -> str:
+        return f"{self.app} {self.level} {self.kind} · {self.agent} · {self.user}"
 
 
-def aggregate(
-    episodes: Iterable[EpisodeRecord], asks: Mapping[int, int] | None = None
-) -> list[ResultRow]:
-    """Group ended episodes by app × level × interactive/standard, in a stable order.
+@dataclass(frozen=True)
+class Summary:
+    batch_id: str | None
+    generated_at: datetime
+    groups: list[GroupStats]
+    """app × level × kind × agent × user, in a stable order."""
+    by_agent: list[GroupStats]
+    """The same figures over every app, level, kind and user, one per agent."""
+    overall: GroupStats | None
+    """Everything together; None when nothing was counted."""
+    unscored: list[EpisodeRecord]
+    """The counted episodes that ended in an error or were aborted, by id: what the
+    rates leave out, for a report to say why."""
 
-    `asks` maps episode id to how many ASKs the agent made (missing = 0).
-    """
-    asks = asks or {}
-    groups: dict[tuple[str, str, bool], list[EpisodeRecord]] = {}
-    for episode in episodes:
-        if episode.status == "running":
-            continue
-        groups.setdefault((episode.app, episode.level, episode.interactive), []).append(episode)
-    rows = []
-    for (app, level, interactive), members in groups.items():
-        counts = [asks.get(e.id, 0) for e in members]
-        rows.append(
-            ResultRow(
-                app=app,
-                level=level,
-                interactive=interactive,
-                episodes=len(members),
-                passed=sum(1 for e in members if e.passed),
-                mean_score=sum(e.score or 0.0 for e in members) / len(members),
-                asked=sum(1 for n in counts if n > 0),
-                asks=sum(counts),
-            )
-        )
-    rows.sort(key=lambda r: (r.app, LEVEL_ORDER.get(r.level, 9), r.level, r.interactive))
-    return rows
+    @property
+    def totals(self) -> list[GroupStats]:
+        """The rows under the groups: one per agent, then everything together."""
+        return [*self.by_agent, *([self.overall] if self.overall else [])]
 
 
-def total(rows: Iterable[ResultRow]) -> ResultRow | None:
-    """All groups together (None when there are none)."""
-    rows = list(rows)
-    if not rows:
-        return None
-    episodes = sum(r.episodes for r in rows)
-    return ResultRow(
-        app="all",
-        level="",
-        interactive=False,
-        episodes=episodes,
-        passed=sum(r.passed for r in rows),
-        mean_score=sum(r.mean_score * r.episodes for r in rows) / episodes,
-        asked=sum(r.asked for r in rows),
-        asks=sum(r.asks for r in rows),
+GroupKey = tuple[str, str, str, str, str]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _stats(
+    key: GroupKey,
+    episodes: Sequence[EpisodeRecord],
+    retries: int,
+    asks: Mapping[int, int],
+) -> GroupStats:
+    outcomes = [outcome(e) for e in episodes]
+    finished = [e for e in episodes if e.status == "finished"]
+    counts = [asks.get(e.id, 0) for e in finished]
+    return GroupStats(
+        *key,
+        passed=outcomes.count("passed"),
+        failed=outcomes.count("failed"),
+        errors=outcomes.count("error"),
+        aborted=outcomes.count("aborted"),
+        retries=retries,
+        mean_score=_mean([e.score or 0.0 for e in finished]),
+        mean_steps=_mean([float(e.steps) for e in finished]),
+        asked=sum(1 for n in counts if n > 0),
+        asks=sum(counts),
     )
+
+
+def _sort_key(key: GroupKey) -> tuple[object, ...]:
+    app, level, kind_, agent, user = key
+    return (app, LEVEL_ORDER.get(level, 9), level, KIND_ORDER.get(kind_, 9), agent, user)
+
+
+def _grouped(
+    episodes: Sequence[EpisodeRecord],
+    retries: Sequence[EpisodeRecord],
+    asks: Mapping[int, int],
+    key: Callable[[EpisodeRecord], GroupKey],
+) -> list[GroupStats]:
+    members: dict[GroupKey, list[EpisodeRecord]] = {}
+    replaced: dict[GroupKey, int] = {}
+    for e in episodes:
+        members.setdefault(key(e), []).append(e)
+    for e in retries:
+        members.setdefault(key(e), [])
+        replaced[key(e)] = replaced.get(key(e), 0) + 1
+    return [_stats(k, members[k], replaced.get(k, 0), asks) for k in sorted(members, key=_sort_key)]
 
 
 def ask_counts(store: Store, episodes: Iterable[EpisodeRecord]) -> dict[int, int]:
@@ -101,7 +205,79 @@ def ask_counts(store: Store, episodes: Iterable[EpisodeRecord]) -> dict[int, int
     }
 
 
-def results(store: Store, batch_id: str | None = None) -> list[ResultRow]:
-    """Aggregate every ended episode in `store` (optionally of one batch)."""
-    episodes = [e for e in store.list_episodes(batch_id=batch_id, limit=None)]
-    return aggregate(episodes, ask_counts(store, episodes))
+def summarize(store: Store, batch_id: str | None = None) -> Summary:
+    """The figures over every ended episode in `store`, or over one batch's slots."""
+    counted = counted_episodes(store, batch_id)
+    episodes, retries = counted.episodes, counted.retries
+    asks = ask_counts(store, episodes)
+    overall = _grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, ALL, ALL))
+    return Summary(
+        batch_id=batch_id,
+        generated_at=datetime.now(UTC),
+        groups=_grouped(
+            episodes, retries, asks, lambda e: (e.app, e.level, kind(e), e.agent, e.user_mode)
+        ),
+        by_agent=_grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, e.agent, ALL)),
+        overall=overall[0] if overall else None,
+        unscored=[e for e in episodes if e.status == "error"],
+    )
+
+
+# -- one way to write the figures, for every consumer ---------------------------------
+
+COLUMNS = [
+    "app",
+    "level",
+    "kind",
+    "agent",
+    "user",
+    "episodes",
+    "passed",
+    "failed",
+    "errors",
+    "aborted",
+    "retries",
+    "success",
+    "credit",
+    "steps",
+    "asked",
+    "asks/ep",
+]
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def num(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def cells(g: GroupStats) -> list[str]:
+    """A group's figures as text, one per `COLUMNS` entry."""
+    return [
+        g.app,
+        g.level,
+        g.kind,
+        g.agent,
+        g.user,
+        str(g.episodes),
+        str(g.passed),
+        str(g.failed),
+        str(g.errors),
+        str(g.aborted),
+        str(g.retries),
+        pct(g.success_rate),
+        num(g.mean_score),
+        num(g.mean_steps, 1),
+        pct(g.ask_rate),
+        num(g.asks_per_episode, 1),
+    ]
+
+
+POLICY_NOTE = (
+    "success = passed / finished (passed + failed); credit, steps and asks are over "
+    "finished episodes; errors (infrastructure) and aborted episodes are counted apart "
+    "and left out of every rate; a batch slot counts once, its other tries are retries."
+)
+"""The policy in one line, under every table of figures."""

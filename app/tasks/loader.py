@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from app.checks.tree import TreeError, leaves, parse_tree
 from app.core.errors import TaskError
-from app.core.validation import read_yaml, validation_problems
+from app.core.validation import located, read_yaml, validation_problems
 from app.tasks.model import Task, UploadStep
 
 TASK_SUFFIXES = (".yaml", ".yml")
@@ -102,7 +102,7 @@ def parse_task(raw: Any, source: Path, data: bytes = b"") -> Task:
             problems.append(f"id: {task.id!r} must equal the file name {stem!r}")
         problems.extend(_asset_problems(task))
     if problems:
-        raise TaskError("\n".join(f"{source}: {p}" for p in problems))
+        raise TaskError(located(source, problems))
     assert task is not None
     return task
 
@@ -115,7 +115,7 @@ def load_task(path: Path | str) -> Task:
             line per problem, each naming the file and the field path.
     """
     source = Path(path)
-    data, raw = read_yaml(source, TaskError, "task file")
+    raw, data = read_yaml(source, "task")
     return parse_task(raw, source, data)
 
 

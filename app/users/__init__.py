@@ -4,5 +4,5 @@
 person at a UI) and `llm` (free-form answers from a model, for ASKs no phase answers).
 Phase delivery is not decided here but by the protocol engine in `app.episode`.
 
-May import `app.tasks` and `app.core`.
+May import `app.tasks`, `app.endpoints` (the LLM user's client) and `app.core`.
 """

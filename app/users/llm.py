@@ -22,6 +22,11 @@ model, seed), before the episode and without its conversation, so every agent
 reads the same words, and cached like the answers. When the endpoint fails, or
 the wording drops a number, file name or quoted text of the script, the
 script's own text is used and the reason recorded.
+
+Requests go through `app.endpoints.client`, with the model agent's retry policy and a
+deadline per answer: an endpoint that stays down raises `UserUnavailable` (a batch
+retries the episode), one that refuses the request or answers without text raises
+`UserError` (it does not).
 """
 
 from __future__ import annotations
@@ -35,42 +40,44 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-import httpx
+from typing import Any, ClassVar, Literal
 
 from app.core.conversation import Message, Source
-from app.core.errors import AgentUnavailable, DeskLoopError
+from app.core.errors import AgentUnavailable, DeskLoopError, EndpointRefused, EndpointUnavailable
+from app.endpoints.client import EndpointClient, EndpointConfig, message_text
 from app.tasks.model import Task
 from app.users.simulated import NO_FURTHER_INFORMATION
 
 HIDDEN_SUFFIX = ".hidden.md"
-RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 class UserUnavailable(AgentUnavailable):
-    """The LLM user's endpoint failed after its retries (an infrastructure error)."""
+    """The LLM user's endpoint failed after its retries or past its deadline (an
+    infrastructure error, which a batch retries)."""
 
     title = "User unavailable"
 
 
+class UserError(DeskLoopError):
+    """The LLM user's endpoint refused the request, or answered without text: asking
+    again would get the same, so a batch does not retry the episode."""
+
+    title = "User error"
+
+
 @dataclass(frozen=True)
-class LLMUserConfig:
-    model: str
-    base_url: str = "https://api.openai.com/v1"
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.0
-    seed: int = 0
+class LLMUserConfig(EndpointConfig):
+    """The endpoint's settings (`EndpointConfig`, shared with the model agent) plus the
+    user's own."""
+
+    # An answer is a sentence or two.
     max_tokens: int = 300
-    timeout: float = 60.0
-    max_retries: int = 3
-    backoff: float = 1.0
     phrase_phases: bool = False
     """Also word the task's phase messages (see `LLMUser.phrase_phases`)."""
 
-    def __post_init__(self) -> None:
-        if not self.model:
-            raise DeskLoopError("LLM user: a model name is required (--user-model)")
+    who: ClassVar[str] = "LLM user"
+    model_option: ClassVar[str] = "--user-model"
+    endpoint_name: ClassVar[str] = "LLM user endpoint"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -302,52 +309,29 @@ class LLMUser:
         return await self._complete(system, prompt)
 
     async def _complete(self, system: str, prompt: str) -> str:
-        """One chat completion, with bounded retries on 408/429/5xx and timeouts."""
-        config = self.config
-        body = {
-            "model": config.model,
-            "messages": [
-                {"role": "system", "content": system},
-                {"role": "user", "content": prompt},
-            ],
-            "temperature": config.temperature,
-            "seed": config.seed,
-            "max_tokens": config.max_tokens,
-        }
-        url = config.base_url.rstrip("/") + "/chat/completions"
-        headers = {}
-        key = os.environ.get(config.api_key_env, "")
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        problem = ""
-        async with httpx.AsyncClient(timeout=config.timeout, headers=headers) as client:
-            for attempt in range(config.max_retries + 1):
-                if attempt:
-                    await asyncio.sleep(config.backoff * 2 ** (attempt - 1))
-                self.calls += 1
-                try:
-                    response = await client.post(url, json=body)
-                except httpx.TimeoutException:
-                    problem = f"timed out after {config.timeout:g} s"
-                    continue
-                except httpx.TransportError as exc:
-                    problem = f"connection failed: {exc}"
-                    continue
-                if response.status_code in RETRY_STATUSES:
-                    problem = f"HTTP {response.status_code}"
-                    continue
-                if response.status_code >= 400:
-                    raise UserUnavailable(
-                        f"LLM user endpoint {url} refused the request: HTTP {response.status_code}"
-                    )
-                try:
-                    text = response.json()["choices"][0]["message"]["content"]
-                except (ValueError, KeyError, IndexError, TypeError):
-                    problem = "the answer has no message content"
-                    continue
-                if isinstance(text, str) and text.strip():
-                    return text.strip()
-                problem = "the answer was empty"
-        raise UserUnavailable(
-            f"LLM user endpoint {url} failed after {config.max_retries} retries; last: {problem}"
-        )
+        """One chat completion through the shared client (its retries and deadline).
+
+        Raises:
+            UserUnavailable: the endpoint stayed unavailable.
+            UserError: the endpoint refused the request or answered without text.
+        """
+        messages = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": prompt},
+        ]
+        async with EndpointClient(self.config) as client:
+            try:
+                completion = await client.complete(messages)
+            except EndpointUnavailable as exc:
+                raise UserUnavailable(exc.message) from exc
+            except EndpointRefused as exc:
+                raise UserError(exc.message) from exc
+            finally:
+                self.calls += client.requests
+        choices = completion.data.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        message = choice.get("message") if isinstance(choice, dict) else None
+        text = message_text(message.get("content")) if isinstance(message, dict) else None
+        if text is None or not text.strip():
+            raise UserError(f"{self.config.endpoint_name} {self.config.url} answered without text")
+        return text.strip()

@@ -49,11 +49,11 @@ class StepUpdate:
     """How far one step of a stage is: `done` of `total` (None: not known)."""
 
     step: str
-    """What the step does, e.g. 'unpacking 329 packages'; a new text is a new step."""
+    """What the step does, e.g. 'installing 240 packages'; a new text is a new step."""
     done: float = 0
     total: float | None = None
     item: str = ""
-    """What it is at now (a package name), shown beside a live bar."""
+    """What it is at now ('unpacking libc6'), shown beside a live bar."""
 
 
 class OutputWatch(Protocol):

@@ -20,7 +20,7 @@ from typing import Annotated
 from pydantic import Field, ValidationInfo, field_validator
 
 from app.core.errors import DeskLoopError
-from app.core.validation import StrictModel, read_yaml, validate_file
+from app.core.validation import StrictModel, read_yaml, validate
 
 RECIPES_DIR = Path(__file__).resolve().parents[2] / "vm_images"
 MANIFEST_VERSION = 1
@@ -84,9 +84,9 @@ def load_recipes(recipes: Path = RECIPES_DIR) -> dict[str, Recipe]:
             line per problem, each naming the file and the field path.
     """
     path = recipes / "images.yaml"
-    _, raw = read_yaml(path, ImageError, "the image recipes")
-    spec = validate_file(
-        RecipesFile, raw, path, ImageError, "image recipe", context={"recipes": recipes}
+    raw, _ = read_yaml(path, "image recipes", ImageError)
+    spec = validate(
+        RecipesFile, raw, path, "image recipe", error=ImageError, context={"recipes": recipes}
     )
     return {
         name: Recipe(name, tuple(image.layers), image.memory_mib, spec.suite)

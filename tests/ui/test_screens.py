@@ -182,16 +182,20 @@ async def test_results_table_and_chart(lab: DeskLoopApp) -> None:
         await wait_until(pilot, lambda: isinstance(lab.screen, ResultsScreen), 5, "results")
         table = lab.screen.query_one(DataTable)
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        assert [r[:3] for r in rows] == [
-            ["blender", "L1", "standard"],
-            ["gimp", "L1", "standard"],
-            ["gimp", "L2", "interactive"],
-            ["all", "", ""],
+        assert [r[:5] for r in rows] == [
+            ["blender", "L1", "standard", "reference", "simulated"],
+            ["gimp", "L1", "standard", "reference", "simulated"],
+            ["gimp", "L2", "interactive", "reference", "person"],
+            ["all", "all", "all", "reference", "all"],
+            ["all", "all", "all", "all", "all"],
         ]
-        assert rows[1][3:8] == ["2", "1", "50%", "0.70", "0%"]
-        assert rows[2][7:] == ["100%", "1.0"]
+        # The blender episode ended in an error: counted apart, in no rate.
+        assert rows[0][5:] == ["1", "0", "0", "1", "0", "0", "-", "-", "-", "-", "-"]
+        assert rows[1][5:13] == ["2", "1", "1", "0", "0", "0", "50%", "0.70"]
+        assert rows[2][14:] == ["100%", "1.0"]
+        assert rows[4][5:13] == ["4", "2", "1", "1", "0", "0", "67%", "0.80"]
         chart = str(lab.screen.query_one("#results-chart", Static).render())
-        assert "gimp L2 interactive" in chart and "100%" in chart
+        assert "gimp L2 interactive · reference · person" in chart and "100%" in chart
 
 
 async def test_live_screen_without_an_episode(lab: DeskLoopApp) -> None:

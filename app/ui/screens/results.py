@@ -1,4 +1,5 @@
-"""Results: success rate, partial credit and ask rate by app × level × kind."""
+"""Results: success rate, partial credit and ask rate by app × level × kind × agent ×
+user, with `deskloop report`'s figures and policy (`app.metrics.summary`)."""
 
 from __future__ import annotations
 
@@ -10,50 +11,51 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
-from app.metrics.summary import ResultRow, results, total
+from app.metrics.summary import ALL, COLUMNS, GroupStats, cells, num, pct, summarize
 from app.ui.screens.base import LabScreen
 
 BAR_WIDTH = 30
 
 
-def bar(fraction: float, width: int, color: str) -> Text:
-    """A horizontal bar of eighth blocks, `fraction` of `width` cells long."""
-    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
+def bar(fraction: float | None, width: int, color: str) -> Text:
+    """A horizontal bar of eighth blocks, `fraction` of `width` cells long (none for
+    a group without a finished episode, which has no rate)."""
+    eighths = round(max(0.0, min(1.0, fraction or 0.0)) * width * 8)
     full, part = divmod(eighths, 8)
     text = "█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")
     return Text(text.ljust(width), color)
 
 
-def chart(rows: list[ResultRow], width: int = BAR_WIDTH) -> Text:
+def chart(rows: list[GroupStats], width: int = BAR_WIDTH) -> Text:
     """Success rate (green) and mean partial credit (blue) per group, as bars."""
     out = Text()
-    label_width = max((len(_label(r)) for r in rows), default=0)
+    label_width = max((len(r.label) for r in rows), default=0)
     for row in rows:
-        label = _label(row).ljust(label_width)
-        out.append(f"{label}  success ")
+        out.append(f"{row.label.ljust(label_width)}  success ")
         out.append(bar(row.success_rate, width, "green"))
-        out.append(f" {row.success_rate:4.0%}\n")
+        out.append(f" {pct(row.success_rate):>4}\n")
         out.append(" " * label_width + "  credit  ")
         out.append(bar(row.mean_score, width, "blue"))
-        out.append(f" {row.mean_score:4.2f}\n")
+        out.append(f" {num(row.mean_score):>4}\n")
     return out
-
-
-def _label(row: ResultRow) -> str:
-    return f"{row.app} {row.level} {row.mode}"
 
 
 class ResultsScreen(LabScreen):
     TITLE = "Results"
     HELP = """\
-Every ended episode in the database, grouped by app, level and kind
-(interactive tasks have phases; standard ones do not).
+Every ended episode in the database, grouped by app, level, kind (interactive
+tasks have phases; standard ones do not), agent and user; then per agent, then
+all. The figures and their policy are `deskloop report`'s.
 
-- **success**: share of episodes that passed (all required checks); an episode
-  that ended in an error counts as not passed.
-- **credit**: mean partial credit from the check weights (0 to 1).
-- **asked**: share of episodes in which the agent asked at least once;
-  **asks/ep**: questions per episode.
+- **episodes**: a batch slot counts once (its finished try, else its last);
+  **retries** are the slot's other tries and count nowhere else.
+- **passed** / **failed**: finished and scored R=1 / R=0. An agent's FAIL or
+  running out of budget is a failure.
+- **errors** (infrastructure: desktop, VNC, endpoint, time limit) and
+  **aborted** episodes are counted apart and left out of every rate.
+- **success**: passed / (passed + failed); **credit**: mean partial credit;
+  **steps**; **asked**: share of finished episodes with a question;
+  **asks/ep**. All over finished episodes; "-" where none finished.
 - The chart draws success (green) and credit (blue) per group.
 - **g** reload.
 """
@@ -69,9 +71,7 @@ Every ended episode in the database, grouped by app, level and kind
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns(
-            "app", "level", "kind", "episodes", "passed", "success", "credit", "asked", "asks/ep"
-        )
+        table.add_columns(*COLUMNS)
         self.reload()
         table.focus()
 
@@ -79,26 +79,18 @@ Every ended episode in the database, grouped by app, level and kind
         self.reload()
 
     def reload(self) -> None:
-        rows = results(self.lab.store)
+        summary = summarize(self.lab.store)
         table = self.query_one(DataTable)
         table.clear()
-        everything = total(rows)
-        for row in [*rows, *([everything] if everything and len(rows) > 1 else [])]:
-            table.add_row(
-                Text(row.app, "bold" if row.app == "all" else ""),
-                row.level,
-                row.mode if row.app != "all" else "",
-                str(row.episodes),
-                str(row.passed),
-                f"{row.success_rate:.0%}",
-                f"{row.mean_score:.2f}",
-                f"{row.ask_rate:.0%}",
-                f"{row.asks / row.episodes:.1f}",
-            )
+        for row in [*summary.groups, *summary.totals]:
+            style = "bold" if row.app == ALL else ""
+            table.add_row(*(Text(cell, style) for cell in cells(row)))
         chart_box = self.query_one("#results-chart-box")
         chart_box.border_title = "success (green) and partial credit (blue)"
         self.query_one("#results-chart", Static).update(
-            chart(rows) if rows else "No ended episodes yet: run one from Tasks."
+            chart(summary.groups)
+            if summary.groups
+            else "No ended episodes yet: run one from Tasks."
         )
 
     def action_reload(self) -> None:

@@ -1,12 +1,4 @@
-"""A Gymnasium-style environment over DeskLoop, without depending on gymnasium.
-
-    env = DeskLoopEnv("gimp-flip-export")          # or make("gimp-flip-export")
-    obs, info = env.reset(seed=0)
-    while True:
-        obs, reward, terminated, truncated, info = env.step({"key": "ctrl+z"})
-        if terminated or truncated:
-            break
-    env.close()
+"""`DeskLoopEnv`: one task on one desktop as a `gymnasium.Env` (see `app.env`).
 
 It is built on the same episode runner, protocol engine and store as every other
 run, so each episode is recorded (steps, frames, messages, score) and phases are
@@ -14,23 +6,6 @@ delivered by the task's triggers. The runner pulls actions from an agent; here
 the agent is a bridge that hands each observation to `step`'s caller and waits
 for the next action. The runner lives on an asyncio loop in a background thread;
 `reset`, `step` and `close` are its synchronous facade.
-
-Observation (a dict):
-    screen        the screen, numpy uint8 array (height, width, 3)
-    instruction   the active instruction (the latest user message)
-    messages      the whole conversation, oldest first: dicts with role, kind, text, step
-    step          agent turns taken so far
-
-Actions: an `app.core.actions` action, or its compact or explicit form
-(``{"click": [10, 20]}``, ``{"kind": "type", "text": "hi"}``, ``"done"``,
-``{"ask": "Which size?"}``, ``{"fail": "stuck"}``). A malformed action is recorded
-as a rejected step and uses a step of the budget: `step` returns the next
-observation with ``info["rejected"]`` set to the reason.
-
-Reward: the episode's score (partial credit in [0, 1]) on the step that ends it,
-0 before. `terminated` is true when the agent ended it (DONE accepted, FAIL);
-`truncated` when a budget ran out, or on an error (``info["error"]``). The wall-clock
-budget runs from the end of setup, including the caller's own thinking time.
 """
 
 from __future__ import annotations
@@ -38,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
+import gymnasium
 import numpy as np
 import numpy.typing as npt
+from gymnasium import spaces
 
 from app.agents.base import AgentContext, Observation
 from app.core.actions import Action, action_to_dict, parse_action, validate_action
@@ -51,6 +28,7 @@ from app.core.conversation import Message
 from app.core.errors import ActionError, DeskLoopError, MalformedAction
 from app.desktops.base import Desktop
 from app.desktops.factory import make_desktop
+from app.env.spaces import action_space, from_space, is_space_action, observation_space
 from app.episode.runner import EpisodeResult, EpisodeRunner, RunnerEvent, RunOptions, StepEvent
 from app.store import Store
 from app.tasks.loader import find_task
@@ -79,6 +57,8 @@ class _BridgeAgent:
             if isinstance(raw, Action):
                 validate_action(raw, "env action")
                 return raw
+            if is_space_action(raw):
+                return parse_action(from_space(raw, "env action"), "env action")
             return parse_action(raw, "env action")
         except ActionError as exc:
             raise MalformedAction(str(exc), raw) from None
@@ -100,10 +80,21 @@ def _message_dict(message: Message) -> dict[str, Any]:
     }
 
 
-class DeskLoopEnv:
-    """One task on one desktop, episode after episode (see the module docstring)."""
+class DeskLoopEnv(gymnasium.Env[Obs, Any]):
+    """One task on one desktop, episode after episode (see `app.env`).
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"]}
+    `width` × `height` is the desktop's screen, and so the size of the screen in
+    `observation_space` and of the points in `action_space`. `render_mode` is
+    "rgb_array" (the default: `render` always returned the screen) or None.
+    """
+
+    # Frames come one per step, not at a rate; at 1 fps a recording (RecordVideo
+    # needs some rate) plays an episode a step a second, about its own pace. Not the
+    # ClassVar ruff asks for: gymnasium.Env declares metadata a plain attribute, and
+    # mypy refuses a ClassVar over it.
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 1}  # noqa: RUF012
+    observation_space: spaces.Dict
+    action_space: spaces.Dict
 
     def __init__(
         self,
@@ -116,9 +107,20 @@ class DeskLoopEnv:
         agent_name: str = "env",
         options: RunOptions | None = None,
         timeout: float = 900.0,
+        width: int = 1280,
+        height: int = 800,
+        render_mode: str | None = "rgb_array",
     ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise DeskLoopError(
+                f"render_mode {render_mode!r} is not supported; use 'rgb_array' or None"
+            )
         self.task = task if isinstance(task, Task) else find_task(task, [tasks_dir])
         self.backend = backend
+        self.render_mode = render_mode
+        self.width, self.height = width, height
+        self.observation_space = observation_space(width, height, self.task.budget.steps)
+        self.action_space = action_space(width, height)
         self._owns_store = not isinstance(store, Store)
         if isinstance(store, Store):
             self.store = store
@@ -141,7 +143,6 @@ class DeskLoopEnv:
         self._last_error: str | None = None
         self._last_screen: npt.NDArray[np.uint8] | None = None
         self._closed = False
-        self.np_random_seed: int | None = None
         self.episode_id: int | None = None
 
     # -- the facade -----------------------------------------------------------------
@@ -150,20 +151,27 @@ class DeskLoopEnv:
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Obs, dict[str, Any]]:
         """End any running episode (recorded as aborted), reset the desktop, run the
-        task's setup; return the first observation. `seed` is recorded in `info`
-        (tasks are deterministic); `options` is unused and accepted for the API."""
-        if seed is not None:
-            self.np_random_seed = seed
+        task's setup; return the first observation. `seed` seeds `np_random` and is
+        recorded in `info` (the env draws nothing from it: tasks are deterministic);
+        `options` is unused and accepted for the API."""
+        super().reset(seed=seed)
         return self._call(self._reset())
 
     def step(self, action: Any) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
+        """One agent turn: an action in `action_space`'s form, an `app.core.actions`
+        action, or its compact or explicit form."""
         return self._call(self._step(action))
 
     def render(self) -> npt.NDArray[np.uint8] | None:
-        """The last screen seen (rgb_array)."""
-        return self._last_screen
+        """A copy of the last screen seen (rgb_array); None before the first reset,
+        or with render_mode None."""
+        if self.render_mode is None or self._last_screen is None:
+            return None
+        return self._last_screen.copy()
 
     def close(self) -> None:
+        """End a running episode (recorded as aborted) and release the desktop; a
+        second call does nothing."""
         if self._closed:
             return
         try:
@@ -175,12 +183,6 @@ class DeskLoopEnv:
             self._loop.close()
             if self._owns_store:
                 self.store.close()
-
-    def __enter__(self) -> DeskLoopEnv:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._closed:
@@ -207,7 +209,7 @@ class DeskLoopEnv:
     async def _reset(self) -> tuple[Obs, dict[str, Any]]:
         await self._stop_episode()
         if self._desktop is None:
-            self._desktop = make_desktop(self.backend)
+            self._desktop = make_desktop(self.backend, width=self.width, height=self.height)
         bridge = _BridgeAgent(self._agent_name)
         self._bridge = bridge
         self._last_error = None
@@ -235,10 +237,20 @@ class DeskLoopEnv:
                 f"reset failed: episode {outcome.episode_id} of {self.task.id} ended before "
                 f"its first step: {outcome.error or outcome.status}"
             )
+        shape = outcome.frame.pixels.shape
+        if shape != (self.height, self.width, 3):
+            # Checked once here, not per step: every observation would lie outside
+            # observation_space, and RL libraries size their buffers by it.
+            await self._stop_episode()
+            raise DeskLoopError(
+                f"the {self.backend} desktop's screen is {shape[1]}x{shape[0]}, but the "
+                f"environment was made for {self.width}x{self.height}: pass its size as "
+                "width and height"
+            )
         return self._observation(outcome), {
             "episode_id": runner.episode_id,
             "task_id": self.task.id,
-            "seed": self.np_random_seed,
+            "seed": self._np_random_seed,  # None until a reset is given a seed
         }
 
     async def _next(self) -> Observation | EpisodeResult:
@@ -272,19 +284,17 @@ class DeskLoopEnv:
             frame = await self._desktop.frame()
             screen = frame.pixels
         except DeskLoopError:
-            screen = (
-                self._last_screen
-                if self._last_screen is not None
-                else np.zeros((1, 1, 3), np.uint8)
-            )
-        messages = list(protocol.conversation) if protocol else []
-        obs = {
-            "screen": screen,
-            "instruction": protocol.active_message.text if protocol else self.task.instruction,
-            "messages": [_message_dict(m) for m in messages],
-            "step": result.steps,
-        }
-        self._last_screen = screen
+            # The desktop died with the episode: the last screen seen, or a black one,
+            # and a copy, so this observation shares no array with an earlier one.
+            last = self._last_screen
+            black = np.zeros((self.height, self.width, 3), np.uint8)
+            screen = last.copy() if last is not None else black
+        obs = self._obs(
+            screen,
+            protocol.active_message.text if protocol else self.task.instruction,
+            protocol.conversation if protocol else [],
+            result.steps,
+        )
         terminated = result.status == "finished" and result.end_reason in ("done", "fail")
         truncated = not terminated
         info = {
@@ -300,12 +310,27 @@ class DeskLoopEnv:
         return obs, reward, terminated, truncated, info
 
     def _observation(self, observation: Observation) -> Obs:
-        self._last_screen = observation.frame.pixels
+        return self._obs(
+            observation.frame.pixels,
+            observation.active_message.text,
+            observation.conversation,
+            observation.steps_taken,
+        )
+
+    def _obs(
+        self,
+        screen: npt.NDArray[np.uint8],
+        instruction: str,
+        conversation: Iterable[Message],
+        step: int,
+    ) -> Obs:
+        self._last_screen = screen
         return {
-            "screen": observation.frame.pixels,
-            "instruction": observation.active_message.text,
-            "messages": [_message_dict(m) for m in observation.conversation],
-            "step": observation.steps_taken,
+            "screen": screen,
+            "instruction": instruction,
+            # A tuple: what gymnasium's Sequence space holds.
+            "messages": tuple(_message_dict(m) for m in conversation),
+            "step": step,
         }
 
     async def _close(self) -> None:

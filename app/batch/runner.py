@@ -1,0 +1,373 @@
+"""Running a batch: `start_batch` records a new one, `resume_batch` takes up a recorded
+one, and `BatchRunner.run` runs its slots without a finished episode.
+
+N workers take slots from one queue. Each try of a slot gets a desktop from the run's
+`DesktopPool`, runs one episode on it under the batch's time limit, and tags the episode
+with its slot (`batch_agent`, `batch_repeat`, `batch_attempt`) at its first event, while
+it is still running. A try that ends in an infrastructure error (`app.batch.retry`) is
+retried on a fresh desktop, up to `retries` more times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from app.agents.base import Agent
+from app.agents.factory import make_agent
+from app.agents.openai import OpenAIConfig
+from app.batch.hosts import Host
+from app.batch.options import BatchOptions
+from app.batch.pool import (
+    DesktopFactory,
+    DesktopPool,
+    Lease,
+    desktop_image,
+    make_pool_desktop,
+    pool_hosts,
+)
+from app.batch.progress import Progress
+from app.batch.retry import failed_at_startup, is_infrastructure_error, time_limit_error
+from app.core.errors import DeskLoopError, StoreError, TaskError
+from app.episode.runner import EpisodeResult, EpisodeRunner, RunnerEvent, RunOptions
+from app.metrics.slots import Slot, SlotRow, batch_table
+from app.store import EpisodeRecord, Store
+from app.tasks.loader import load_task
+from app.tasks.model import Task
+from app.users.llm import LLMUser, LLMUserConfig
+from app.users.simulated import SimulatedUser, User
+
+# Setup and scoring come on top of the task's own time budget.
+DEFAULT_TIME_MARGIN = 300.0
+
+AgentFactory = Callable[[str, Task, OpenAIConfig | None], Agent]
+UserFactory = Callable[[Task], User]
+
+
+def new_batch_id() -> str:
+    return datetime.now(UTC).strftime("b%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+def default_user_factory(options: BatchOptions, root: Path) -> UserFactory:
+    def make(task: Task) -> User:
+        if options.user == "simulated":
+            return SimulatedUser()
+        if options.user == "llm":
+            config = LLMUserConfig.from_json(options.llm_user or {})
+            return LLMUser(task, config, cache_dir=root / "llm-user-cache")
+        raise DeskLoopError(f"unknown user {options.user!r}; expected simulated or llm")
+
+    return make
+
+
+class BatchRunner:
+    """Runs the pending slots of one batch. Build it with `start_batch` / `resume_batch`."""
+
+    def __init__(
+        self,
+        store: Store,
+        batch_id: str,
+        tasks: dict[str, Task],
+        suite: dict[str, Any],
+        options: BatchOptions,
+        *,
+        progress_stream: TextIO | None = None,
+        agent_factory: AgentFactory | None = None,
+        desktop_factory: DesktopFactory | None = None,
+        user_factory: UserFactory | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.batch_id = batch_id
+        self.tasks = tasks
+        self.suite = suite
+        self.options = options
+        self._agent_factory = agent_factory or make_agent
+        self._user_factory = user_factory or default_user_factory(options, store.root)
+        self._log = log or (lambda text: None)
+        self._progress_stream = progress_stream
+        self.pool = DesktopPool(
+            options.backend, pool_hosts(options), desktop_factory or make_pool_desktop, self._log
+        )
+
+    @property
+    def desktops_made(self) -> int:
+        return len(self.pool.made)
+
+    @property
+    def host_failures(self) -> dict[str, list[str]]:
+        """Desktops that failed at start-up in this run, by host: their errors."""
+        return self.pool.failures
+
+    def pending(self) -> list[tuple[Slot, int]]:
+        """Slots with no finished episode, each with its next attempt number."""
+        rows = batch_table(self.store, self.batch_id)
+        return [(row.slot, row.attempts) for row in rows if row.status != "finished"]
+
+    async def run(self) -> list[SlotRow]:
+        self._refuse_if_running()
+        rows = batch_table(self.store, self.batch_id)
+        pending = [(row.slot, row.attempts) for row in rows if row.status != "finished"]
+        progress = Progress(
+            len(rows), len(rows) - len(pending), self._progress_stream or sys.stderr
+        )
+        for row in rows:
+            if row.episode is not None and row.status == "finished":
+                if row.episode.passed:
+                    progress.passed += 1
+                else:
+                    progress.failed += 1
+        self._progress = progress
+        queue: asyncio.Queue[tuple[Slot, int]] = asyncio.Queue()
+        for item in pending:
+            queue.put_nowait(item)
+        progress.show()
+        workers = [
+            asyncio.create_task(self._worker(queue), name=f"batch-worker-{n}")
+            for n in range(min(self.options.concurrency, len(pending)))
+        ]
+        try:
+            await asyncio.gather(*workers)
+        except BaseException:
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+        finally:
+            progress.close()
+            await self.pool.close()
+        return batch_table(self.store, self.batch_id)
+
+    def _refuse_if_running(self) -> None:
+        # Opening the store already marked episodes of dead runners on this host.
+        for record in self.store.list_episodes(
+            batch_id=self.batch_id, status="running", limit=None
+        ):
+            raise DeskLoopError(
+                f"batch {self.batch_id} is still running: episode {record.id} belongs to "
+                f"process {record.pid} on {record.hostname}; stop it before resuming"
+            )
+
+    async def _worker(self, queue: asyncio.Queue[tuple[Slot, int]]) -> None:
+        while True:
+            try:
+                slot, attempt = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            await self._run_slot(slot, attempt)
+
+    async def _run_slot(self, slot: Slot, attempt: int) -> None:
+        """Run one slot with its retries, each try on a desktop from the pool."""
+        progress = self._progress
+        task = self.tasks[slot.task_id]
+        image = desktop_image(self.options.backend, task)
+        failed_on: set[int] = set()
+        last: EpisodeResult | None = None
+        for try_index in range(self.options.retries + 1):
+            if try_index:
+                progress.retry()
+            lease = await self.pool.acquire(image, failed_on)
+            progress.running += 1
+            progress.show()
+            try:
+                last, infrastructure = await self._run_episode(
+                    task, slot, attempt + try_index, lease
+                )
+            except BaseException:
+                # Cancelled (or the store failed): the desktop is closed with the pool.
+                self.pool.give_back(lease, host_ok=False)
+                raise
+            finally:
+                progress.running -= 1
+            if last.status == "finished" or not infrastructure:
+                self.pool.give_back(lease)
+                break
+            # A fresh desktop for the retry, on another host where one has room: the
+            # old desktop, or its host, may be what failed.
+            where = lease.where(self.options.backend)
+            startup = failed_at_startup(last.status, last.steps, last.error)
+            await self.pool.discard(lease, host_error=last.error if startup else None)
+            failed_on.add(lease.host)
+            if startup:
+                progress.host_failed(where)
+            if try_index < self.options.retries:
+                self._log(f"{slot}: {last.error} (on {where}); retrying on a fresh desktop")
+            else:
+                self._log(f"{slot}: {last.error} (on {where}); no retries left")
+        assert last is not None
+        progress.finished(last.status, last.passed)
+
+    async def _run_episode(
+        self, task: Task, slot: Slot, attempt: int, lease: Lease
+    ) -> tuple[EpisodeResult, bool]:
+        agent = self._agent_factory(slot.agent, task, self.options.openai)
+        runner_box: list[EpisodeRunner] = []
+        user = self._user_factory(task)
+        bind = getattr(user, "bind_conversation", None)
+        tagged = False
+        placement: dict[str, Any] = {"desktop": lease.desktop.info().name}
+        if self.options.backend == "libvirt":
+            placement["libvirt_uri"] = lease.where(self.options.backend)
+        if isinstance(user, LLMUser):
+            # Only the words of the phases change; their triggers stay the task's.
+            task, wordings = await user.phrase_phases()
+            if wordings:
+                placement["phase_wording"] = [wording.as_json() for wording in wordings]
+        limit = self.options.time_limit or task.budget.seconds + DEFAULT_TIME_MARGIN
+        window: asyncio.Timeout | None = None
+
+        def cancel_reason() -> str | None:
+            # The runner runs in this task, so a cancellation it sees is the window's
+            # when the window has expired, and a Ctrl-C (an abort) otherwise.
+            return time_limit_error(limit) if window is not None and window.expired() else None
+
+        def on_event(event: RunnerEvent) -> None:
+            nonlocal tagged
+            runner = runner_box[0]
+            if not tagged and runner.episode_id is not None:
+                tagged = True
+                self.store.tag_batch_slot(
+                    runner.episode_id, agent=slot.agent, repeat=slot.repeat, attempt=attempt
+                )
+
+        runner = EpisodeRunner(
+            task,
+            lease.desktop,
+            agent,
+            user,
+            self.store,
+            backend=self.options.backend,
+            options=RunOptions(
+                batch_id=self.batch_id,
+                store_frames=self.options.store_frames,
+                extra_config=placement,
+                cancel_reason=cancel_reason,
+            ),
+            on_event=on_event,
+        )
+        runner_box.append(runner)
+        if callable(bind):
+            bind(lambda: runner.protocol.conversation if runner.protocol else [])
+        try:
+            # asyncio.timeout, not wait_for: the runner runs in this task, so
+            # cancel_reason can ask the window whether it expired when the runner
+            # records the cancellation (and 3.11's wait_for can swallow a Ctrl-C).
+            async with asyncio.timeout(limit) as window:
+                result = await runner.run()
+        except TimeoutError:
+            episode_id = runner.episode_id if runner.episode_id is not None else -1
+            if episode_id >= 0:
+                record = self.store.get_episode(episode_id)
+                if record.status == "finished":
+                    # The limit struck after the episode was recorded as finished
+                    # (closing the agent): the finished record stands.
+                    return _result_of(record), False
+                error = record.error or time_limit_error(limit)
+                steps = record.steps
+            else:
+                error, steps = time_limit_error(limit), 0
+            return EpisodeResult(
+                episode_id, task.id, "error", "error", None, None, steps, error
+            ), True
+        except StoreError:
+            raise
+        except DeskLoopError as exc:
+            # Raised outside the runner's own handling (closing the agent, say).
+            error = f"{exc.title}: {exc}"
+            episode_id = runner.episode_id if runner.episode_id is not None else -1
+            result = EpisodeResult(episode_id, task.id, "error", "error", None, None, 0, error)
+        if not tagged and result.episode_id >= 0:
+            # No event came before the end (cannot happen with today's runner, which
+            # reports the reset first); tag now so the slot is not run again.
+            self.store.tag_batch_slot(
+                result.episode_id, agent=slot.agent, repeat=slot.repeat, attempt=attempt
+            )
+        return result, result.status == "error" and is_infrastructure_error(result.error)
+
+
+def _result_of(record: EpisodeRecord) -> EpisodeResult:
+    return EpisodeResult(
+        record.id,
+        record.task_id,
+        record.status,
+        record.end_reason,
+        record.passed,
+        record.score,
+        record.steps,
+        record.error,
+    )
+
+
+def _task_entry(task: Task) -> dict[str, Any]:
+    return {"id": task.id, "path": str(Path(task.source).resolve()), "sha256": task.sha256}
+
+
+def start_batch(
+    store: Store,
+    tasks: Sequence[Task],
+    agents: Sequence[str],
+    repeats: int,
+    options: BatchOptions,
+    *,
+    batch_id: str | None = None,
+    **kwargs: Any,
+) -> BatchRunner:
+    """Record a new batch (its suite and options) and return its runner.
+
+    Raises:
+        AgentError: an agent spec cannot be built for one of the tasks (checked for
+            every pair before anything runs).
+    """
+    if not tasks or not agents or repeats < 1:
+        raise DeskLoopError("a batch needs tasks, agents and at least one repeat")
+    factory: AgentFactory = kwargs.get("agent_factory") or make_agent
+    for task in tasks:
+        for spec in agents:
+            factory(spec, task, options.openai)  # fails early on a bad spec or task
+    suite = {
+        "tasks": [_task_entry(task) for task in tasks],
+        "agents": list(agents),
+        "repeats": repeats,
+        "options": options.to_json(),
+    }
+    batch_id = batch_id or new_batch_id()
+    store.create_batch(batch_id, suite)
+    return BatchRunner(store, batch_id, {t.id: t for t in tasks}, suite, options, **kwargs)
+
+
+def resume_batch(
+    store: Store,
+    batch_id: str,
+    *,
+    concurrency: int | None = None,
+    hosts: Sequence[Host] | None = None,
+    **kwargs: Any,
+) -> BatchRunner:
+    """The runner of a recorded batch, for its slots without a finished episode.
+
+    `hosts` replaces the batch's recorded pool of libvirt URIs (a host moved, or
+    more capacity); `concurrency` defaults to the pool's total capacity, else 1.
+
+    Raises:
+        DeskLoopError: concurrency above the pool's capacity.
+        StoreError: no such batch.
+        TaskError: a task file is gone or changed since the batch began (its results
+            would not be comparable).
+    """
+    suite = store.get_batch(batch_id).suite
+    tasks: dict[str, Task] = {}
+    for entry in suite["tasks"]:
+        task = load_task(entry["path"])
+        if task.sha256 != entry["sha256"]:
+            raise TaskError(
+                f"{entry['path']}: task {entry['id']} changed since batch {batch_id} began; "
+                "start a new batch to run the new version"
+            )
+        tasks[task.id] = task
+    options = BatchOptions.from_json(suite.get("options", {}), concurrency, hosts)
+    return BatchRunner(store, batch_id, tasks, suite, options, **kwargs)

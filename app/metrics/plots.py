@@ -1,0 +1,159 @@
+"""The HTML report's plots: matplotlib figures of a summary's groups as inline SVG.
+
+Figures are made with `matplotlib.figure.Figure`, never pyplot: no display is
+opened and no backend is chosen for the whole process (as `matplotlib.use("Agg")`
+would, for every other user of matplotlib in it); `savefig(format="svg")` draws
+with matplotlib's SVG renderer directly. The SVG is made for inlining in one HTML
+page:
+
+- text stays text (`svg.fonttype: none`): labels can be read and searched, and
+  matplotlib's XML writer escapes them;
+- labels are never read as mathtext (`text.parse_math: false`): an agent named
+  `a$b` is shown as written instead of failing the report;
+- every id is prefixed with the plot's name, and so is every reference to one:
+  matplotlib numbers its groups `figure_1`, `patch_1`... in each figure, and one
+  page holds three figures;
+- the same figures give the same bytes (a fixed hash salt, no date in the metadata);
+- the XML prolog and its DOCTYPE (a DTD URL) are dropped: the page loads nothing.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib
+from lxml import etree
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator, PercentFormatter
+
+from app.metrics.summary import GroupStats
+
+COLORS = {
+    "passed": "#3a8f3a",
+    "failed": "#c8443b",
+    "errors": "#8a8a8a",
+    "aborted": "#e0a030",
+    "credit": "#4a7bd0",
+    "ask rate": "#9a6fc0",
+}
+LEGEND: dict[str, Any] = {
+    # Above the axes, where it covers no bar.
+    "loc": "lower left",
+    "bbox_to_anchor": (0.0, 1.0),
+    "fontsize": 8,
+    "frameon": False,
+}
+ROW_INCHES = 0.42
+WIDTH_INCHES = 9.0
+
+
+@dataclass(frozen=True)
+class Plot:
+    name: str
+    """Also the SVG's id."""
+    title: str
+    svg: str
+
+
+Draw = Callable[[Axes, Sequence[GroupStats]], None]
+"""Draws one plot of the groups on axes whose rows are already labelled."""
+
+
+def _svg(name: str, draw: Draw, groups: Sequence[GroupStats]) -> str:
+    with matplotlib.rc_context(
+        {
+            "svg.fonttype": "none",
+            "svg.hashsalt": "deskloop",
+            "text.parse_math": False,
+        }
+    ):
+        fig = Figure(figsize=(WIDTH_INCHES, 1.4 + ROW_INCHES * len(groups)), layout="tight")
+        ax = fig.subplots()
+        # The first group on top, as in the tables.
+        ax.set_yticks(range(len(groups)), [g.label for g in groups])
+        ax.invert_yaxis()
+        ax.spines[["top", "right"]].set_visible(False)
+        draw(ax, groups)
+        out = io.StringIO()
+        fig.savefig(out, format="svg", metadata={"Date": None})
+    return _namespaced_ids(out.getvalue(), name)
+
+
+XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
+
+
+def _namespaced_ids(svg: str, name: str) -> str:
+    """`svg` with its root's id `name` and every other id, and every reference to
+    one (`href="#id"`, `url(#id)`), prefixed with `name-`. Done on the parsed tree,
+    never by text substitution, so a label that reads `id="x"` stays as written."""
+    parser = etree.XMLParser(resolve_entities=False, no_network=True)
+    root = etree.fromstring(svg.encode(), parser)
+    for element in root.iter():
+        for attr, value in element.attrib.items():
+            if attr == "id":
+                element.set(attr, f"{name}-{value}")
+            elif attr in (XLINK_HREF, "href") and value.startswith("#"):
+                element.set(attr, f"#{name}-{value[1:]}")
+            elif "url(#" in value:
+                element.set(attr, value.replace("url(#", f"url(#{name}-"))
+    root.set("id", name)
+    # Serializing the root drops the prolog and its DOCTYPE.
+    return str(etree.tostring(root, encoding="unicode"))
+
+
+def _success(ax: Axes, groups: Sequence[GroupStats]) -> None:
+    rows = range(len(groups))
+    rates = [g.success_rate or 0.0 for g in groups]
+    low, high = [], []
+    for g, rate in zip(groups, rates, strict=True):
+        lo, hi = g.success_interval or (rate, rate)
+        low.append(rate - lo)
+        high.append(hi - rate)
+    ax.barh(rows, rates, color=COLORS["passed"], xerr=[low, high], capsize=3)
+    for row, g in zip(rows, groups, strict=True):
+        shown = f"{g.passed}/{g.finished}" if g.finished else "no finished episodes"
+        ax.text(1.02, row, shown, va="center", fontsize=9)
+    ax.set_xlim(0, 1)
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel("success rate over finished episodes (bars: 95% Wilson interval)")
+
+
+def _outcomes(ax: Axes, groups: Sequence[GroupStats]) -> None:
+    left = [0] * len(groups)
+    for name in ("passed", "failed", "errors", "aborted"):
+        counts = [getattr(g, name) for g in groups]
+        ax.barh(range(len(groups)), counts, left=left, color=COLORS[name], label=name)
+        left = [a + b for a, b in zip(left, counts, strict=True)]
+    ax.set_xlabel("episodes (one per batch slot)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(**LEGEND, ncols=4)
+
+
+def _credit_and_asks(ax: Axes, groups: Sequence[GroupStats]) -> None:
+    height = 0.38
+    for offset, name, values in (
+        (-height / 2, "credit", [g.mean_score for g in groups]),
+        (height / 2, "ask rate", [g.ask_rate for g in groups]),
+    ):
+        rows = [i + offset for i in range(len(groups))]
+        shown = [v or 0.0 for v in values]
+        ax.barh(rows, shown, height=height, color=COLORS[name], label=name)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("mean partial credit and ask rate, over finished episodes")
+    ax.legend(**LEGEND, ncols=2)
+
+
+def plots(groups: Sequence[GroupStats]) -> list[Plot]:
+    """The report's plots of `groups` (none when there are no groups)."""
+    if not groups:
+        return []
+    made: list[tuple[str, str, Draw]] = [
+        ("success", "Success rate", _success),
+        ("outcomes", "Outcomes", _outcomes),
+        ("credit", "Partial credit and ask rate", _credit_and_asks),
+    ]
+    return [Plot(name, title, _svg(name, draw, groups)) for name, title, draw in made]

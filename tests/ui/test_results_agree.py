@@ -1,0 +1,177 @@
+"""One database, one set of figures: the TUI's Results screen, `deskloop report` (text,
+JSONL and HTML) and a hand computation agree.
+
+The database holds every case the policy decides (app.metrics.summary): passed and
+failed episodes (DONE on a wrong result, the agent's FAIL, a spent step budget), an
+infrastructure error, an abort, batch retries, a running episode; two agents, two
+users. The TUI once counted errors as failures and every retry, and `report` had no
+user in its groups: with either policy these figures differ.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from lxml import html as lxml_html
+from textual.widgets import DataTable
+
+from app.cli import main
+from app.metrics.summary import COLUMNS
+from app.store import Store
+from app.ui.app import DeskLoopApp
+from app.ui.screens.results import ResultsScreen
+from tests.recorded_episodes import add_episode
+from tests.ui.helpers import wait_until, write_tasks
+
+SUITE = {
+    "tasks": [{"id": "gimp-a", "path": "x", "sha256": "0" * 64}],
+    "agents": ["reference", "openai:m"],
+    "repeats": 2,
+}
+
+# By hand, from the episodes recorded below (columns: app.metrics.summary.COLUMNS).
+EXPECTED = [
+    # ep 5 passed, ep 6 aborted (out of the rates)
+    "gimp L1 standard openai:m person 2 1 0 0 1 0 100% 1.00 6.0 100% 2.0",
+    # slot (openai:m, 0) failed at 0.5 after one ask; slot (openai:m, 1) two errors
+    "gimp L1 standard openai:m simulated 2 0 1 1 0 1 0% 0.50 4.0 100% 1.0",
+    # slot (reference, 0) passed on its retry, slot (reference, 1) passed, ep 8 budget
+    "gimp L1 standard reference simulated 3 2 1 0 0 1 67% 0.67 7.7 0% 0.0",
+    # ep 7: the agent's FAIL, credit 0.35
+    "gimp L2 interactive reference person 1 0 1 0 0 0 0% 0.35 3.0 0% 0.0",
+    # 1 + 0.5 over 2; steps (6 + 4) / 2; 3 asks over 2 finished
+    "all all all openai:m all 4 1 1 1 1 1 50% 0.75 5.0 100% 1.5",
+    # (1 + 1 + 0 + 0.35) / 4 = 0.5875; steps (5 + 8 + 10 + 3) / 4
+    "all all all reference all 4 2 2 0 0 1 50% 0.59 6.5 0% 0.0",
+    # 3.85 / 6 = 0.642; 36 steps / 6; 2 of 6 finished asked, 3 asks / 6
+    "all all all all all 8 3 3 1 1 2 50% 0.64 6.0 33% 0.5",
+]
+
+
+def build_database(path: Path) -> dict[str, list[int]]:
+    """The episodes of EXPECTED; returns the ids that count and those that do not."""
+    counted: list[int] = []
+    left_out: list[int] = []
+    with Store(path) as store:
+        store.create_batch("b1", SUITE)
+
+        def slot(
+            agent: str,
+            repeat: int,
+            attempt: int,
+            *,
+            status: Literal["finished", "error"] = "finished",
+            passed: bool = True,
+            score: float = 1.0,
+            steps: int,
+            asks: int = 0,
+        ) -> int:
+            return add_episode(
+                store,
+                agent=agent,
+                batch="b1",
+                slot=(agent, repeat, attempt),
+                status=status,
+                passed=passed,
+                score=score,
+                steps=steps,
+                asks=asks,
+            )
+
+        left_out.append(slot("reference", 0, 0, status="error", steps=0))
+        counted.append(slot("reference", 0, 1, steps=5))
+        counted.append(slot("reference", 1, 0, steps=8))
+        counted.append(slot("openai:m", 0, 0, passed=False, score=0.5, steps=4, asks=1))
+        left_out.append(slot("openai:m", 1, 0, status="error", steps=2))
+        counted.append(slot("openai:m", 1, 1, status="error", steps=1))
+        counted.append(add_episode(store, agent="openai:m", user="person", steps=6, asks=2))
+        counted.append(
+            add_episode(
+                store,
+                agent="openai:m",
+                user="person",
+                status="error",
+                end_reason="aborted",
+                error="aborted by the person in the loop",
+                steps=2,
+            )
+        )
+        counted.append(
+            add_episode(
+                store,
+                task="gimp-b",
+                level="L2",
+                interactive=True,
+                user="person",
+                passed=False,
+                score=0.35,
+                end_reason="fail",
+                steps=3,
+            )
+        )
+        counted.append(
+            add_episode(store, passed=False, score=0.0, end_reason="step_budget", steps=10)
+        )
+        left_out.append(add_episode(store, status="running"))
+    return {"counted": counted, "left_out": left_out}
+
+
+def text_rows(out: str) -> list[str]:
+    """The figure rows of a printed table, as space-joined cells, whatever the borders
+    (plain columns or box drawing): every cell here is one word."""
+    rows = []
+    for line in out.splitlines():
+        cells = [c for c in re.split(r"[\s│┃║|]+", line) if c]
+        if len(cells) == len(COLUMNS) and cells != COLUMNS and cells[0].isalpha():
+            rows.append(" ".join(cells))
+    return rows
+
+
+async def tui_rows(db: Path, tasks: Path) -> list[str]:
+    lab = DeskLoopApp(db=db, tasks_dir=tasks, start_mode="results")
+    async with lab.run_test(size=(160, 50)) as pilot:
+        await wait_until(pilot, lambda: isinstance(lab.screen, ResultsScreen), 5, "results")
+        table = lab.screen.query_one(DataTable)
+        header = [str(c.label) for c in table.ordered_columns]
+        assert header == COLUMNS
+        return [" ".join(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
+
+
+async def test_the_tui_and_the_report_show_the_same_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "deskloop.db"
+    ids = build_database(db)
+    jsonl, page = tmp_path / "episodes.jsonl", tmp_path / "report.html"
+
+    assert main(["--db", str(db), "report", "--jsonl", str(jsonl), "--html", str(page)]) == 0
+    report = text_rows(capsys.readouterr().out)
+    tui = await tui_rows(db, write_tasks(tmp_path / "tasks"))
+
+    assert report == EXPECTED
+    assert tui == EXPECTED
+    tree = lxml_html.document_fromstring(page.read_text())
+    cells = [[td.text_content() for td in tr.xpath("td")] for tr in tree.xpath("//tbody/tr")]
+    assert [" ".join(c) for c in cells[: len(EXPECTED)]] == EXPECTED
+
+    # The export holds exactly the counted episodes, and its outcomes give the rates.
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [line["episode_id"] for line in lines] == ids["counted"]
+    tally: dict[tuple[str, ...], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for line in lines:
+        kind = "interactive" if line["interactive"] else "standard"
+        key = (line["app"], line["level"], kind, line["agent"], line["user_mode"])
+        tally[key][line["outcome"]] += 1
+    for row in EXPECTED[:4]:
+        cells_ = row.split()
+        counts = tally[tuple(cells_[:5])]
+        passed, failed = counts["passed"], counts["failed"]
+        assert [str(passed), str(failed), str(counts["error"]), str(counts["aborted"])] == (
+            cells_[6:10]
+        )
+        assert f"{passed / (passed + failed):.0%}" == cells_[11]
