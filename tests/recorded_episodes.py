@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from app.store import EndReason, Store, UserMode
+from app.core.vocabulary import EndReason, UserMode
+from app.store import Store
 
 
 def add_episode(

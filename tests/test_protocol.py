@@ -7,7 +7,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.core.actions import Action, Ask, Click, Done, Fail, Key, Type, is_gui_action
-from app.core.conversation import EndReason
 from app.episode.protocol import PhaseSpec, Protocol
 from app.tasks.triggers import (
     AgentAsk,
@@ -32,7 +31,7 @@ CLICK = Click(1, 1)
 def test_done_without_phases_ends_episode() -> None:
     p = make([])
     out = p.on_agent(Done(), 0)
-    assert out.ended is EndReason.DONE
+    assert out.ended == "done"
     assert [m.kind for m in p.conversation] == ["instruction", "done"]
 
 
@@ -54,14 +53,14 @@ def test_done_delivers_agent_done_phase_instead_of_ending() -> None:
     assert out.ended is None
     assert out.delivered_phase == 0
     assert out.messages[-1].kind == "feedback"
-    assert p.on_agent(Done(), 0).ended is EndReason.DONE
+    assert p.on_agent(Done(), 0).ended == "done"
 
 
 def test_done_ends_when_pending_trigger_does_not_hold() -> None:
     # Only the pending phase can fire: the later agent_done phase waits behind it.
     p = make([PhaseSpec("a", StepCount(3)), PhaseSpec("b", AgentDone())])
     out = p.on_agent(Done(), 0)
-    assert out.ended is EndReason.DONE
+    assert out.ended == "done"
     assert p.undelivered_phases() == [0, 1]
 
 
@@ -90,7 +89,7 @@ def test_ask_is_not_a_gui_action() -> None:
 def test_fail_ends_and_never_advances() -> None:
     p = make([PhaseSpec("x", AnyOf((AgentDone(), AgentAsk(), StepCount(1))))])
     out = p.on_agent(Fail("cannot"), 0)
-    assert out.ended is EndReason.FAIL and out.delivered_phase is None
+    assert out.ended == "fail" and out.delivered_phase is None
     with pytest.raises(RuntimeError):
         p.on_agent(CLICK, 0)
 
@@ -98,7 +97,7 @@ def test_fail_ends_and_never_advances() -> None:
 def test_all_composition_needs_both_at_same_event() -> None:
     p = make([PhaseSpec("x", AllOf((AgentDone(), StepCount(2))))])
     p.on_agent(CLICK, 0)
-    assert p.on_agent(Done(), 0).ended is EndReason.DONE  # only 1 action so far
+    assert p.on_agent(Done(), 0).ended == "done"  # only 1 action so far
     p = make([PhaseSpec("x", AllOf((AgentDone(), StepCount(2))))])
     p.on_agent(CLICK, 0)
     p.on_agent(CLICK, 0)  # step_count holds but no DONE yet
@@ -109,12 +108,12 @@ def test_all_composition_needs_both_at_same_event() -> None:
 def test_budgets() -> None:
     p = make([], steps=2)
     assert p.on_agent(CLICK, 0).ended is None
-    assert p.on_agent(CLICK, 0).ended is EndReason.STEP_BUDGET
+    assert p.on_agent(CLICK, 0).ended == "step_budget"
     p = make([], seconds=10)
-    assert p.on_agent(CLICK, 10.5).ended is EndReason.TIME_BUDGET
+    assert p.on_agent(CLICK, 10.5).ended == "time_budget"
     p = make([], seconds=10)
     assert p.check_time(9) is None
-    assert p.check_time(10) is EndReason.TIME_BUDGET
+    assert p.check_time(10) == "time_budget"
 
 
 def test_injected_message_becomes_active_without_resetting_count() -> None:
@@ -192,14 +191,14 @@ def test_protocol_properties(phases: list[Trigger], actions: list[Action], max_s
         assert p.actions_since_active == gui_since_active
         # FAIL ends and never advances; ASK never ends except on the budget.
         if isinstance(action, Fail):
-            assert out.ended is EndReason.FAIL and p.next_phase == before
+            assert out.ended == "fail" and p.next_phase == before
         if isinstance(action, Ask):
-            assert out.ended in (None, EndReason.STEP_BUDGET)
+            assert out.ended in (None, "step_budget")
             assert out.needs_answer == (not should_fire)
             if out.needs_answer:
                 p.answer("none", "simulated", 0)
         if isinstance(action, Done):
-            assert (out.ended is EndReason.DONE) == (not should_fire)
+            assert (out.ended == "done") == (not should_fire)
         assert p.steps <= max_steps
         assert p.active_message == [m for m in p.conversation if m.role == "user"][-1]
     steps_of_messages = [m.step for m in p.conversation]
@@ -217,7 +216,7 @@ def test_person_review_of_done_continues_with_feedback_or_accepts() -> None:
     assert p.active_message.text.startswith("the export is too dark")
     p.on_agent(CLICK, 0)
     assert p.on_agent(Done(), 0).needs_review
-    assert p.review(None, "person", 0).ended is EndReason.DONE
+    assert p.review(None, "person", 0).ended == "done"
 
 
 def test_review_not_needed_when_a_phase_answers_the_done() -> None:
@@ -232,4 +231,4 @@ def test_rejected_action_uses_budget_but_fires_nothing() -> None:
     p = make([PhaseSpec("x", StepCount(1))], steps=2)
     out = p.on_rejected(0)
     assert out.delivered_phase is None and p.actions_since_active == 0 and out.ended is None
-    assert p.on_rejected(0).ended is EndReason.STEP_BUDGET
+    assert p.on_rejected(0).ended == "step_budget"

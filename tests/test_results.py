@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from app.core.vocabulary import EndReason
 from app.metrics.slots import counted_episodes
 from app.metrics.summary import cells, outcome, summarize
-from app.store import EndReason, Store
+from app.store import Store
 from tests.recorded_episodes import add_episode
 from tests.ui.helpers import record_episode
 

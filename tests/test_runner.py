@@ -12,8 +12,8 @@ import pytest
 
 from app.agents.base import AgentContext, Observation
 from app.core.actions import Action, Done, Type
-from app.core.conversation import Source
 from app.core.errors import AgentUnavailable, MalformedAction
+from app.core.vocabulary import Source
 from app.desktops.local import LocalDesktop
 from app.episode.runner import (
     EndedEvent,

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import io
 import os
+import re
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,16 +26,22 @@ from PIL import Image
 from sqlite_utils import Database
 
 from app.core.actions import Click, Done, Key, action_to_dict, describe_action
+from app.core.conversation import Message
 from app.core.errors import StoreError
-from app.store import (
-    AgentMessageKind,
-    EndReason,
+from app.core.vocabulary import (
+    AGENT_KINDS,
+    END_REASONS,
+    EPISODE_STATUSES,
+    PHASE_KINDS,
+    PHASE_STATUSES,
+    ROLES,
+    SOURCES,
+    USER_KINDS,
+    USER_MODES,
     EpisodeStatus,
-    Store,
-    UserMessageKind,
-    encode_png,
 )
-from app.store.schema import MIGRATIONS, MessageSource
+from app.store import Store, encode_png
+from app.store.schema import MIGRATIONS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -51,7 +63,7 @@ def new_episode(store: Store, **overrides: Any) -> int:
     return store.start_episode(**fields)
 
 
-def step(store: Store, episode_id: int, idx: int, **overrides: Any) -> None:
+def step(store: Store, episode_id: int, idx: int, **overrides: Any) -> list[int]:
     fields: dict[str, Any] = {
         "idx": idx,
         "action": action_to_dict(Key("ctrl+s")),
@@ -66,7 +78,7 @@ def step(store: Store, episode_id: int, idx: int, **overrides: Any) -> None:
         "active_message_id": None,
     }
     fields.update(overrides)
-    store.record_step(episode_id, **fields)
+    return store.record_step(episode_id, **fields)
 
 
 def png_of(value: int, size: tuple[int, int] = (8, 12)) -> bytes:
@@ -148,17 +160,16 @@ def test_fresh_database_opened_by_several_processes_at_once(tmp_path: Path) -> N
 def test_message_vocabulary_matches_the_schema(tmp_path: Path) -> None:
     with Store(tmp_path / "lab.db") as store:
         episode = new_episode(store)
-        sources = get_args(MessageSource)
-        for n, kind in enumerate(get_args(UserMessageKind)):
+        for n, kind in enumerate(USER_KINDS):
             store.record_message(
-                episode, role="user", kind=kind, text=kind, step=n, source=sources[n % 4]
+                episode, role="user", kind=kind, text=kind, step=n, source=SOURCES[n % 4]
             )
-        for kind in get_args(AgentMessageKind):
+        for agent_kind in AGENT_KINDS:
             store.record_message(
-                episode, role="agent", kind=kind, text=kind, step=9, source="agent"
+                episode, role="agent", kind=agent_kind, text=agent_kind, step=9, source="agent"
             )
         kinds = [m.kind for m in store.messages(episode)]
-        assert kinds == [*get_args(UserMessageKind), *get_args(AgentMessageKind)]
+        assert kinds == [*USER_KINDS, *AGENT_KINDS]
         assert [m.idx for m in store.messages(episode)] == list(range(len(kinds)))
 
         bad: list[dict[str, Any]] = [
@@ -177,7 +188,7 @@ def test_message_vocabulary_matches_the_schema(tmp_path: Path) -> None:
 
 def test_every_end_reason_is_accepted_and_status_running_is_refused(tmp_path: Path) -> None:
     with Store(tmp_path / "lab.db") as store:
-        for reason in get_args(EndReason):
+        for reason in END_REASONS:
             episode = new_episode(store)
             status: EpisodeStatus = "error" if reason == "error" else "finished"
             store.finish_episode(episode, status=status, end_reason=reason, steps=0)
@@ -189,6 +200,83 @@ def test_every_end_reason_is_accepted_and_status_running_is_refused(tmp_path: Pa
         with pytest.raises(StoreError, match="CHECK constraint failed"):
             store.finish_episode(episode, status="finished", end_reason="error", steps=0)
         assert store.get_episode(episode).status == "running"
+
+
+# Where each CHECK list of vocabulary words belongs: (table, column) -> the lists, in
+# the order the table's SQL has them (messages.kind: the user's kinds, the agent's).
+VOCABULARY_CHECKS = {
+    ("episodes", "user_mode"): [USER_MODES],
+    ("episodes", "status"): [EPISODE_STATUSES],
+    ("episodes", "end_reason"): [END_REASONS],
+    ("phases", "kind"): [PHASE_KINDS],
+    ("phases", "status"): [PHASE_STATUSES],
+    ("messages", "role"): [ROLES],
+    ("messages", "source"): [SOURCES],
+    ("messages", "kind"): [USER_KINDS, AGENT_KINDS],
+}
+
+# A database as the store made it before app.core.vocabulary existed.
+OLD_DATABASE = REPO / "tests" / "data" / "store" / "deskloop-0004.sql"
+
+
+def old_database(path: Path) -> Path:
+    conn = sqlite3.connect(path)
+    try:
+        conn.executescript(OLD_DATABASE.read_text())
+    finally:
+        conn.close()
+    return path
+
+
+def check_lists(db: Path) -> dict[tuple[str, str], list[tuple[str, ...]]]:
+    """Every `column IN ('word', ...)` of the tables' stored SQL, by table and column."""
+    conn = sqlite3.connect(db)
+    try:
+        tables = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
+    finally:
+        conn.close()
+    found: dict[tuple[str, str], list[tuple[str, ...]]] = {}
+    for table, sql in tables:
+        for column, words in re.findall(r"(\w+)\s+IN\s*\(\s*('[^)]*)\)", sql):
+            found.setdefault((table, column), []).append(tuple(re.findall(r"'([^']*)'", words)))
+    return found
+
+
+@pytest.mark.parametrize("made", ["fresh", "before the vocabulary"])
+def test_every_check_list_is_the_vocabulary(tmp_path: Path, made: str) -> None:
+    # Both kinds of database: a word added to the vocabulary reaches fresh databases
+    # through migration 0001, and existing ones only through a new migration.
+    db = tmp_path / "lab.db"
+    if made != "fresh":
+        old_database(db)
+    Store(db).close()
+    assert check_lists(db) == VOCABULARY_CHECKS
+
+
+def test_a_database_made_before_opens_reads_back_and_takes_writes(tmp_path: Path) -> None:
+    with Store(old_database(tmp_path / "old.db")) as store:
+        assert store.applied_migrations() == all_migrations()
+        (ep,) = store.list_episodes()
+        assert (ep.status, ep.end_reason, ep.user_mode, ep.passed, ep.steps) == (
+            "finished",
+            "step_budget",
+            "person",
+            True,
+            1,
+        )
+        assert [(m.role, m.kind, m.source, m.step) for m in store.messages(ep.id)] == [
+            ("user", "instruction", "task", 0),
+            ("agent", "done", "agent", 1),
+            ("user", "feedback", "phase", 1),
+        ]
+        assert [(p.status, p.kind, p.delivered_step) for p in store.phases(ep.id)] == [
+            ("delivered", "feedback", 1)
+        ]
+        assert [s.description for s in store.steps(ep.id)] == ["DONE"]
+        assert [c.name for c in store.checks(ep.id)] == ["file_exists"]
+        episode = new_episode(store)
+        step(store, episode, 0, messages=[Message("agent", "fail", "no", 1, "agent")])
+        assert store.integrity_ok()
 
 
 # -- a whole episode -----------------------------------------------------------
@@ -431,11 +519,79 @@ def test_list_episodes_filters_newest_first(tmp_path: Path) -> None:
         assert store.list_episodes(task_id="zzz") == []
 
 
+# -- one transaction per step ----------------------------------------------------------
+
+TWO_PHASES = [
+    {"message": "Also a JPEG.", "trigger": "agent_done", "kind": "feedback"},
+    {"message": "And a PNG.", "trigger": "agent_done", "kind": "feedback"},
+]
+
+
+def test_a_step_is_written_with_its_messages_and_phase_delivery(tmp_path: Path) -> None:
+    with Store(tmp_path / "lab.db") as store:
+        episode = new_episode(store)
+        store.init_phases(episode, TWO_PHASES)
+        first = store.record_message(
+            episode, role="user", kind="instruction", text="Flip it.", step=0, source="task"
+        )
+        said = [
+            Message("agent", "done", "DONE", 1, "agent"),
+            Message("user", "feedback", "Also a JPEG.", 1, "phase", phase_index=0),
+        ]
+        ids = step(
+            store,
+            episode,
+            0,
+            action=action_to_dict(Done()),
+            kind="done",
+            phase_index=0,
+            active_message_id=first,
+            messages=said,
+            delivered_phase=0,
+        )
+        messages = store.messages(episode)
+        assert [m.id for m in messages] == [first, *ids]
+        assert [
+            (m.role, m.kind, m.text, m.step, m.source, m.phase_index) for m in messages[1:]
+        ] == [(m.role, m.kind, m.text, m.step, m.source, m.phase_index) for m in said]
+        assert [(p.status, p.delivered_step) for p in store.phases(episode)] == [
+            ("delivered", 1),
+            ("pending", None),
+        ]
+        # A later step may point at a message its predecessor wrote.
+        step(store, episode, 1, phase_index=1, active_message_id=ids[1])
+        assert step(store, episode, 2) == []
+
+
+def test_a_refused_part_of_a_step_leaves_none_of_it(tmp_path: Path) -> None:
+    with Store(tmp_path / "lab.db") as store:
+        episode = new_episode(store)
+        store.init_phases(episode, TWO_PHASES)
+        asked = Message("agent", "question", "Which size?", 1, "agent")
+        # The step's row and its first message are written, then the database refuses
+        # the second (an agent cannot give an instruction): all of it is rolled back.
+        instruction = Message("agent", "instruction", "Do it yourself.", 1, "agent")
+        with pytest.raises(StoreError, match="CHECK constraint failed") as err:
+            step(store, episode, 0, messages=[asked, instruction])
+        assert f"step 0 of episode {episode}" in str(err.value)
+        # Refused last of all: a delivery out of order.
+        with pytest.raises(StoreError, match="an earlier phase is still pending"):
+            step(store, episode, 0, messages=[asked], delivered_phase=1)
+        assert store.steps(episode) == [] and store.messages(episode) == []
+        assert [p.status for p in store.phases(episode)] == ["pending", "pending"]
+        # The same step, whole, goes in.
+        step(store, episode, 0, messages=[asked], delivered_phase=0)
+        assert [s.idx for s in store.steps(episode)] == [0]
+        assert [m.text for m in store.messages(episode)] == ["Which size?"]
+        assert store.integrity_ok()
+
+
 # -- crash safety --------------------------------------------------------------
 
 CHILD = textwrap.dedent(
     """
     import sys, time
+    from app.core.conversation import Message
     from app.store import Store, encode_png
     import numpy as np
     store = Store(sys.argv[1])
@@ -453,7 +609,8 @@ CHILD = textwrap.dedent(
             episode, idx=idx, action={"kind": "wait", "seconds": idx}, kind="wait",
             description=f"step {idx}", started_at=time.time(), agent_seconds=0.0,
             act_seconds=0.0, settle_seconds=0.0, frame=frame, phase_index=0,
-            active_message_id=message)
+            active_message_id=message,
+            messages=[Message("agent", "question", f"step {idx}?", idx + 1, "agent")])
         print(idx, flush=True)
     """
 )
@@ -501,6 +658,13 @@ def test_killed_runner_leaves_committed_steps_and_is_recovered(tmp_path: Path) -
             "SELECT idx, action, description FROM steps WHERE episode_id = ? ORDER BY idx",
             (episode,),
         ).fetchall()
+        asked = [
+            text
+            for (text,) in conn.execute(
+                "SELECT text FROM messages WHERE episode_id = ? AND role = 'agent' ORDER BY idx",
+                (episode,),
+            )
+        ]
     finally:
         conn.close()
     # Every acknowledged step was committed; at most the one in flight was too.
@@ -508,6 +672,8 @@ def test_killed_runner_leaves_committed_steps_and_is_recovered(tmp_path: Path) -
     assert [row[0] for row in stored] == list(range(len(stored)))
     for idx, action, description in stored:
         assert (action, description) == (f'{{"kind": "wait", "seconds": {idx}}}', f"step {idx}")
+    # Each step was committed with its message, and no message without its step.
+    assert asked == [f"step {idx}?" for idx in range(len(stored))]
 
     with Store(db) as store:
         assert store.integrity_ok()
@@ -518,7 +684,8 @@ def test_killed_runner_leaves_committed_steps_and_is_recovered(tmp_path: Path) -
         )
         assert ep.steps == len(stored)
         steps = store.steps(episode)
-        assert ep.ended_at == steps[-1].started_at
+        # The last thing recorded: the last step's message, written with the step.
+        assert ep.ended_at == store.messages(episode)[-1].created_at >= steps[-1].started_at
         assert [p.status for p in store.phases(episode)] == ["never_delivered"]
         for s in steps:
             assert s.frame is not None
@@ -596,6 +763,96 @@ def test_episode_whose_pid_was_reused_is_recovered(tmp_path: Path) -> None:
         other.wait()
     with Store(db) as store:
         assert store.get_episode(old).status == "error"
+
+
+# -- off the loop ------------------------------------------------------------------------
+
+
+@contextmanager
+def write_locked(db: Path) -> Iterator[None]:
+    """Another process in the middle of a write: the store's writes wait for it."""
+    other = sqlite3.connect(db, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        yield
+        other.execute("COMMIT")
+    finally:
+        other.close()
+
+
+def question(store: Store, episode: int, text: str) -> Callable[[], int]:
+    return functools.partial(
+        store.record_message,
+        episode,
+        role="agent",
+        kind="question",
+        text=text,
+        step=0,
+        source="agent",
+    )
+
+
+async def test_a_write_waiting_on_a_lock_leaves_the_loop_running(tmp_path: Path) -> None:
+    with Store(tmp_path / "lab.db") as store:
+        episode = new_episode(store)
+        with write_locked(tmp_path / "lab.db"):
+            write = asyncio.ensure_future(store.off_loop(question(store, episode, "a")))
+            ticks, until = 0, time.monotonic() + 0.5
+            while time.monotonic() < until:
+                await asyncio.sleep(0.01)
+                ticks += 1
+            assert not write.done() and ticks >= 10
+        message_id = await write
+        assert [m.id for m in store.messages(episode)] == [message_id]
+
+
+async def test_calls_run_in_order_and_survive_their_awaiter_being_cancelled(
+    tmp_path: Path,
+) -> None:
+    # A runner cancelled (Ctrl-C, a batch's time limit) while its write waits still
+    # has that write done, and before the episode's end it records next.
+    db = tmp_path / "lab.db"
+    with Store(db) as store:
+        episode = new_episode(store)
+        with write_locked(db):
+            first = asyncio.ensure_future(store.off_loop(question(store, episode, "a")))
+            await asyncio.sleep(0.1)  # the store's thread runs it: it waits for the lock
+            # Handing calls over does not wait for the one running.
+            start = time.monotonic()
+            calls = [
+                asyncio.ensure_future(store.off_loop(question(store, episode, text)))
+                for text in "bc"
+            ]
+            await asyncio.sleep(0.05)
+            assert time.monotonic() - start < 1.0 and not first.done()
+            calls[0].cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await calls[0]
+        await first
+        await calls[1]
+        assert [m.text for m in store.messages(episode)] == ["a", "b", "c"]
+
+
+async def test_close_waits_for_the_calls_handed_over(tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    store = Store(db)
+    episode = new_episode(store)
+    other = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        write = asyncio.ensure_future(store.off_loop(question(store, episode, "kept")))
+        await asyncio.sleep(0.05)
+        release = threading.Timer(0.3, other.execute, ["COMMIT"])
+        release.start()
+        store.close()  # blocks until the write, waiting on the lock, is done
+        release.join()
+    finally:
+        other.close()
+    await write
+    with pytest.raises(StoreError, match="closed"):
+        await store.off_loop(question(store, episode, "too late"))
+    with Store(db) as again:
+        assert [m.text for m in again.messages(episode)] == ["kept"]
 
 
 # -- frames -----------------------------------------------------------------------

@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.core.actions import Action, Ask, Done, Fail, is_gui_action
-from app.core.conversation import AgentKind, EndReason, Message, Source, UserKind
+from app.core.conversation import Message
+from app.core.vocabulary import AgentKind, EndReason, Source, UserKind
 from app.tasks.triggers import Event, Trigger, describe_trigger, holds
 
 
@@ -99,7 +100,7 @@ class Protocol:
             RuntimeError: the episode already ended, or an ASK is still unanswered.
         """
         if self.ended is not None:
-            raise RuntimeError(f"episode already ended ({self.ended.value})")
+            raise RuntimeError(f"episode already ended ({self.ended})")
         if self.awaiting_answer:
             raise RuntimeError("the previous ASK has not been answered")
         if self.awaiting_review:
@@ -122,7 +123,7 @@ class Protocol:
                     needs_review = True
                     self.awaiting_review = True
                 else:
-                    ended = EndReason.DONE
+                    ended = "done"
         elif isinstance(action, Ask):
             new.append(self._agent_message("question", action.question))
             delivered = self._maybe_deliver(Event.ASK, "answer", new)
@@ -131,7 +132,7 @@ class Protocol:
                 self.awaiting_answer = True
         elif isinstance(action, Fail):
             new.append(self._agent_message("fail", action.reason))
-            ended = EndReason.FAIL
+            ended = "fail"
 
         if ended is None and not needs_answer and not needs_review:
             ended = self._budget_end(elapsed)
@@ -146,7 +147,7 @@ class Protocol:
         trigger: the agent may retry within the budget.
         """
         if self.ended is not None:
-            raise RuntimeError(f"episode already ended ({self.ended.value})")
+            raise RuntimeError(f"episode already ended ({self.ended})")
         self.steps += 1
         ended = self._budget_end(elapsed)
         if ended is not None:
@@ -171,8 +172,8 @@ class Protocol:
             raise RuntimeError("no DONE is waiting for a review")
         self.awaiting_review = False
         if feedback is None:
-            self.ended = EndReason.DONE
-            return Outcome((), None, False, False, EndReason.DONE)
+            self.ended = "done"
+            return Outcome((), None, False, False, "done")
         message = self._user_message("feedback", feedback, source)
         ended = self._budget_end(elapsed)
         if ended is not None:
@@ -186,7 +187,7 @@ class Protocol:
         episode start or the previous phase delivery.
         """
         if self.ended is not None:
-            raise RuntimeError(f"episode already ended ({self.ended.value})")
+            raise RuntimeError(f"episode already ended ({self.ended})")
         if kind == "answer" and self.awaiting_answer:
             self.awaiting_answer = False
         if kind == "feedback" and self.awaiting_review:
@@ -196,7 +197,7 @@ class Protocol:
     def check_time(self, elapsed: float) -> EndReason | None:
         """End the episode if the time budget is spent (between turns)."""
         if self.ended is None and elapsed >= self.max_seconds:
-            self.ended = EndReason.TIME_BUDGET
+            self.ended = "time_budget"
         return self.ended
 
     def end(self, reason: EndReason) -> None:
@@ -211,9 +212,9 @@ class Protocol:
 
     def _budget_end(self, elapsed: float) -> EndReason | None:
         if self.steps >= self.max_steps:
-            return EndReason.STEP_BUDGET
+            return "step_budget"
         if elapsed >= self.max_seconds:
-            return EndReason.TIME_BUDGET
+            return "time_budget"
         return None
 
     def _maybe_deliver(

@@ -1,9 +1,12 @@
 """The episode runner: reset → setup → (observe, decide, act, protocol)* → score → store.
 
-Every step is written to the store before the next one begins, so a crash loses
-at most the step in flight. An episode that raises is stored with status `error`
-and the reason, never scored as a pass. Frames are PNG-encoded in a worker thread
-so the event loop (and a TUI on it) stays responsive.
+Every step is written to the store before the next one begins, in one transaction
+with the messages and the phase delivery that came of it, so a crash loses at most
+the step in flight and never leaves a step without its messages. An episode that
+raises is stored with status `error` and the reason, never scored as a pass. Frames
+are PNG-encoded in a worker thread and every store call runs on the store's own
+thread (`Store.off_loop`), so the event loop (and a TUI or a batch on it) stays
+responsive however slow the disk.
 
 A person in the loop steers a running episode through its `EpisodeControl`
 (inject a message at any moment, pause, resume, abort); everything that happens
@@ -32,9 +35,10 @@ from app.core.actions import (
     is_gui_action,
 )
 from app.core.commands import CommandResult
-from app.core.conversation import EndReason, Message, UserKind
+from app.core.conversation import Message
 from app.core.errors import ActionError, AgentUnavailable, DeskLoopError, MalformedAction
 from app.core.frames import Frame
+from app.core.vocabulary import UserKind
 from app.desktops.base import Desktop, SavesStartStates
 from app.desktops.xwindows import active_window_title
 from app.episode.protocol import Outcome, PhaseSpec, Protocol
@@ -261,7 +265,9 @@ class EpisodeRunner:
 
     async def _run(self) -> EpisodeResult:
         task = self.task
-        episode_id = self.store.start_episode(
+        store = self.store
+        episode_id = await store.off_loop(
+            store.start_episode,
             task_id=task.id,
             task_path=str(task.source),
             task_sha256=task.sha256,
@@ -281,7 +287,8 @@ class EpisodeRunner:
             batch_id=self.options.batch_id,
         )
         self.episode_id = episode_id
-        self.store.init_phases(
+        await store.off_loop(
+            store.init_phases,
             episode_id,
             [
                 {"message": p.message, "trigger": trigger_to_raw(p.parsed_trigger), "kind": p.kind}
@@ -306,14 +313,14 @@ class EpisodeRunner:
         except asyncio.CancelledError:
             why = self.options.cancel_reason() if self.options.cancel_reason else None
             during = "during the episode" if stage == "episode" else "during scoring"
-            protocol.end(EndReason.ERROR if why else EndReason.ABORTED)
+            protocol.end("error" if why else "aborted")
             error = f"{why} {during}" if why else f"aborted during {stage}"
-            self._finish(episode_id, protocol, "error", error, final_frame)
+            await self._finish(episode_id, protocol, "error", error, final_frame)
             raise
         except _Aborted:
-            protocol.end(EndReason.ABORTED)
+            protocol.end("aborted")
             reason = "aborted by the person in the loop"
-            self._finish(episode_id, protocol, "error", reason, final_frame)
+            await self._finish(episode_id, protocol, "error", reason, final_frame)
             return EpisodeResult(
                 episode_id, task.id, "error", "aborted", None, None, protocol.steps, reason
             )
@@ -322,21 +329,20 @@ class EpisodeRunner:
             if stage == "scoring":
                 reason = f"scoring failed: {reason}"
             log.debug("episode %s failed", episode_id, exc_info=True)
-            protocol.end(EndReason.ERROR)
-            self._finish(episode_id, protocol, "error", reason, final_frame)
+            protocol.end("error")
+            await self._finish(episode_id, protocol, "error", reason, final_frame)
             return EpisodeResult(
                 episode_id, task.id, "error", "error", None, None, protocol.steps, reason
             )
         finally:
             await self.agent.close()
-        self._record_score(episode_id, score)
-        self._finish(episode_id, protocol, "finished", None, final_frame)
-        ended = protocol.ended.value if protocol.ended else None
+        await self._record_score(episode_id, score)
+        await self._finish(episode_id, protocol, "finished", None, final_frame)
         return EpisodeResult(
             episode_id,
             task.id,
             "finished",
-            ended,
+            protocol.ended,
             score.passed,
             score.score,
             protocol.steps,
@@ -363,7 +369,7 @@ class EpisodeRunner:
             await desktop.reset()
             self._say("running setup")
             await run_setup(task, desktop, self._say)
-        self._record_messages(episode_id, protocol.conversation)
+        await self._record_messages(episode_id, protocol.conversation)
         info = self.desktop.info()
         await self.agent.start(
             AgentContext(
@@ -392,7 +398,7 @@ class EpisodeRunner:
         if control.abort_requested:
             raise _Aborted
         for text, kind in control.take_injections():
-            self._record_messages(episode_id, [protocol.inject(text, kind, "person")])
+            await self._record_messages(episode_id, [protocol.inject(text, kind, "person")])
 
     async def _step(self, episode_id: int, protocol: Protocol, started: float) -> None:
         task = self.task
@@ -419,7 +425,7 @@ class EpisodeRunner:
             async with asyncio.timeout(remaining):
                 action = await self.agent.decide(observation)
         except TimeoutError:
-            protocol.end(EndReason.TIME_BUDGET)
+            protocol.end("time_budget")
             return
         except MalformedAction as exc:
             error, raw = str(exc), exc.raw
@@ -458,7 +464,9 @@ class EpisodeRunner:
             outcome = protocol.on_agent(action, elapsed)
             stored_action = action_to_dict(action)
             kind, description = action_kind(action), describe_action(action)
-        self.store.record_step(
+        new_messages = self._unrecorded(outcome.messages)
+        message_ids = await self.store.off_loop(
+            self.store.record_step,
             episode_id,
             idx=step,
             action=_jsonable(stored_action),
@@ -473,11 +481,14 @@ class EpisodeRunner:
             active_message_id=active_id,
             error=error,
             agent_info=self.agent.step_info(),
+            messages=new_messages,
+            delivered_phase=outcome.delivered_phase,
         )
         self._say(f"step {step}: {description}" + (f" — rejected: {error}" if error else ""))
         self._emit(
             StepEvent(step, action, description, agent_seconds, act_seconds, settle_seconds, error)
         )
+        self._recorded(new_messages, message_ids)
         await self._apply_outcome(episode_id, protocol, action, outcome, started)
 
     async def _apply_outcome(
@@ -488,9 +499,9 @@ class EpisodeRunner:
         outcome: Outcome,
         started: float,
     ) -> None:
-        self._record_messages(episode_id, outcome.messages)
+        """What follows a step already recorded with its messages and phase delivery:
+        the delivered phase's checks, the user's answer or review."""
         if outcome.delivered_phase is not None:
-            self.store.mark_phase_delivered(episode_id, outcome.delivered_phase, protocol.steps)
             self._emit(PhaseEvent(outcome.delivered_phase, protocol.steps))
             self._say(f"phase {outcome.delivered_phase + 1} delivered")
             await self._score_phase(episode_id, outcome.delivered_phase)
@@ -500,7 +511,7 @@ class EpisodeRunner:
             text, source = await self._wait_for_user(self.user.answer(action.question))
             if protocol.awaiting_answer:  # a person may have answered by injection
                 answered = protocol.answer(text, source, time.monotonic() - started)
-                self._record_messages(episode_id, answered.messages)
+                await self._record_messages(episode_id, answered.messages)
         if outcome.needs_review:
             assert isinstance(action, Done)
             self._emit(WaitingEvent("review"))
@@ -508,7 +519,7 @@ class EpisodeRunner:
             if protocol.awaiting_review:
                 source = "person" if self.user.mode == "person" else "simulated"
                 reviewed = protocol.review(feedback, source, time.monotonic() - started)
-                self._record_messages(episode_id, reviewed.messages)
+                await self._record_messages(episode_id, reviewed.messages)
 
     async def _score_phase(self, episode_id: int, index: int) -> None:
         """Score a phase's optional checks on the state at its delivery; kept apart
@@ -519,7 +530,7 @@ class EpisodeRunner:
         result = await score_phase(self.task, index, self.desktop.guest, self._agent_started_at)
         if result is not None:
             checks = [row.__dict__ for row in result.checks]
-            self.store.record_phase_checks(episode_id, index, checks)
+            await self.store.off_loop(self.store.record_phase_checks, episode_id, index, checks)
 
     async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
         """Await the user's reply, unless the person aborts first."""
@@ -535,23 +546,30 @@ class EpisodeRunner:
         result: T = reply.result()
         return result
 
-    def _record_messages(self, episode_id: int, messages: Iterable[Message]) -> None:
-        for message in messages:
-            if id(message) in self._message_ids:
-                continue
-            self._message_ids[id(message)] = self._record_message(episode_id, message)
-            self._emit(MessageEvent(message))
+    async def _record_messages(self, episode_id: int, messages: Iterable[Message]) -> None:
+        """Record the messages not recorded yet (outside a step: the instruction, an
+        injection, an answer or review), each in its own transaction."""
+        for message in self._unrecorded(messages):
+            message_id = await self.store.off_loop(
+                self.store.record_message,
+                episode_id,
+                role=message.role,
+                kind=message.kind,
+                text=message.text,
+                step=message.step,
+                phase_index=message.phase_index,
+                source=message.source,
+            )
+            self._recorded([message], [message_id])
 
-    def _record_message(self, episode_id: int, message: Message) -> int:
-        return self.store.record_message(
-            episode_id,
-            role=message.role,
-            kind=message.kind,
-            text=message.text,
-            step=message.step,
-            phase_index=message.phase_index,
-            source=message.source,
-        )
+    def _unrecorded(self, messages: Iterable[Message]) -> list[Message]:
+        return [m for m in messages if id(m) not in self._message_ids]
+
+    def _recorded(self, messages: list[Message], ids: list[int]) -> None:
+        """Note the ids a step's active message points at, and show the messages."""
+        for message, message_id in zip(messages, ids, strict=True):
+            self._message_ids[id(message)] = message_id
+            self._emit(MessageEvent(message))
 
     async def _save_frame(self, episode_id: int, name: str, frame: Frame) -> str | None:
         if not self.options.store_frames:
@@ -565,11 +583,11 @@ class EpisodeRunner:
             ):
                 return last_path
         png = await asyncio.to_thread(encode_png, frame.pixels)
-        path = self.store.save_frame(episode_id, name, png)
+        path = await self.store.off_loop(self.store.save_frame, episode_id, name, png)
         self._last_frame = (frame, path)
         return path
 
-    def _finish(
+    async def _finish(
         self,
         episode_id: int,
         protocol: Protocol,
@@ -577,18 +595,19 @@ class EpisodeRunner:
         error: str | None,
         final_frame: str | None,
     ) -> None:
-        reason = (protocol.ended or EndReason.ERROR).value
-        self.store.finish_episode(
+        await self.store.off_loop(
+            self.store.finish_episode,
             episode_id,
             status=status,
-            end_reason=reason,  # type: ignore[arg-type]
+            end_reason=protocol.ended or "error",
             error=error,
             steps=protocol.steps,
             final_frame=final_frame,
         )
 
-    def _record_score(self, episode_id: int, score: ScoreResult) -> None:
-        self.store.record_score(
+    async def _record_score(self, episode_id: int, score: ScoreResult) -> None:
+        await self.store.off_loop(
+            self.store.record_score,
             episode_id,
             passed=score.passed,
             score=score.score,

@@ -1,42 +1,53 @@
 """The episode database's schema, as an ordered list of migrations.
 
 Migrations are sqlite-utils `Migrations` recorded in its `_sqlite_migrations` table.
-Each one is frozen SQL: once a database has applied it, editing it would make old
-and new databases disagree, so a change to the schema is always a new migration
+Each one is frozen: once a database has applied it, editing it would make old and
+new databases disagree, so a change to the schema is always a new migration
 appended at the end.
 
 Tables are STRICT (SQLite checks column types) and carry CHECK constraints for the
-vocabulary below, so a runner bug is refused at the write instead of surfacing as a
-puzzling row in the TUI weeks later. The Literal types are the Python side of the
-same vocabulary; tests/test_store.py checks that both sides agree.
+words of `app.core.vocabulary`, so a runner bug is refused at the write instead of
+surfacing as a puzzling row in the TUI weeks later. The CHECK lists are built from
+the vocabulary's tuples (`_one_of`), never written out, which makes the vocabulary
+part of migration 0001: a word added there is a schema change, and needs a new
+migration that rebuilds the CHECK constraints of the tables holding it (the fresh
+databases get the new word from 0001 already). tests/test_store.py fails until
+there is one: it compares the CHECK lists of a database made before with the
+vocabulary.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
 
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-EpisodeStatus = Literal["running", "finished", "error"]
-EndReason = Literal["done", "fail", "step_budget", "time_budget", "error", "aborted"]
-UserMode = Literal["simulated", "person"]
-Role = Literal["user", "agent"]
-UserMessageKind = Literal["instruction", "clarification", "interruption", "feedback", "answer"]
-AgentMessageKind = Literal["question", "done", "fail"]
-MessageKind = UserMessageKind | AgentMessageKind
-# 'agent' is for the agent's own messages (ASK / DONE / FAIL), which none of the
-# user-side sources describe.
-MessageSource = Literal["task", "phase", "simulated", "person", "agent"]
-PhaseStatus = Literal["pending", "delivered", "never_delivered"]
-PhaseKind = Literal["clarification", "interruption", "feedback", "answer"]
+from app.core.vocabulary import (
+    AGENT_KINDS,
+    END_REASONS,
+    EPISODE_STATUSES,
+    PHASE_KINDS,
+    PHASE_STATUSES,
+    ROLES,
+    SOURCES,
+    USER_KINDS,
+    USER_MODES,
+)
+
+
+def _one_of(column: str, words: Sequence[str]) -> str:
+    """`column IN ('a', 'b')`: a CHECK list of vocabulary words."""
+    quoted = ", ".join("'" + word.replace("'", "''") + "'" for word in words)
+    return f"{column} IN ({quoted})"
+
 
 MIGRATIONS = Migrations("deskloop")
 
 # Timestamps are ISO 8601 UTC text ('2025-01-31T12:00:00.123456+00:00'), which sorts
 # in time order as text. Booleans are INTEGER 0/1 (STRICT tables have no BOOLEAN).
 _SCHEMA_V1 = (
-    """
+    f"""
     CREATE TABLE episodes (
         id INTEGER PRIMARY KEY,
         task_id TEXT NOT NULL,
@@ -46,12 +57,11 @@ _SCHEMA_V1 = (
         level TEXT NOT NULL,
         interactive INTEGER NOT NULL CHECK (interactive IN (0, 1)),
         agent TEXT NOT NULL,
-        user_mode TEXT NOT NULL CHECK (user_mode IN ('simulated', 'person')),
+        user_mode TEXT NOT NULL CHECK ({_one_of("user_mode", USER_MODES)}),
         backend TEXT NOT NULL,
         status TEXT NOT NULL DEFAULT 'running'
-            CHECK (status IN ('running', 'finished', 'error')),
-        end_reason TEXT CHECK (end_reason IN
-            ('done', 'fail', 'step_budget', 'time_budget', 'error', 'aborted')),
+            CHECK ({_one_of("status", EPISODE_STATUSES)}),
+        end_reason TEXT CHECK ({_one_of("end_reason", END_REASONS)}),
         error TEXT,
         passed INTEGER CHECK (passed IN (0, 1)),
         score REAL CHECK (score BETWEEN 0.0 AND 1.0),
@@ -60,7 +70,7 @@ _SCHEMA_V1 = (
         ended_at TEXT,
         pid INTEGER NOT NULL,
         hostname TEXT NOT NULL,
-        config TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(config)),
+        config TEXT NOT NULL DEFAULT '{{}}' CHECK (json_valid(config)),
         batch_id TEXT,
         -- relative path of the frame of the final desktop state, when one was saved
         final_frame TEXT,
@@ -75,15 +85,15 @@ _SCHEMA_V1 = (
     "CREATE INDEX episodes_task ON episodes (task_id, id)",
     "CREATE INDEX episodes_status ON episodes (status, id)",
     "CREATE INDEX episodes_batch ON episodes (batch_id) WHERE batch_id IS NOT NULL",
-    """
+    f"""
     CREATE TABLE phases (
         episode_id INTEGER NOT NULL REFERENCES episodes (id) ON DELETE CASCADE,
         idx INTEGER NOT NULL CHECK (idx >= 0),
         message TEXT NOT NULL,
         trigger TEXT NOT NULL CHECK (json_valid(trigger)),
-        kind TEXT CHECK (kind IN ('clarification', 'interruption', 'feedback', 'answer')),
+        kind TEXT CHECK ({_one_of("kind", PHASE_KINDS)}),
         status TEXT NOT NULL DEFAULT 'pending'
-            CHECK (status IN ('pending', 'delivered', 'never_delivered')),
+            CHECK ({_one_of("status", PHASE_STATUSES)}),
         delivered_step INTEGER CHECK (delivered_step >= 0),
         delivered_at TEXT,
         PRIMARY KEY (episode_id, idx),
@@ -91,18 +101,18 @@ _SCHEMA_V1 = (
         CHECK ((status = 'delivered') = (delivered_at IS NOT NULL))
     ) STRICT
     """,
-    """
+    f"""
     CREATE TABLE messages (
         id INTEGER PRIMARY KEY,
         episode_id INTEGER NOT NULL REFERENCES episodes (id) ON DELETE CASCADE,
         idx INTEGER NOT NULL CHECK (idx >= 0),
-        role TEXT NOT NULL CHECK (role IN ('user', 'agent')),
+        role TEXT NOT NULL CHECK ({_one_of("role", ROLES)}),
         kind TEXT NOT NULL,
         text TEXT NOT NULL,
         step INTEGER NOT NULL CHECK (step >= 0),
         phase_index INTEGER,
         source TEXT NOT NULL
-            CHECK (source IN ('task', 'phase', 'simulated', 'person', 'agent')),
+            CHECK ({_one_of("source", SOURCES)}),
         created_at TEXT NOT NULL,
         UNIQUE (episode_id, idx),
         -- the parent key for steps.active_message_id, so a step can only point at a
@@ -110,9 +120,8 @@ _SCHEMA_V1 = (
         UNIQUE (episode_id, id),
         FOREIGN KEY (episode_id, phase_index) REFERENCES phases (episode_id, idx),
         CHECK (
-            (role = 'user' AND kind IN
-                ('instruction', 'clarification', 'interruption', 'feedback', 'answer'))
-            OR (role = 'agent' AND kind IN ('question', 'done', 'fail'))
+            (role = 'user' AND {_one_of("kind", USER_KINDS)})
+            OR (role = 'agent' AND {_one_of("kind", AGENT_KINDS)})
         )
     ) STRICT
     """,

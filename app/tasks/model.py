@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from app.checks.tree import CheckGroup, CheckLeaf, EvalNode, TreeError, parse_tree
+from app.core.vocabulary import PhaseKind
 from app.tasks.triggers import Trigger, parse_trigger, possible_events, trigger_to_raw
 
 TASK_ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -114,7 +115,7 @@ class Phase(_Strict):
     """The user message delivered when the trigger holds."""
     trigger: Any
     """agent_done | agent_ask | {step_count: N} | {any: [...]} | {all: [...]}"""
-    kind: Literal["clarification", "interruption", "feedback", "answer"] | None = None
+    kind: PhaseKind | None = None
     """How the message is recorded. Default: 'answer' when delivered at an ASK,
     'feedback' at a DONE, 'interruption' after a GUI action."""
     checks: Any = None

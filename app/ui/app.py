@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from app.core.errors import DeskLoopError
+from app.core.vocabulary import UserMode
 from app.desktops.inventory import BackendListing, list_libvirt
 from app.store import Store
 from app.tasks.loader import load_tasks
@@ -29,7 +30,7 @@ from app.ui.screens.episodes import EpisodesScreen
 from app.ui.screens.live import LiveScreen
 from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import TasksScreen
-from app.ui.session import DesktopPool, EpisodeSession, LibvirtDesktops, UserMode
+from app.ui.session import DesktopPool, EpisodeSession, LibvirtDesktops
 
 SCREEN_KEYS = """
 **Screens** (from anywhere, when the cursor is not in a text box):

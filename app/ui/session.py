@@ -16,15 +16,15 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from app.agents.base import Agent
 from app.agents.factory import make_agent
-from app.core.conversation import Message, UserKind
+from app.core.conversation import Message
 from app.core.errors import DesktopError, VNCError
+from app.core.vocabulary import UserKind, UserMode
 from app.desktops.base import Desktop, DesktopInfo
 from app.desktops.factory import make_desktop
 from app.desktops.inventory import BackendListing, VmListing, vm_command
@@ -48,9 +48,6 @@ from app.users.person import PersonUser
 from app.users.simulated import SimulatedUser, User
 
 Pixels = npt.NDArray[np.uint8]
-
-UserMode = Literal["person", "simulated"]
-
 
 # -- desktops ---------------------------------------------------------------------
 

@@ -42,8 +42,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from app.core.conversation import Message, Source
+from app.core.conversation import Message
 from app.core.errors import AgentUnavailable, DeskLoopError, EndpointRefused, EndpointUnavailable
+from app.core.vocabulary import Source, UserMode
 from app.endpoints.client import EndpointClient, EndpointConfig, message_text
 from app.tasks.model import Task
 from app.users.simulated import NO_FURTHER_INFORMATION
@@ -162,7 +163,7 @@ def hidden_details(task: Task) -> str | None:
 class LLMUser:
     """A `User` that answers free questions through an OpenAI-compatible endpoint."""
 
-    mode: Literal["simulated", "person"] = "simulated"
+    mode: UserMode = "simulated"
     reviews_done = False
 
     def __init__(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Literal
 
-from app.core.conversation import Source
+from app.core.vocabulary import Source, UserMode
 
 Waiting = Literal["answer", "review"]
 
@@ -18,7 +18,7 @@ Waiting = Literal["answer", "review"]
 class PersonUser:
     """The `User` a person plays. One request is outstanding at a time."""
 
-    mode: Literal["simulated", "person"] = "person"
+    mode: UserMode = "person"
     reviews_done = True
 
     def __init__(self) -> None:

@@ -7,15 +7,15 @@ by the user object. A simulated user answers a free question with a fixed
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Protocol
 
-from app.core.conversation import Source
+from app.core.vocabulary import Source, UserMode
 
 NO_FURTHER_INFORMATION = "No further information is available. Please continue with what you know."
 
 
 class User(Protocol):
-    mode: Literal["simulated", "person"]
+    mode: UserMode
     """Recorded with the episode."""
 
     reviews_done: bool
@@ -33,7 +33,7 @@ class User(Protocol):
 
 
 class SimulatedUser:
-    mode: Literal["simulated", "person"] = "simulated"
+    mode: UserMode = "simulated"
     reviews_done = False
 
     async def answer(self, question: str) -> tuple[str, Source]:

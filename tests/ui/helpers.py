@@ -12,10 +12,11 @@ import numpy as np
 from textual.app import App
 from textual.pilot import Pilot
 
+from app.core.vocabulary import UserMode
 from app.desktops.inventory import BackendListing, SavedState, VmListing
 from app.desktops.libvirt import DOMAIN_PREFIX
 from app.rfb.client import VncEndpoint
-from app.store import Store, UserMode, encode_png
+from app.store import Store, encode_png
 
 T0 = datetime(2026, 1, 15, 9, 0, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Input, RichLog, Select, Static
 
 from app.core.conversation import Message as ChatMessage
-from app.core.conversation import UserKind
+from app.core.vocabulary import UserKind
 from app.episode.runner import (
     EndedEvent,
     EpisodeResult,

@@ -13,11 +13,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Header, Input, Label, Markdown, Select, Static, Tree
 
 from app.agents.factory import AGENT_SPECS
+from app.core.vocabulary import UserMode
 from app.tasks.model import Task
 from app.ui.describe import task_markdown
 from app.ui.modals import HelpScreen
 from app.ui.screens.base import LabScreen
-from app.ui.session import UserMode
 
 KIND_FILTERS = ("all", "interactive", "standard")
 

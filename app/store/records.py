@@ -1,0 +1,237 @@
+"""What the store reads back: one frozen dataclass per table, each built from its row.
+
+Column values become Python ones here and nowhere else: ISO timestamps become aware
+datetimes, JSON text becomes values, INTEGER 0/1 becomes bool.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Self, cast
+
+from app.core.vocabulary import (
+    EndReason,
+    EpisodeStatus,
+    MessageKind,
+    PhaseKind,
+    PhaseStatus,
+    Role,
+    Source,
+    UserMode,
+)
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _opt_time(text: str | None) -> datetime | None:
+    return None if text is None else _time(text)
+
+
+def _opt_json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    id: int
+    task_id: str
+    task_path: str
+    task_sha256: str
+    app: str
+    level: str
+    interactive: bool
+    agent: str
+    user_mode: UserMode
+    backend: str
+    status: EpisodeStatus
+    end_reason: EndReason | None
+    error: str | None
+    passed: bool | None
+    score: float | None
+    steps: int
+    started_at: datetime
+    ended_at: datetime | None
+    pid: int
+    hostname: str
+    config: dict[str, Any]
+    batch_id: str | None
+    final_frame: str | None
+    batch_agent: str | None = None
+    """For a batch episode: the agent spec of its slot (see app.batch)."""
+    batch_repeat: int | None = None
+    """For a batch episode: the repeat index of its slot."""
+    batch_attempt: int | None = None
+    """For a batch episode: 0 for the first try of its slot, then 1, 2... on retries."""
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Self:
+        return cls(
+            id=row["id"],
+            task_id=row["task_id"],
+            task_path=row["task_path"],
+            task_sha256=row["task_sha256"],
+            app=row["app"],
+            level=row["level"],
+            interactive=bool(row["interactive"]),
+            agent=row["agent"],
+            user_mode=cast(UserMode, row["user_mode"]),
+            backend=row["backend"],
+            status=cast(EpisodeStatus, row["status"]),
+            end_reason=cast(EndReason | None, row["end_reason"]),
+            error=row["error"],
+            passed=None if row["passed"] is None else bool(row["passed"]),
+            score=row["score"],
+            steps=row["steps"],
+            started_at=_time(row["started_at"]),
+            ended_at=_opt_time(row["ended_at"]),
+            pid=row["pid"],
+            hostname=row["hostname"],
+            config=json.loads(row["config"]),
+            batch_id=row["batch_id"],
+            final_frame=row["final_frame"],
+            batch_agent=row["batch_agent"],
+            batch_repeat=row["batch_repeat"],
+            batch_attempt=row["batch_attempt"],
+        )
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    id: str
+    created_at: datetime
+    suite: dict[str, Any]
+    """What app.batch needs to resume the batch: tasks, agents, repeats, options."""
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Self:
+        return cls(
+            id=row["id"], created_at=_time(row["created_at"]), suite=json.loads(row["suite"])
+        )
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    episode_id: int
+    idx: int
+    action: dict[str, Any]
+    kind: str
+    description: str
+    started_at: datetime
+    agent_seconds: float
+    act_seconds: float
+    settle_seconds: float
+    frame: str | None
+    phase_index: int | None
+    active_message_id: int | None
+    error: str | None
+    agent_info: dict[str, Any] | None = None
+    """What the agent reported for this step (model agents: tokens, latency, raw answer)."""
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Self:
+        return cls(
+            episode_id=row["episode_id"],
+            idx=row["idx"],
+            action=json.loads(row["action"]),
+            kind=row["kind"],
+            description=row["description"],
+            started_at=_time(row["started_at"]),
+            agent_seconds=row["agent_seconds"],
+            act_seconds=row["act_seconds"],
+            settle_seconds=row["settle_seconds"],
+            frame=row["frame"],
+            phase_index=row["phase_index"],
+            active_message_id=row["active_message_id"],
+            error=row["error"],
+            agent_info=_opt_json(row["agent_info"]),
+        )
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    id: int
+    episode_id: int
+    idx: int
+    role: Role
+    kind: MessageKind
+    text: str
+    step: int
+    phase_index: int | None
+    source: Source
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Self:
+        return cls(
+            id=row["id"],
+            episode_id=row["episode_id"],
+            idx=row["idx"],
+            role=cast(Role, row["role"]),
+            kind=cast(MessageKind, row["kind"]),
+            text=row["text"],
+            step=row["step"],
+            phase_index=row["phase_index"],
+            source=cast(Source, row["source"]),
+            created_at=_time(row["created_at"]),
+        )
+
+
+@dataclass(frozen=True)
+class PhaseRecord:
+    episode_id: int
+    idx: int
+    message: str
+    trigger: Any
+    kind: PhaseKind | None
+    status: PhaseStatus
+    delivered_step: int | None
+    delivered_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Self:
+        return cls(
+            episode_id=row["episode_id"],
+            idx=row["idx"],
+            message=row["message"],
+            trigger=json.loads(row["trigger"]),
+            kind=cast(PhaseKind | None, row["kind"]),
+            status=cast(PhaseStatus, row["status"]),
+            delivered_step=row["delivered_step"],
+            delivered_at=_opt_time(row["delivered_at"]),
+        )
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    episode_id: int
+    idx: int
+    path: str
+    name: str
+    params: dict[str, Any]
+    weight: float
+    required: bool
+    passed: bool
+    score: float
+    evidence: str
+    phase: int | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Self:
+        return cls(
+            episode_id=row["episode_id"],
+            idx=row["idx"],
+            path=row["path"],
+            name=row["name"],
+            params=json.loads(row["params"]),
+            weight=row["weight"],
+            required=bool(row["required"]),
+            passed=bool(row["passed"]),
+            score=row["score"],
+            evidence=row["evidence"],
+            phase=row["phase"],
+        )

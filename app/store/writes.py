@@ -1,0 +1,424 @@
+"""The store's writes: an episode from its start to its score, frames, batches.
+
+Each method is one committed transaction, so a runner killed at any moment loses at
+most the write in flight, and what it wrote before is whole: `record_step` writes a
+step together with the messages and the phase delivery that came of it. Python
+values become column values here: timestamps become ISO 8601 UTC text, JSON values
+become text (refused with a StoreError naming the field when they cannot be).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.core.conversation import Message
+from app.core.errors import StoreError
+from app.core.vocabulary import (
+    EndReason,
+    EpisodeStatus,
+    MessageKind,
+    Role,
+    Source,
+    UserMode,
+)
+from app.store.base import StoreBase, end_pending_phases
+from app.store.liveness import this_runner
+
+Timestamp = datetime | float
+"""An aware datetime, or Unix time in seconds (time.time())."""
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(when: Timestamp | None) -> str:
+    if when is None:
+        when = now_utc()
+    elif isinstance(when, int | float):
+        when = datetime.fromtimestamp(when, UTC)
+    elif when.tzinfo is None:
+        raise StoreError(f"timestamp {when.isoformat()} has no time zone; pass an aware datetime")
+    return when.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _json(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{what} is not JSON-serializable: {exc}") from None
+
+
+def _required(item: Mapping[str, Any], key: str, what: str) -> Any:
+    if key not in item:
+        raise StoreError(f"{what} has no {key!r} (keys: {', '.join(map(str, item)) or 'none'})")
+    return item[key]
+
+
+class Writes(StoreBase):
+    """The writes of `Store`: the runner's, from an episode's start to its score, and
+    app.batch's."""
+
+    # -- an episode (the runner) ---------------------------------------------
+
+    def start_episode(
+        self,
+        *,
+        task_id: str,
+        task_path: str | Path,
+        task_sha256: str,
+        app: str,
+        level: str,
+        interactive: bool,
+        agent: str,
+        user_mode: UserMode,
+        backend: str,
+        config: Mapping[str, Any] | None = None,
+        batch_id: str | None = None,
+        started_at: Timestamp | None = None,
+    ) -> int:
+        """Record a new running episode owned by this process; return its id."""
+        config_json = _json(dict(config or {}), f"config of the {task_id} episode")
+        runner = this_runner()
+        with self._write(f"starting an episode of {task_id}") as conn:
+            cursor = conn.execute(
+                """INSERT INTO episodes (task_id, task_path, task_sha256, app, level,
+                       interactive, agent, user_mode, backend, started_at, pid, hostname,
+                       runner_start, config, batch_id)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    task_id,
+                    str(task_path),
+                    task_sha256,
+                    app,
+                    level,
+                    int(interactive),
+                    agent,
+                    user_mode,
+                    backend,
+                    _iso(started_at),
+                    runner.pid,
+                    runner.hostname,
+                    runner.start,
+                    config_json,
+                    batch_id,
+                ),
+            )
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+
+    def init_phases(self, episode_id: int, phases: Sequence[Mapping[str, Any]]) -> None:
+        """Record the task's phases, all pending. Each: message, trigger (JSON), kind (or None)."""
+        rows = []
+        for idx, phase in enumerate(phases):
+            what = f"phase {idx} of episode {episode_id}"
+            rows.append(
+                (
+                    episode_id,
+                    idx,
+                    _required(phase, "message", what),
+                    _json(_required(phase, "trigger", what), f"trigger of {what}"),
+                    phase.get("kind"),
+                )
+            )
+        with self._write(f"recording the phases of episode {episode_id}") as conn:
+            conn.executemany(
+                "INSERT INTO phases (episode_id, idx, message, trigger, kind)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    def record_message(
+        self,
+        episode_id: int,
+        *,
+        role: Role,
+        kind: MessageKind,
+        text: str,
+        step: int,
+        phase_index: int | None = None,
+        source: Source,
+        created_at: Timestamp | None = None,
+    ) -> int:
+        """Append a message to the episode's conversation; return its id."""
+        message = Message(role, kind, text, step, source, phase_index)
+        with self._write(f"recording a {role} {kind} message in episode {episode_id}") as conn:
+            return _insert_message(conn, episode_id, message, _iso(created_at))
+
+    def record_step(
+        self,
+        episode_id: int,
+        *,
+        idx: int,
+        action: Mapping[str, Any],
+        kind: str,
+        description: str,
+        started_at: Timestamp,
+        agent_seconds: float,
+        act_seconds: float,
+        settle_seconds: float,
+        frame: str | None,
+        phase_index: int | None,
+        active_message_id: int | None,
+        error: str | None = None,
+        agent_info: Mapping[str, Any] | None = None,
+        messages: Sequence[Message] = (),
+        delivered_phase: int | None = None,
+    ) -> list[int]:
+        """Record one step and what came of it, all in one transaction.
+
+        `action` is app.core.actions.action_to_dict's form (or, for a rejected action,
+        whatever the agent sent); `frame` is save_frame's path; `agent_info` is what
+        the agent reported about the step (JSON). `messages` are the conversation's
+        new entries after the step (the agent's ASK / DONE / FAIL, a phase's message),
+        appended in order; `delivered_phase` is the pending phase the step delivered,
+        at step `idx + 1` (the step is complete then, as its messages' step says).
+        Either all of it is written or, when any part is refused, none of it.
+        Returns the messages' ids, in order.
+        """
+        where = f"step {idx} of episode {episode_id}"
+        action_json = _json(dict(action), f"action of {where}")
+        info_json = (
+            None if agent_info is None else _json(dict(agent_info), f"agent_info of {where}")
+        )
+        now = _iso(None)
+        with self._write(f"recording {where}") as conn:
+            conn.execute(
+                """INSERT INTO steps (episode_id, idx, action, kind, description, started_at,
+                       agent_seconds, act_seconds, settle_seconds, frame, phase_index,
+                       active_message_id, error, agent_info)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    episode_id,
+                    idx,
+                    action_json,
+                    kind,
+                    description,
+                    _iso(started_at),
+                    agent_seconds,
+                    act_seconds,
+                    settle_seconds,
+                    frame,
+                    phase_index,
+                    active_message_id,
+                    error,
+                    info_json,
+                ),
+            )
+            ids = [_insert_message(conn, episode_id, message, now) for message in messages]
+            if delivered_phase is not None:
+                self._deliver_phase(conn, episode_id, delivered_phase, idx + 1, now)
+            return ids
+
+    def save_frame(self, episode_id: int, name: str | int, png: bytes) -> str:
+        """Write a PNG (see frames.encode_png) as frame `name` (a step index or 'final').
+
+        Returns its path relative to the database's directory, for `record_step`; a
+        frame identical to one already saved in this episode returns that one's path.
+        """
+        with self._lock:
+            return self.frames.save(episode_id, name, png)
+
+    def mark_phase_delivered(
+        self, episode_id: int, idx: int, step: int, delivered_at: Timestamp | None = None
+    ) -> None:
+        """Mark the pending phase `idx` delivered at `step`; phases go strictly in order."""
+        with self._write(f"delivering phase {idx} of episode {episode_id}") as conn:
+            self._deliver_phase(conn, episode_id, idx, step, _iso(delivered_at))
+
+    def _deliver_phase(
+        self, conn: sqlite3.Connection, episode_id: int, idx: int, step: int, at: str
+    ) -> None:
+        cursor = conn.execute(
+            """UPDATE phases SET status = 'delivered', delivered_step = ?, delivered_at = ?
+               WHERE episode_id = ? AND idx = ? AND status = 'pending'
+                 AND NOT EXISTS (SELECT 1 FROM phases AS earlier
+                                 WHERE earlier.episode_id = phases.episode_id
+                                   AND earlier.idx < phases.idx
+                                   AND earlier.status = 'pending')""",
+            (step, at, episode_id, idx),
+        )
+        if cursor.rowcount == 1:
+            return
+        row = conn.execute(
+            "SELECT status FROM phases WHERE episode_id = ? AND idx = ?", (episode_id, idx)
+        ).fetchone()
+        doing = f"{self.path}: delivering phase {idx} of episode {episode_id}"
+        if row is None:
+            raise StoreError(f"{doing}: episode {episode_id} has no phase {idx}")
+        if row[0] != "pending":
+            raise StoreError(f"{doing}: the phase is already {row[0]}")
+        raise StoreError(f"{doing}: an earlier phase is still pending")
+
+    def finish_episode(
+        self,
+        episode_id: int,
+        *,
+        status: EpisodeStatus,
+        end_reason: EndReason,
+        error: str | None = None,
+        steps: int,
+        final_frame: str | None = None,
+        ended_at: Timestamp | None = None,
+    ) -> None:
+        """End a running episode; its phases still pending become never_delivered."""
+        doing = f"finishing episode {episode_id}"
+        if status == "running":
+            raise StoreError(f"{self.path}: {doing}: status must be 'finished' or 'error'")
+        with self._write(doing) as conn:
+            cursor = conn.execute(
+                """UPDATE episodes SET status = ?, end_reason = ?, error = ?, steps = ?,
+                       final_frame = ?, ended_at = ?
+                   WHERE id = ? AND status = 'running'""",
+                (status, end_reason, error, steps, final_frame, _iso(ended_at), episode_id),
+            )
+            if cursor.rowcount == 1:
+                end_pending_phases(conn, episode_id)
+                # No more steps will come: the dedupe index of its frames can go.
+                self.frames.forget(episode_id)
+                return
+            row = conn.execute("SELECT status FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no episode {episode_id} in {self.path}")
+        raise StoreError(f"{self.path}: {doing}: the episode already ended ({row[0]})")
+
+    # -- scores ----------------------------------------------------------------
+
+    def record_score(
+        self,
+        episode_id: int,
+        *,
+        passed: bool,
+        score: float,
+        checks: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """Record the evaluation, replacing any earlier one, in one transaction.
+
+        Each check: path, name, passed, score, and optionally params (JSON), weight
+        (1.0), required (True), evidence (''), phase (None). Checks recorded per phase
+        (`record_phase_checks`) are kept.
+        """
+        rows = _check_rows(episode_id, checks)
+        with self._write(f"recording the score of episode {episode_id}") as conn:
+            cursor = conn.execute(
+                "UPDATE episodes SET passed = ?, score = ? WHERE id = ?",
+                (int(passed), score, episode_id),
+            )
+            if cursor.rowcount != 1:
+                raise StoreError(f"no episode {episode_id} in {self.path}")
+            conn.execute("DELETE FROM checks WHERE episode_id = ? AND phase IS NULL", (episode_id,))
+            _insert_checks(conn, episode_id, rows)
+
+    def record_phase_checks(
+        self, episode_id: int, phase: int, checks: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Record the optional checks of phase `phase`, evaluated when it was delivered.
+
+        They are kept apart from the final score (their `phase` column is set) and
+        replace only earlier checks of the same phase. Each check as in `record_score`.
+        """
+        rows = _check_rows(episode_id, [{**check, "phase": phase} for check in checks])
+        with self._write(f"recording the checks of phase {phase} of episode {episode_id}") as conn:
+            found = conn.execute("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+            if found is None:
+                raise StoreError(f"no episode {episode_id} in {self.path}")
+            conn.execute(
+                "DELETE FROM checks WHERE episode_id = ? AND phase = ?", (episode_id, phase)
+            )
+            _insert_checks(conn, episode_id, rows)
+
+    # -- batches (app.batch) ---------------------------------------------------
+
+    def create_batch(
+        self, batch_id: str, suite: Mapping[str, Any], created_at: Timestamp | None = None
+    ) -> None:
+        """Record a new batch and its suite (JSON)."""
+        suite_json = _json(dict(suite), f"suite of batch {batch_id}")
+        with self._write(f"recording batch {batch_id}") as conn:
+            found = conn.execute("SELECT 1 FROM batches WHERE id = ?", (batch_id,)).fetchone()
+            if found is not None:
+                raise StoreError(f"{self.path}: batch {batch_id} already exists")
+            conn.execute(
+                "INSERT INTO batches (id, created_at, suite) VALUES (?, ?, ?)",
+                (batch_id, _iso(created_at), suite_json),
+            )
+
+    def tag_batch_slot(self, episode_id: int, *, agent: str, repeat: int, attempt: int) -> None:
+        """Record which slot of its batch a running episode fills (once, while running)."""
+        doing = f"recording the batch slot of episode {episode_id}"
+        with self._write(doing) as conn:
+            cursor = conn.execute(
+                """UPDATE episodes SET batch_agent = ?, batch_repeat = ?, batch_attempt = ?
+                   WHERE id = ? AND status = 'running' AND batch_id IS NOT NULL
+                     AND batch_repeat IS NULL""",
+                (agent, repeat, attempt, episode_id),
+            )
+            if cursor.rowcount != 1:
+                raise StoreError(
+                    f"{self.path}: {doing}: it is not a running, untagged batch episode"
+                )
+
+
+def _insert_message(
+    conn: sqlite3.Connection, episode_id: int, message: Message, created_at: str
+) -> int:
+    """Append `message` after the episode's last one; return its id."""
+    cursor = conn.execute(
+        """INSERT INTO messages (episode_id, idx, role, kind, text, step, phase_index,
+               source, created_at)
+           SELECT ?, COALESCE(MAX(idx) + 1, 0), ?, ?, ?, ?, ?, ?, ?
+           FROM messages WHERE episode_id = ?""",
+        (
+            episode_id,
+            message.role,
+            message.kind,
+            message.text,
+            message.step,
+            message.phase_index,
+            message.source,
+            created_at,
+            episode_id,
+        ),
+    )
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def _insert_checks(conn: sqlite3.Connection, episode_id: int, rows: list[tuple[Any, ...]]) -> None:
+    # Final and per-phase checks share the table: new rows go after those kept.
+    start = conn.execute(
+        "SELECT COALESCE(MAX(idx) + 1, 0) FROM checks WHERE episode_id = ?", (episode_id,)
+    ).fetchone()[0]
+    conn.executemany(
+        """INSERT INTO checks (episode_id, idx, path, name, params, weight, required,
+               passed, score, evidence, phase)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [(row[0], start + row[1], *row[2:]) for row in rows],
+    )
+
+
+def _check_rows(episode_id: int, checks: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    rows = []
+    for idx, check in enumerate(checks):
+        what = f"check {idx} of episode {episode_id}"
+        rows.append(
+            (
+                episode_id,
+                idx,
+                _required(check, "path", what),
+                _required(check, "name", what),
+                _json(check.get("params", {}), f"params of {what}"),
+                float(check.get("weight", 1.0)),
+                int(bool(check.get("required", True))),
+                int(bool(_required(check, "passed", what))),
+                float(_required(check, "score", what)),
+                str(check.get("evidence", "")),
+                check.get("phase"),
+            )
+        )
+    return rows
