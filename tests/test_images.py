@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -63,6 +64,32 @@ def test_recipe_errors_name_the_file_and_field(recipes: Path) -> None:
         load_recipes(recipes)
     with pytest.raises(ImageError, match="no image recipe 'nope'"):
         get_recipe("nope")
+
+
+def test_recipes_are_a_model_unknown_keys_and_bad_values_name_the_field(recipes: Path) -> None:
+    path = recipes / "images.yaml"
+    text = path.read_text()
+    text = text.replace("memory_mib: 2048", "memory_mib: 100", 1)  # gimp's
+    text = text.replace("memory_mib: 3072", "memory_mib: '3072'\n    disk_gib: 8")  # studio's
+    path.write_text(text.replace("suite: bookworm", "suite: bookworm\ncolour: red"))
+    with pytest.raises(ImageError) as info:
+        load_recipes(recipes)
+    assert str(info.value).splitlines() == [
+        f"{path}: images.gimp.memory_mib: Input should be greater than or equal to 256",
+        f"{path}: images.studio.memory_mib: Input should be a valid integer",
+        f"{path}: images.studio.disk_gib: unknown key (not part of the image recipe format)",
+        f"{path}: colour: unknown key (not part of the image recipe format)",
+    ]
+    path.write_text("suite: bookworm\nimages:\n  base: {layers: []}\n  gimp: {memory_mib: 2048}\n")
+    with pytest.raises(ImageError) as info:
+        load_recipes(recipes)
+    assert str(info.value).splitlines() == [
+        f"{path}: images.base.layers: List should have at least 1 item after validation, not 0",
+        f"{path}: images.gimp.layers: required field is missing",
+    ]
+    path.write_text("suite: bookworm\nimages: [base\n")
+    with pytest.raises(ImageError, match=r"images\.yaml: YAML syntax error \(line 3, column 1\)"):
+        load_recipes(recipes)
 
 
 def test_changing_a_layer_changes_only_it_and_what_is_above(recipes: Path) -> None:
@@ -145,6 +172,14 @@ def test_base_image_builds_with_manifest_and_is_cached() -> None:
     lines: list[str] = []
     image = build_image("base", progress=lines.append)
     assert image.disk.is_file() and image.kernel.is_file() and image.initrd.is_file()
+    if "[1/4] layer base: building ..." in lines:
+        # Built just now: the progress inside the stage was read from mmdebstrap's
+        # output, a line per step (not per package) through the callback.
+        for step in ("downloading", "installing"):
+            assert any(re.fullmatch(rf"\[1/4\] layer base: {step} \d+ packages", x) for x in lines)
+        assert len(lines) < 60, lines
+    if not any("up to date" in line for line in lines):
+        assert "[3/4] filesystem: converting to qcow2" in lines
     manifest = json.loads((image.dir / "manifest.json").read_text())
     assert manifest == image.manifest
     assert manifest["recipe_hash"] == recipe_hash(get_recipe("base"))

@@ -24,6 +24,11 @@ line). Each entry is an action in the compact form of `app.core.actions.parse_ac
 A guard that times out makes the agent FAIL with the reason, so a broken
 reference solution shows up as a failed episode naming the step. When the script
 runs out without DONE the agent FAILs ("script ended").
+
+The file is a pydantic model (`Script`: optional ``kind``, demonstration or oracle,
+and ``description``; its ``steps``), validated as it loads: unknown keys are refused
+and each problem names the file and the field (``ref.yaml: steps[3].wait_for.timeout:
+...``). `script_entries` turns the model into what the agent runs.
 """
 
 from __future__ import annotations
@@ -34,17 +39,164 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
+from pydantic import AfterValidator, Discriminator, Field, PlainValidator, Tag, model_validator
 
 from app.agents.base import AgentContext, CommandProbe, Observation, Probe
 from app.core.actions import Action, Fail, GuiAction, parse_action
 from app.core.errors import ActionError, AgentError, GuestError
+from app.core.validation import StrictModel, read_yaml, validate
 
 GUARD_POLL_SECONDS = 0.1
 DEFAULT_GUARD_TIMEOUT = 30.0
 DEFAULT_ORACLE_TIMEOUT = 300.0
+FORMAT_NAME = "reference script"
+
+
+# ---------------------------------------------------------------- the file format
+
+
+def _positive_seconds(value: Any) -> float:
+    # Stricter than pydantic's float: YAML's `true` and a quoted "30" are typos here,
+    # not numbers of seconds.
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError(f"must be a positive number (seconds), got {value!r}")
+    return float(value)
+
+
+def _regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"not a valid regex: {exc}") from None
+    return value
+
+
+Seconds = Annotated[float, PlainValidator(_positive_seconds)]
+Regex = Annotated[str, AfterValidator(_regex)]
+NonEmptyRegex = Annotated[str, Field(min_length=1), AfterValidator(_regex)]
+
+
+class WaitForSpec(StrictModel):
+    """``wait_for:``: one condition on the desktop, waited for before the next step."""
+
+    window: NonEmptyRegex | None = None
+    """The focused window's title matches this regex."""
+    no_window: NonEmptyRegex | None = None
+    """The focused window's title does not match this regex (a dialog closed)."""
+    file: Annotated[str, Field(min_length=1)] | None = None
+    """This file exists in the desktop's session (``~/`` is its home)."""
+    timeout: Seconds = DEFAULT_GUARD_TIMEOUT
+    """Seconds before the agent FAILs naming this step."""
+    resend_every: Seconds | None = None
+    """While the condition does not hold, send the GUI action just before this guard
+    again every that many seconds (each resend is a recorded step)."""
+
+    @model_validator(mode="after")
+    def _one_condition(self) -> WaitForSpec:
+        if sum(v is not None for v in (self.window, self.no_window, self.file)) != 1:
+            raise ValueError("needs exactly one of window, no_window, file")
+        return self
+
+    @property
+    def condition(self) -> tuple[Literal["window", "no_window", "file"], str]:
+        if self.window is not None:
+            return "window", self.window
+        if self.no_window is not None:
+            return "no_window", self.no_window
+        assert self.file is not None  # _one_condition
+        return "file", self.file
+
+
+class WaitForStep(StrictModel):
+    wait_for: WaitForSpec
+
+
+class ExpectSpec(StrictModel):
+    """``expect:``: the active user message matches, else the agent FAILs."""
+
+    message: Regex
+
+
+class ExpectStep(StrictModel):
+    expect: ExpectSpec
+
+
+class OracleSpec(StrictModel):
+    """``oracle:``: a program run in the guest; a non-zero exit FAILs the agent."""
+
+    run: Annotated[list[str], Field(min_length=1)]
+    """The argv (never a shell string); a leading ``~/`` is the guest's home."""
+    timeout: Seconds = DEFAULT_ORACLE_TIMEOUT
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, raw: Any) -> Any:
+        if isinstance(raw, str):
+            raise ValueError("needs an argv list of strings, never a shell string")
+        return {"run": raw} if isinstance(raw, list) else raw  # ``- oracle: [argv...]``
+
+
+class OracleStep(StrictModel):
+    oracle: OracleSpec
+
+
+def _action(raw: Any) -> Action:
+    # The step's place in the file comes from the error's location, so the action
+    # parser is given no `where` of its own and its empty prefix is dropped.
+    try:
+        return parse_action(raw, "")
+    except ActionError as exc:
+        raise ValueError(str(exc).removeprefix(": ")) from None
+
+
+_ENTRY_KEYS = ("wait_for", "expect", "oracle")
+# Pydantic puts a union member's tag into an error's location, before the member's
+# fields; the tags are named apart from the keys so error messages can leave them out.
+STEP_TAGS = tuple(f"step:{key}" for key in (*_ENTRY_KEYS, "action"))
+
+
+def _step_tag(raw: Any) -> str:
+    if isinstance(raw, dict) and len(raw) == 1 and next(iter(raw)) in _ENTRY_KEYS:
+        return f"step:{next(iter(raw))}"
+    return "step:action"  # anything else is parsed (and its errors named) as an action
+
+
+Step = Annotated[
+    Annotated[WaitForStep, Tag("step:wait_for")]
+    | Annotated[ExpectStep, Tag("step:expect")]
+    | Annotated[OracleStep, Tag("step:oracle")]
+    | Annotated[Action, PlainValidator(_action), Tag("step:action")],
+    Discriminator(_step_tag),
+]
+
+
+class Script(StrictModel):
+    """A script file: its steps, and what kind of reference solution it is."""
+
+    kind: Literal["demonstration", "oracle"] = "demonstration"
+    """A GUI demonstration, or an oracle (the app's own scripting makes the end state);
+    shown by `deskloop tasks verify`."""
+    description: str | None = None
+    """What the script does, for people reading it."""
+    steps: Annotated[list[Step], Field(min_length=1)]
+    """Actions (`app.core.actions.parse_action`'s compact or explicit form), guards and
+    oracles, in order."""
+
+    @model_validator(mode="after")
+    def _resend_follows_an_action(self) -> Script:
+        for i, step in enumerate(self.steps):
+            resends = isinstance(step, WaitForStep) and step.wait_for.resend_every is not None
+            if resends and (i == 0 or not isinstance(self.steps[i - 1], GuiAction)):
+                raise ValueError(
+                    f"steps[{i}].wait_for.resend_every: needs a GUI action right "
+                    "before it to send again"
+                )
+        return self
+
+
+# ---------------------------------------------------------------- what the agent runs
 
 
 @dataclass(frozen=True)
@@ -72,127 +224,77 @@ class Oracle:
 Entry = Action | WaitFor | Expect | Oracle
 
 
-def _parse_oracle(raw: Any, where: str) -> Oracle:
-    timeout: Any = DEFAULT_ORACLE_TIMEOUT
-    if isinstance(raw, dict):
-        unknown = set(raw) - {"run", "timeout"}
-        if unknown or "run" not in raw:
-            raise AgentError(f"{where}: oracle takes {{run: [argv...], timeout: seconds}}")
-        timeout = raw.get("timeout", DEFAULT_ORACLE_TIMEOUT)
-        raw = raw["run"]
-    if not isinstance(raw, list) or not raw or not all(isinstance(a, str) for a in raw):
-        raise AgentError(f"{where}: oracle needs an argv list of strings (never a shell string)")
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        raise AgentError(f"{where}: oracle.timeout must be a positive number")
-    return Oracle(tuple(raw), float(timeout), where)
-
-
-def _parse_guard(key: str, raw: Any, where: str) -> WaitFor | Expect:
-    if not isinstance(raw, dict):
-        raise AgentError(f"{where}: {key} expects a mapping, got {raw!r}")
-    if key == "expect":
-        if set(raw) != {"message"} or not isinstance(raw["message"], str):
-            raise AgentError(f"{where}: expect takes exactly {{message: REGEX}}")
-        try:
-            re.compile(raw["message"])
-        except re.error as exc:
-            raise AgentError(f"{where}: expect.message is not a valid regex: {exc}") from None
-        return Expect(raw["message"], where)
-    allowed = {"window", "no_window", "file", "timeout", "resend_every"}
-    unknown = set(raw) - allowed
-    if unknown:
-        raise AgentError(f"{where}: wait_for has unknown key(s) {', '.join(sorted(unknown))}")
-    kinds = [k for k in ("window", "no_window", "file") if k in raw]
-    if len(kinds) != 1:
-        raise AgentError(f"{where}: wait_for needs exactly one of window, no_window, file")
-    kind = kinds[0]
-    value = raw[kind]
-    if not isinstance(value, str) or not value:
-        raise AgentError(f"{where}: wait_for.{kind} must be a non-empty string")
-    if kind != "file":
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise AgentError(f"{where}: wait_for.{kind} is not a valid regex: {exc}") from None
-    timeout = raw.get("timeout", DEFAULT_GUARD_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        raise AgentError(f"{where}: wait_for.timeout must be a positive number")
-    resend = raw.get("resend_every")
-    if resend is not None and (
-        isinstance(resend, bool) or not isinstance(resend, int | float) or resend <= 0
-    ):
-        raise AgentError(f"{where}: wait_for.resend_every must be a positive number")
-    return WaitFor(
-        kind,  # type: ignore[arg-type]
-        value,
-        float(timeout),
-        where,
-        None if resend is None else float(resend),
-    )
-
-
-def parse_script(raw_entries: list[Any], source: str) -> list[Entry]:
+def script_entries(script: Script, source: str) -> list[Entry]:
+    """What the agent runs for `script`, each guard and oracle knowing its place in
+    `source` for the reasons it FAILs with."""
     entries: list[Entry] = []
-    for i, raw in enumerate(raw_entries):
+    for i, step in enumerate(script.steps):
         where = f"{source}: steps[{i}]"
-        if isinstance(raw, dict) and len(raw) == 1:
-            key = next(iter(raw))
-            if key in ("wait_for", "expect"):
-                guard = _parse_guard(key, raw[key], where)
-                if isinstance(guard, WaitFor) and guard.resend_every is not None:
-                    previous = entries[-1] if entries else None
-                    if not isinstance(previous, GuiAction):
-                        raise AgentError(
-                            f"{where}: wait_for.resend_every needs a GUI action right "
-                            f"before it to send again"
-                        )
-                entries.append(guard)
-                continue
-            if key == "oracle":
-                entries.append(_parse_oracle(raw[key], where))
-                continue
-        try:
-            entries.append(parse_action(raw, where))
-        except ActionError as exc:
-            raise AgentError(str(exc)) from None
+        if isinstance(step, WaitForStep):
+            what, value = step.wait_for.condition
+            spec = step.wait_for
+            entries.append(WaitFor(what, value, spec.timeout, where, spec.resend_every))
+        elif isinstance(step, ExpectStep):
+            entries.append(Expect(step.expect.message, where))
+        elif isinstance(step, OracleStep):
+            entries.append(Oracle(tuple(step.oracle.run), step.oracle.timeout, where))
+        else:
+            entries.append(step)
     return entries
 
 
+def parse_script(raw_entries: list[Any], source: str) -> list[Entry]:
+    """A list of steps as read from a script file named `source`.
+
+    Raises:
+        AgentError: one line per invalid step, ``SOURCE: steps[i].field: problem``.
+    """
+    script = validate(
+        Script, {"steps": raw_entries}, source, FORMAT_NAME, error=AgentError, hidden=STEP_TAGS
+    )
+    return script_entries(script, source)
+
+
+def read_script(path: Path) -> Script:
+    """Read and validate a script file: YAML (a list of steps, or a mapping with
+    ``steps:`` and optional ``kind`` and ``description``) or JSONL (a step a line).
+
+    Raises:
+        AgentError: unreadable file or invalid content, naming the file and the field.
+    """
+    raw: Any
+    if path.suffix == ".jsonl":
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise AgentError(f"{path}: cannot read script: {exc.strerror or exc}") from None
+        steps = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    steps.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise AgentError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
+        raw = {"steps": steps}
+    else:
+        raw, _ = read_yaml(path, "script", AgentError)
+        if isinstance(raw, list):
+            raw = {"steps": raw}
+        elif not isinstance(raw, dict):
+            raise AgentError(
+                f"{path}: a script is a list of steps, or a mapping with 'steps' (and "
+                "optional 'kind', 'description')"
+            )
+    return validate(Script, raw, path, FORMAT_NAME, error=AgentError, hidden=STEP_TAGS)
+
+
 def load_script(path: Path) -> list[Entry]:
-    """Read a script file (YAML or JSONL).
+    """What the agent runs for the script file at `path` (see `read_script`).
 
     Raises:
         AgentError: unreadable file or an invalid entry, naming the file and entry.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise AgentError(f"{path}: cannot read script: {exc.strerror or exc}") from None
-    raw: Any
-    if path.suffix == ".jsonl":
-        raw = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    raw.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise AgentError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
-    else:
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise AgentError(f"{path}: YAML syntax error: {exc}") from None
-        if isinstance(raw, dict):
-            extra = set(raw) - {"steps", "kind", "description"}
-            if extra or "steps" not in raw:
-                raise AgentError(
-                    f"{path}: a script mapping has 'steps' (and optional 'kind', "
-                    f"'description'); unknown: {', '.join(sorted(extra)) or 'steps missing'}"
-                )
-            raw = raw["steps"]
-    if not isinstance(raw, list) or not raw:
-        raise AgentError(f"{path}: a script is a non-empty list of steps")
-    return parse_script(raw, str(path))
+    return script_entries(read_script(path), str(path))
 
 
 class ScriptedAgent:

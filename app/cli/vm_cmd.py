@@ -7,6 +7,7 @@ import contextlib
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -208,13 +209,17 @@ def _size(text: str) -> tuple[int, int]:
 
 def cmd_image_build(args: argparse.Namespace) -> int:
     from app.vmimages.builder import build_image
+    from app.vmimages.progress import BuildReport, LiveReport
 
     t0 = time.monotonic()
 
     def progress(text: str) -> None:
         print(f"[{time.monotonic() - t0:6.0f} s] {text}", flush=True)
 
-    image = build_image(args.name, mirror=args.mirror, force=args.force, progress=progress)
+    # A terminal gets a live bar inside each step; a pipe or a log a line per step.
+    report = LiveReport(progress) if sys.stdout.isatty() else BuildReport(progress)
+    with report:
+        image = build_image(args.name, mirror=args.mirror, force=args.force, progress=report)
     print(f"image {image.name}: {image.disk}")
     print(f"manifest: {image.dir / 'manifest.json'}")
     return 0

@@ -22,12 +22,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import yaml
-
 from app.agents.base import Agent, AgentContext, Observation
 from app.agents.factory import make_agent
+from app.agents.scripted import read_script
 from app.core.actions import Action, Fail
-from app.core.errors import DeskLoopError
+from app.core.errors import AgentError, DeskLoopError
 from app.desktops.factory import make_desktop
 from app.episode.runner import EpisodeResult, EpisodeRunner
 from app.store import Store
@@ -82,17 +81,14 @@ class TaskVerdict:
 
 
 def reference_kind(task: Task) -> str:
-    """The `kind` declared by the task's reference file ('demonstration' by default)."""
+    """The `kind` declared by the task's reference file ('demonstration' by default),
+    'unreadable' when the file is missing or not a valid script."""
     if task.reference is None:
         return "none"
     try:
-        path = resolve_asset(task.folder, task.reference, "reference")
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError, yaml.YAMLError):
+        return read_script(resolve_asset(task.folder, task.reference, "reference")).kind
+    except (ValueError, AgentError):
         return "unreadable"
-    if isinstance(raw, dict) and isinstance(raw.get("kind"), str):
-        return str(raw["kind"])
-    return "demonstration"
 
 
 def judge(mode: Mode, result: EpisodeResult) -> tuple[bool, str]:

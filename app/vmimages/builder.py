@@ -33,11 +33,19 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from app.vmimages.cache import Image, cache_dir, find_image, images_dir_of, remove_tree
+from app.vmimages.progress import (
+    AptOutput,
+    BuildReport,
+    OutputWatch,
+    Pieces,
+    ProgressCallback,
+    QemuImgOutput,
+    StepUpdate,
+)
 from app.vmimages.recipes import (
     MANIFEST_VERSION,
     RECIPES_DIR,
@@ -62,9 +70,6 @@ _DPKG_EXCLUDES = (
     "path-exclude=/usr/share/doc/*",
     "path-include=/usr/share/doc/*/copyright",
 )
-
-Progress = Callable[[str], None]
-
 
 # ---------------------------------------------------------------- building
 
@@ -99,41 +104,73 @@ class _Builder:
         cache: Path,
         recipes: Path,
         sources: list[str],
-        progress: Progress,
+        report: BuildReport,
         log_path: Path,
     ) -> None:
         self.recipe = recipe
         self.cache = cache
         self.recipes = recipes
         self.sources = sources
-        self.progress = progress
+        self.report = report
         self.log_path = log_path
+        self.stage = ""
+        """The stage being built ('[1/4] layer base'): its commands are its steps."""
 
     def log(self, text: str) -> None:
         with open(self.log_path, "a") as log:
             log.write(text.rstrip("\n") + "\n")
 
-    def sh(self, argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
-        """Run a build command, its output appended to the build log."""
+    def sh(self, argv: list[str], what: str, watch: OutputWatch | None = None) -> None:
+        """Run a build command as the step `what` of the current stage, its output
+        appended to the build log; `watch` reads that output as it comes, for the
+        progress inside the step."""
         self.log(f"$ {' '.join(argv)}")
-        with open(self.log_path, "ab") as log:
-            proc = subprocess.run(
+        self.report.update(self.stage, StepUpdate(what))
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C.UTF-8"}
+        with (
+            open(self.log_path, "ab") as log,
+            subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=log if watch is None else subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C.UTF-8"}
-                | (env or {}),
-                check=False,
-            )
-        if proc.returncode != 0:
+                env=env,
+            ) as proc,
+        ):
+            try:
+                if watch is not None:
+                    assert proc.stdout is not None
+                    self._follow(proc.stdout, log, watch)
+                code = proc.wait()
+            except BaseException:
+                proc.kill()  # as subprocess.run does: no build command outlives a ^C
+                raise
+        if code != 0:
             raise ImageError(
-                f"image {self.recipe.name}: {what} failed (exit {proc.returncode}); "
+                f"image {self.recipe.name}: {self.stage}: {what} failed (exit {code}); "
                 f"last lines of {self.log_path}:\n{_tail(self.log_path)}"
             )
 
-    def chroot(self, root: Path, argv: list[str], what: str) -> None:
-        self.sh(["unshare", "--mount", "--", "sh", "-c", _CHROOT_SH, "sh", str(root), *argv], what)
+    def _follow(self, output: IO[bytes], log: IO[bytes], watch: OutputWatch) -> None:
+        """Copy a command's output to the log as it comes, and report its progress."""
+        pieces = Pieces()
+        while True:
+            data = os.read(output.fileno(), 1 << 16)
+            log.write(data)
+            for piece in pieces.feed(data) if data else pieces.end():
+                if (update := watch.feed(piece)) is not None:
+                    self.report.update(self.stage, update)
+            if not data:
+                return
+
+    def chroot(
+        self, root: Path, argv: list[str], what: str, watch: OutputWatch | None = None
+    ) -> None:
+        self.sh(
+            ["unshare", "--mount", "--", "sh", "-c", _CHROOT_SH, "sh", str(root), *argv],
+            what,
+            watch,
+        )
 
     def extract(self, tarball: Path, root: Path) -> None:
         self.sh(
@@ -156,6 +193,10 @@ class _Builder:
         partial = out.with_suffix(".tar.partial")
         argv = [
             "mmdebstrap",
+            # apt's and dpkg's own output, a line per package as it happens: the
+            # build log gets it, and AptOutput reads the progress from it (mmdebstrap
+            # draws its own bars only on a terminal, which the log is not).
+            "--verbose",
             "--mode=root",
             "--variant=apt",
             "--format=tar",
@@ -167,7 +208,8 @@ class _Builder:
             str(partial),
             *self.sources,
         ]
-        self.sh(argv, f"bootstrapping layer {layer} (mmdebstrap)")
+        what = f"mmdebstrap {self.recipe.suite} ({len(packages)} packages listed)"
+        self.sh(argv, what, AptOutput())
         partial.rename(out)
 
     def app_layer(self, layer: str, parent: Path, out: Path, work: Path) -> None:
@@ -182,13 +224,14 @@ class _Builder:
         policy.write_text("#!/bin/sh\nexit 101\n")
         policy.chmod(0o755)
         packages = read_packages(layer, self.recipes)
-        self.chroot(root, ["apt-get", "update", "-q"], f"layer {layer}: apt-get update")
+        self.chroot(root, ["apt-get", "update", "-q"], "apt-get update")
         self.chroot(
             root,
             ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
-            f"layer {layer}: installing {len(packages)} packages",
+            f"apt-get install ({len(packages)} packages listed)",
+            AptOutput(),
         )
-        self.chroot(root, ["apt-get", "clean"], f"layer {layer}: apt-get clean")
+        self.chroot(root, ["apt-get", "clean"], "apt-get clean")
         policy.unlink()
         self.pack(root, out)
         shutil.rmtree(root)
@@ -253,17 +296,20 @@ def build_image(
     cache: Path | None = None,
     recipes: Path = RECIPES_DIR,
     force: bool = False,
-    progress: Progress | None = None,
+    progress: ProgressCallback | BuildReport | None = None,
 ) -> Image:
     """Build image `name` (blocking; minutes), reusing cached layers; return it.
 
     With an unchanged recipe and `force=False` the existing build is returned at once.
+    `progress` gets a line per stage and per step of a stage (a callback), or the
+    steps' progress too (a `BuildReport`, such as a live terminal one).
 
     Raises:
         ImageError: bad recipe, no mirror, not root, or a build step failed (the
             message has the end of the build log).
     """
-    say = progress or (lambda _text: None)
+    report = progress if isinstance(progress, BuildReport) else BuildReport(progress)
+    say = report.line
     cache = cache or cache_dir()
     recipe = get_recipe(name, recipes)
     wanted = recipe_hash(recipe, recipes)
@@ -291,13 +337,13 @@ def build_image(
     with tempfile.TemporaryDirectory(prefix=f"build-{name}-", dir=cache) as tmp:
         work = Path(tmp)
         log_path = work / "build.log"
-        builder = _Builder(recipe, cache, recipes, sources, say, log_path)
+        builder = _Builder(recipe, cache, recipes, sources, report, log_path)
         say(f"image {name}: layers {' + '.join(recipe.layers)}; sources: {'; '.join(sources)}")
         layer_records = []
         parent: Path | None = None
         for index, (layer, digest) in enumerate(layers, 1):
             tarball = layer_dir / f"{layer}-{digest[:16]}.tar"
-            stage = f"[{index}/{stages}] layer {layer}"
+            stage = builder.stage = f"[{index}/{stages}] layer {layer}"
             t0 = time.monotonic()
             if tarball.is_file():
                 say(f"{stage}: cached ({tarball.name})")
@@ -314,7 +360,7 @@ def build_image(
             parent = tarball
         assert parent is not None
 
-        stage = f"[{len(layers) + 1}/{stages}] configure"
+        stage = builder.stage = f"[{len(layers) + 1}/{stages}] configure"
         say(f"{stage}: files/, configure.sh, kernel trim, initrd ...")
         t0 = time.monotonic()
         root = work / "rootfs"
@@ -330,7 +376,7 @@ def build_image(
         packages = _installed_packages(root)
         say(f"{stage}: done in {time.monotonic() - t0:.0f} s ({len(packages)} packages)")
 
-        stage = f"[{len(layers) + 2}/{stages}] filesystem"
+        stage = builder.stage = f"[{len(layers) + 2}/{stages}] filesystem"
         t0 = time.monotonic()
         staging = work / "image"
         staging.mkdir()
@@ -345,15 +391,17 @@ def build_image(
             "making the ext4 filesystem (mke2fs -d)",
         )  # fmt: skip
         shutil.rmtree(root)
+        converting = "converting to qcow2"
         builder.sh(
-            ["qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(raw),
+            ["qemu-img", "convert", "-p", "-f", "raw", "-O", "qcow2", str(raw),
              str(staging / "disk.qcow2")],
-            "converting to qcow2",
+            converting,
+            QemuImgOutput(converting),
         )  # fmt: skip
         raw.unlink()
         say(f"{stage}: {size_mib} MiB ext4 → qcow2 in {time.monotonic() - t0:.0f} s")
 
-        stage = f"[{stages}/{stages}] manifest"
+        stage = builder.stage = f"[{stages}/{stages}] manifest"
         disk = staging / "disk.qcow2"
         manifest: dict[str, Any] = {
             "manifest_version": MANIFEST_VERSION,

@@ -15,10 +15,12 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-import yaml
+from pydantic import Field, ValidationInfo, field_validator
 
 from app.core.errors import DeskLoopError
+from app.core.validation import StrictModel, read_yaml, validate
 
 RECIPES_DIR = Path(__file__).resolve().parents[2] / "vm_images"
 MANIFEST_VERSION = 1
@@ -30,49 +32,66 @@ class ImageError(DeskLoopError):
     title = "Image error"
 
 
+# ---------------------------------------------------------------- recipes
+
+
+class ImageSpec(StrictModel):
+    """One image in `images.yaml`."""
+
+    layers: Annotated[list[str], Field(min_length=1)]
+    """Its layers, bottom first: each is the package list `layers/<layer>.txt`."""
+    memory_mib: Annotated[int, Field(strict=True, ge=256)] = 1024
+    """The guest memory a desktop of this image gets unless told otherwise (MiB)."""
+
+    @field_validator("layers")
+    @classmethod
+    def _layers_exist(cls, layers: list[str], info: ValidationInfo) -> list[str]:
+        # The loader passes the recipes folder as validation context: a layer is the
+        # package list of that name beside the file.
+        folder = (info.context or {}).get("recipes")
+        if folder is None:
+            return layers
+        missing = [x for x in layers if not (Path(folder) / "layers" / f"{x}.txt").is_file()]
+        if missing:
+            raise ValueError(", ".join(f"no package list layers/{layer}.txt" for layer in missing))
+        return layers
+
+
+class RecipesFile(StrictModel):
+    """`vm_images/images.yaml`: the suite, and each image's layers and defaults."""
+
+    suite: Annotated[str, Field(min_length=1)]
+    """The Debian suite every image is built from, such as bookworm."""
+    images: dict[str, ImageSpec]
+    """Images by name (`deskloop image build NAME`)."""
+
+
 @dataclass(frozen=True)
 class Recipe:
+    """An image as the builder and the desktops use it: its spec and the suite."""
+
     name: str
     layers: tuple[str, ...]
     memory_mib: int
     suite: str
 
 
-# ---------------------------------------------------------------- recipes
-
-
 def load_recipes(recipes: Path = RECIPES_DIR) -> dict[str, Recipe]:
     """Every image recipe in `recipes/images.yaml`, checked against `layers/`.
 
     Raises:
-        ImageError: the file is missing or malformed, or names a missing layer.
+        ImageError: the file is missing or malformed, or names a missing layer; one
+            line per problem, each naming the file and the field path.
     """
     path = recipes / "images.yaml"
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ImageError(f"{path}: cannot read the image recipes: {exc}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("images"), dict):
-        raise ImageError(f"{path}: expected a mapping with 'suite' and 'images'")
-    suite = data.get("suite")
-    if not isinstance(suite, str) or not suite:
-        raise ImageError(f"{path}: 'suite' must be a Debian suite name such as bookworm")
-    result: dict[str, Recipe] = {}
-    for name, spec in data["images"].items():
-        where = f"{path}: images.{name}"
-        if not isinstance(spec, dict) or not isinstance(spec.get("layers"), list):
-            raise ImageError(f"{where}: expected a mapping with a 'layers' list")
-        layers = tuple(str(layer) for layer in spec["layers"])
-        if not layers:
-            raise ImageError(f"{where}.layers: an image needs at least one layer")
-        for layer in layers:
-            if not (recipes / "layers" / f"{layer}.txt").is_file():
-                raise ImageError(f"{where}.layers: no package list layers/{layer}.txt")
-        memory = spec.get("memory_mib", 1024)
-        if not isinstance(memory, int) or memory < 256:
-            raise ImageError(f"{where}.memory_mib: expected a number of MiB ≥ 256")
-        result[str(name)] = Recipe(str(name), layers, memory, suite)
-    return result
+    raw, _ = read_yaml(path, "image recipes", ImageError)
+    spec = validate(
+        RecipesFile, raw, path, "image recipe", error=ImageError, context={"recipes": recipes}
+    )
+    return {
+        name: Recipe(name, tuple(image.layers), image.memory_mib, spec.suite)
+        for name, image in spec.images.items()
+    }
 
 
 def get_recipe(name: str, recipes: Path = RECIPES_DIR) -> Recipe:
