@@ -5,7 +5,7 @@ can validate check names and parameters without anything that touches a desktop.
 Importing this package registers every built-in check.
 """
 
-from app.checks import blender, files, gimp, images
+from app.checks import blender, blender_look, files, gimp, images
 from app.checks.base import (
     AssetPath,
     CheckParams,
@@ -58,6 +58,7 @@ __all__ = [
     "TreeResult",
     "UnknownCheck",
     "blender",
+    "blender_look",
     "evaluate",
     "files",
     "get_check",
