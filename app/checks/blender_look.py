@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from app.checks.base import CheckResult, CheckState, failed
+from app.checks.base import CheckResult, CheckState, failed, needs_any
 from app.checks.blender_scene import (
     PROBE,
     BlenderParams,
@@ -136,11 +136,7 @@ class WorldParams(BlenderParams):
 
     _colors = field_validator("color")(check_color)
 
-    @model_validator(mode="after")
-    def _something(self) -> WorldParams:
-        if self.color is None and self.strength is None:
-            raise ValueError("give color and/or strength")
-        return self
+    _something = needs_any("color", "strength", message="give color and/or strength")
 
 
 @register("blender_world", WorldParams, probes=((PROBE, "path"),))

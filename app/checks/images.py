@@ -38,6 +38,7 @@ from app.checks.base import (
     CheckState,
     GuestPath,
     failed,
+    needs_any,
     passed,
     verdict,
 )
@@ -91,11 +92,7 @@ class ImageSizeParams(CheckParams):
     tolerance: Annotated[StrictInt, Field(ge=0)] = 0
     """How many pixels each dimension may differ from the expected value."""
 
-    @model_validator(mode="after")
-    def _needs_a_dimension(self) -> ImageSizeParams:
-        if self.width is None and self.height is None:
-            raise ValueError("give width, height or both")
-        return self
+    _needs_a_dimension = needs_any("width", "height", message="give width, height or both")
 
 
 @register("image_size", ImageSizeParams, files=("path",))

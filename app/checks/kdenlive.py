@@ -26,6 +26,7 @@ from app.checks.base import (
     CheckState,
     GuestPath,
     failed,
+    needs_any,
     passed,
     verdict,
 )
@@ -77,11 +78,7 @@ class KdenliveProfileParams(CheckParams):
     fps: Annotated[StrictFloat | StrictInt, Field(gt=0)] | None = None
     """Expected frame rate (e.g. 25 or 29.97); matched within 0.01."""
 
-    @model_validator(mode="after")
-    def _needs_something(self) -> KdenliveProfileParams:
-        if self.width is None and self.height is None and self.fps is None:
-            raise ValueError("give width, height and/or fps")
-        return self
+    _needs_something = needs_any("width", "height", "fps", message="give width, height and/or fps")
 
 
 @register("kdenlive_profile", KdenliveProfileParams, files=("path",))
@@ -119,11 +116,7 @@ class KdenliveTracksParams(CheckParams):
     audio: Frames | None = None
     """Expected number of audio tracks; omit to accept any."""
 
-    @model_validator(mode="after")
-    def _needs_a_count(self) -> KdenliveTracksParams:
-        if self.video is None and self.audio is None:
-            raise ValueError("give video, audio or both")
-        return self
+    _needs_a_count = needs_any("video", "audio", message="give video, audio or both")
 
 
 @register("kdenlive_tracks", KdenliveTracksParams, files=("path",))
@@ -160,11 +153,13 @@ class KdenliveTrackParams(CheckParams):
     locked: StrictBool | None = None
     """Whether the track must be locked (true) or unlocked (false)."""
 
-    @model_validator(mode="after")
-    def _needs_a_property(self) -> KdenliveTrackParams:
-        if all(v is None for v in (self.name, self.hidden, self.muted, self.locked)):
-            raise ValueError("give at least one of name, hidden, muted, locked")
-        return self
+    _needs_a_property = needs_any(
+        "name",
+        "hidden",
+        "muted",
+        "locked",
+        message="give at least one of name, hidden, muted, locked",
+    )
 
 
 @register("kdenlive_track", KdenliveTrackParams, files=("path",))
