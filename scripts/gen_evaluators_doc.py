@@ -20,6 +20,9 @@ from pydantic_core import PydanticUndefined
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "evaluators.md"
+# The registry of this checkout, not of whichever `app` an editable install points at
+# (run from another worktree, --check would compare that one's checks with this page).
+sys.path.insert(0, str(ROOT))
 
 INTRO = """\
 # Evaluators: the check reference
