@@ -208,8 +208,8 @@ def image_similarity(state: CheckState, params: ImageSimilarityParams) -> CheckR
     SSIM is computed on 8-bit RGB (alpha composited onto white) per channel and
     averaged (scikit-image `structural_similarity`, 7×7 window); images longer than
     2048 px are compared downscaled to 2048 px on their longer side. Score: 1.0 when
-    the check passes; otherwise the SSIM clamped to [0, 1], which is below the
-    threshold, so a near miss earns more partial credit than an unrelated image.
+    the check passes, else 0 (no partial credit: an untouched image already reaches
+    SSIM 0.5-0.75 against most transformed references).
     """
     images = load_with_asset(state, params.path, params.reference)
     if isinstance(images, CheckResult):
@@ -264,8 +264,6 @@ def image_similarity(state: CheckState, params: ImageSimilarityParams) -> CheckR
     similarity = ssim(np.asarray(compared), np.asarray(flat_reference), window)
     if similarity >= params.threshold:
         return passed(f"{what}: SSIM {similarity:.4f} ≥ {params.threshold} ({size_note})")
-    # A failed similarity earns no credit: an untouched image already has SSIM ~0.5-0.75
-    # against most transformed references, which is not partial success.
     return failed(f"{what}: SSIM {similarity:.4f} < {params.threshold} ({size_note})")
 
 
