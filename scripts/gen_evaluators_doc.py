@@ -20,6 +20,9 @@ from pydantic_core import PydanticUndefined
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "evaluators.md"
+# The registry of this checkout, not of whichever `app` an editable install points at
+# (run from another worktree, --check would compare that one's checks with this page).
+sys.path.insert(0, str(ROOT))
 
 INTRO = """\
 # Evaluators: the check reference
@@ -83,22 +86,25 @@ def render() -> str:
     import app.checks  # noqa: F401  (registers every check)
     from app.checks.registry import REGISTRY
 
-    groups: dict[str, list[str]] = {}
-    for name in sorted(REGISTRY):
-        module = REGISTRY[name].run.__module__.rsplit(".", 1)[-1]
-        groups.setdefault(module, []).append(name)
+    # A section per app, in this order; one app's checks may span modules.
     titles = {
         "files": "Files",
         "images": "Images",
         "gimp": "GIMP projects (.xcf)",
         "blender": "Blender scenes (.blend)",
+        "blender_look": "Blender scenes (.blend)",
         "kdenlive": "Kdenlive projects (.kdenlive)",
         "media": "Rendered media (ffprobe)",
     }
+    order = list(dict.fromkeys(titles.values()))
+    groups: dict[str, list[str]] = {}
+    for name in sorted(REGISTRY):
+        module = REGISTRY[name].run.__module__.rsplit(".", 1)[-1]
+        groups.setdefault(titles.get(module, module), []).append(name)
     lines = [INTRO]
-    for module in sorted(groups, key=lambda m: list(titles).index(m) if m in titles else 99):
-        lines.append(f"\n## {titles.get(module, module)}")
-        for name in groups[module]:
+    for title in sorted(groups, key=lambda t: order.index(t) if t in order else 99):
+        lines.append(f"\n## {title}")
+        for name in groups[title]:
             spec = REGISTRY[name]
             lines.append(f"\n### `{name}`\n\n{spec.doc.strip()}\n")
             lines.append("| parameter | type | default | meaning |")

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from app.checks.base import CheckState, Probe, ProbeResult
-from app.checks.blender import linear_color
+from app.checks.blender_scene import linear_color
 from app.checks.registry import get_check, run_check
 from app.desktops.local_guest import LocalGuest
 from app.probes import gather_probe

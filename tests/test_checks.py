@@ -649,7 +649,7 @@ def test_image_has_alpha_needs_a_channel_and_enough_transparency() -> None:
 
 
 def test_color_measures_on_known_pixels() -> None:
-    from app.checks.images import color_measures
+    from app.checks.imaging import color_measures
 
     grey = np.full((4, 4, 3), 100, np.uint8)
     assert color_measures(grey) == {

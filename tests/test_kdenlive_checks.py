@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from app.checks.base import CheckResult, CheckState, FileState, Probe, ProbeResult
-from app.checks.kdenlive import ProjectError, keyframes, parse_project, to_frames
+from app.checks.mlt import ProjectError, keyframes, parse_project, to_frames
 from app.checks.registry import get_check, run_check
 from app.desktops.local import LocalDesktop
 from app.probes import gather_probe

@@ -3,9 +3,13 @@
 Floor 0: nothing here imports from `app` except `app.core.errors`, so the task loader
 can validate check names and parameters without anything that touches a desktop.
 Importing this package registers every built-in check.
+
+The checks of each app are apart from the reader they go through: gimp over xcf,
+kdenlive over mlt, blender and blender_look over blender_scene, images over
+imaging; files and media read plain bytes and probe results.
 """
 
-from app.checks import blender, files, gimp, images
+from app.checks import blender, blender_look, files, gimp, images
 from app.checks.base import (
     AssetPath,
     CheckParams,
@@ -58,6 +62,7 @@ __all__ = [
     "TreeResult",
     "UnknownCheck",
     "blender",
+    "blender_look",
     "evaluate",
     "files",
     "get_check",

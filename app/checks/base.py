@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 
 NOT_FOUND = "not found"
 """`FileState.error` when the file does not exist in the guest."""
@@ -189,3 +189,21 @@ class CheckParams(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+_Params = TypeVar("_Params", bound=CheckParams)
+
+
+def needs_any(*fields: str, message: str) -> Any:
+    """A model validator for a check whose parameters are each optional but which has
+    nothing to check unless one is given: it refuses them all left out with `message`.
+
+    Use it as a class attribute: `_needs_a_size = needs_any("width", "height", message=…)`.
+    """
+
+    def check(self: _Params) -> _Params:
+        if all(getattr(self, name) is None for name in fields):
+            raise ValueError(message)
+        return self
+
+    return model_validator(mode="after")(check)

@@ -1,65 +1,43 @@
-"""Checks on a Blender scene, read from the `blender_scene` probe's dump.
+"""Checks on a Blender scene's objects: which exist, where they are, their modifiers
+and their animation. Read from the `blender_scene` probe's dump.
 
-Scoring runs Blender in background mode in the guest on the .blend file a check
-names (app/probes/blender.py) and hands the JSON dump here. Every check is
-pass/fail (score 1 or 0): a scene with the cube in the right place but the wrong
-rotation is not "half moved". Compose several checks in the task's tree for
-partial credit. Numbers are compared with an absolute tolerance; rotations are in
-degrees (as Blender's UI shows them) and compared modulo 360; colours are linear
-RGB as Blender stores them, or '#rrggbb' as Blender's hex field shows them (sRGB).
+Every Blender check is pass/fail (score 1 or 0): a scene with the cube in the right
+place but the wrong rotation is not "half moved". Compose several checks in the
+task's tree for partial credit. Numbers are compared with an absolute tolerance;
+rotations are in degrees (as Blender's UI shows them) and compared modulo 360.
+Reading the dump and writing the evidence (the `Tally`) are
+app.checks.blender_scene's; how the scene looks (materials, world, lights, camera,
+render settings) is checked in app.checks.blender_look.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from app.checks.base import (
-    CheckParams,
-    CheckResult,
-    CheckState,
-    GuestPath,
-    Probe,
-    failed,
-    passed,
-    verdict,
+from app.checks.base import CheckResult, CheckState, failed, passed, verdict
+from app.checks.blender_scene import (
+    PROBE,
+    BlenderParams,
+    Tally,
+    Vec3,
+    best,
+    fmt,
+    names,
+    no_object,
+    object_named,
+    objects,
+    scene_dump,
+    scene_object,
+    verdict_on,
 )
 from app.checks.registry import register
 
-Vec3 = tuple[float, float, float]
-Color = tuple[float, float, float] | str
-"""Linear RGB in [0, 1] as Blender stores it, or '#rrggbb' (sRGB, Blender's hex field)."""
 Setting = bool | int | float | str | list[float] | list[int] | list[bool] | None
-
-PROBE = "blender_scene"
-HEX_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
-
-
-def srgb_to_linear(channel: float) -> float:
-    """Blender's hex colour field is gamma-corrected sRGB; the stored value is linear."""
-    if channel <= 0.04045:
-        return channel / 12.92
-    return float(((channel + 0.055) / 1.055) ** 2.4)
-
-
-def linear_color(color: Color) -> Vec3:
-    """A colour parameter as linear RGB."""
-    if isinstance(color, str):
-        r, g, b = (int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
-        return (srgb_to_linear(r), srgb_to_linear(g), srgb_to_linear(b))
-    return color
-
-
-def _check_color(value: Color | None) -> Color | None:
-    if isinstance(value, str) and not HEX_COLOR.match(value):
-        raise ValueError(f"a colour is [r, g, b] (linear, 0-1) or '#rrggbb', got {value!r}")
-    if isinstance(value, tuple) and not all(0.0 <= c <= 1000.0 for c in value):
-        raise ValueError(f"colour channels must not be negative, got {value!r}")
-    return value
 
 
 def _check_regex(value: str | None) -> str | None:
@@ -71,131 +49,9 @@ def _check_regex(value: str | None) -> str | None:
     return value
 
 
-# --- reading the dump -------------------------------------------------------------
-
-
-def scene_dump(state: CheckState, path: str) -> dict[str, Any] | CheckResult:
-    """The dump of `path`, or the failed result that says why there is none."""
-    result = state.probe(Probe(PROBE, path))
-    if result.error is not None:
-        if result.error == "not found":
-            return failed(f"{path} does not exist")
-        return failed(f"cannot read the Blender scene {path}: {result.error}")
-    if not isinstance(result.data, dict) or not isinstance(result.data.get("objects"), list):
-        return failed(f"the Blender dump of {path} has no object list")
-    return result.data
-
-
-def _objects(dump: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [o for o in dump["objects"] if isinstance(o, dict)]
-
-
-def _object_named(dump: Mapping[str, Any], name: str) -> dict[str, Any] | None:
-    return next((o for o in _objects(dump) if o.get("name") == name), None)
-
-
-def _names(objects: Iterable[Mapping[str, Any]]) -> str:
-    names = [str(o.get("name")) for o in objects]
-    shown = ", ".join(names[:12]) + (f" … ({len(names)} in all)" if len(names) > 12 else "")
-    return shown or "none"
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, list | tuple):
-        return "(" + ", ".join(_fmt(v) for v in value) + ")"
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-class Tally:
-    """Conditions one candidate met or missed, for evidence like
-    'location (2, 0, 0) ≈ (2, 0, 0) ±0.01 ✓; scale (1, 1, 1) ≠ (2, 2, 2) ✗'."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[bool, str]] = []
-
-    def add(self, ok: bool, text: str) -> None:
-        self.items.append((ok, text))
-
-    @property
-    def ok(self) -> bool:
-        return all(ok for ok, _ in self.items)
-
-    @property
-    def misses(self) -> int:
-        return sum(1 for ok, _ in self.items if not ok)
-
-    def text(self) -> str:
-        return "; ".join(f"{t} {'✓' if ok else '✗'}" for ok, t in self.items) or "no conditions"
-
-    def verdict(self, subject: str) -> CheckResult:
-        """Pass when every condition was met; the evidence is `subject: <conditions>`."""
-        return verdict(self.ok, f"{subject}: {self.text()}")
-
-    def number(self, label: str, actual: Any, expected: float | None, tol: float) -> None:
-        if expected is None:
-            return
-        if not isinstance(actual, int | float) or isinstance(actual, bool):
-            self.add(False, f"{label} is {_fmt(actual)}, expected {_fmt(expected)}")
-            return
-        ok = abs(float(actual) - expected) <= tol
-        self.add(ok, f"{label} {_fmt(actual)} {'≈' if ok else '≠'} {_fmt(expected)} ±{tol:g}")
-
-    def vector(
-        self,
-        label: str,
-        actual: Any,
-        expected: Iterable[float] | None,
-        tol: float,
-        diff: Callable[[float, float], float] = lambda a, b: abs(a - b),
-    ) -> None:
-        if expected is None:
-            return
-        want = list(expected)
-        if not isinstance(actual, list) or len(actual) < len(want):
-            self.add(False, f"{label} is {_fmt(actual)}, expected {_fmt(want)}")
-            return
-        got = [float(a) for a in actual[: len(want)]]
-        ok = all(diff(a, b) <= tol for a, b in zip(got, want, strict=True))
-        self.add(ok, f"{label} {_fmt(got)} {'≈' if ok else '≠'} {_fmt(want)} ±{tol:g}")
-
-    def equal(self, label: str, actual: Any, expected: Any) -> None:
-        if expected is None:
-            return
-        ok = actual == expected
-        self.add(ok, f"{label} {_fmt(actual)}" + ("" if ok else f", expected {_fmt(expected)}"))
-
-
 def _angle_diff(a_deg: float, b_deg: float) -> float:
     d = (a_deg - b_deg) % 360.0
     return min(d, 360.0 - d)
-
-
-def _best(
-    candidates: list[dict[str, Any]], judge: Callable[[dict[str, Any]], Tally]
-) -> tuple[dict[str, Any], Tally]:
-    """The first candidate that meets every condition, else the one that misses fewest.
-    Callers say why there is none before asking, so `candidates` is never empty."""
-    best: tuple[dict[str, Any], Tally] | None = None
-    for candidate in candidates:
-        tally = judge(candidate)
-        if tally.ok:
-            return candidate, tally
-        if best is None or tally.misses < best[1].misses:
-            best = (candidate, tally)
-    assert best is not None, "no candidates to judge"
-    return best
-
-
-def _verdict(found: tuple[dict[str, Any], Tally], what: str, path: str) -> CheckResult:
-    obj, tally = found
-    return tally.verdict(f"{what} {obj.get('name')!r} in {path}")
-
-
-class BlenderParams(CheckParams):
-    path: GuestPath
-    """The .blend file in the guest, e.g. '~/Desktop/scene.blend'."""
 
 
 # --- objects ------------------------------------------------------------------------
@@ -252,10 +108,10 @@ class ObjectParams(BlenderParams):
 
 def _select(dump: Mapping[str, Any], name: str | None, regex: str | None) -> list[dict[str, Any]]:
     if name is not None:
-        found = _object_named(dump, name)
+        found = object_named(dump, name)
         return [found] if found is not None else []
     assert regex is not None
-    return [o for o in _objects(dump) if re.search(regex, str(o.get("name", "")))]
+    return [o for o in objects(dump) if re.search(regex, str(o.get("name", "")))]
 
 
 def _judge_object(obj: Mapping[str, Any], p: ObjectParams) -> Tally:
@@ -272,10 +128,10 @@ def _judge_object(obj: Mapping[str, Any], p: ObjectParams) -> Tally:
         t.equal("parent", obj.get("parent") or "", p.parent)
     if p.material is not None:
         slots = obj.get("materials") or []
-        t.add(p.material in slots, f"materials {_fmt(slots)} hold {p.material!r}")
+        t.add(p.material in slots, f"materials {fmt(slots)} hold {p.material!r}")
     if p.collection is not None:
         cols = obj.get("collections") or []
-        t.add(p.collection in cols, f"collections {_fmt(cols)} hold {p.collection!r}")
+        t.add(p.collection in cols, f"collections {fmt(cols)} hold {p.collection!r}")
     t.equal("hide_render", obj.get("hide_render"), p.hide_render)
     mesh = obj.get("mesh") if isinstance(obj.get("mesh"), dict) else None
     if p.smooth is not None:
@@ -307,11 +163,11 @@ def blender_object(state: CheckState, p: ObjectParams) -> CheckResult:
     candidates = _select(dump, p.name, p.name_regex)
     if not p.exists:
         if candidates:
-            return failed(f"{p.path} has object(s) {wanted}: {_names(candidates)}")
+            return failed(f"{p.path} has object(s) {wanted}: {names(candidates)}")
         return passed(f"{p.path} has no object {wanted}")
     if not candidates:
-        return failed(f"{p.path} has no object {wanted}; objects: {_names(_objects(dump))}")
-    return _verdict(_best(candidates, lambda o: _judge_object(o, p)), "object", p.path)
+        return no_object(dump, p.path, wanted)
+    return verdict_on(best(candidates, lambda o: _judge_object(o, p)), "object", p.path)
 
 
 class ObjectCountParams(BlenderParams):
@@ -346,7 +202,7 @@ def blender_object_count(state: CheckState, p: ObjectCountParams) -> CheckResult
         return dump
     chosen = [
         o
-        for o in _objects(dump)
+        for o in objects(dump)
         if (p.type is None or o.get("type") == p.type)
         and (p.name_regex is None or re.search(p.name_regex, str(o.get("name", ""))))
     ]
@@ -360,7 +216,7 @@ def blender_object_count(state: CheckState, p: ObjectCountParams) -> CheckResult
         ok = (p.min is None or n >= p.min) and (p.max is None or n <= p.max)
         want = f"{p.min if p.min is not None else 0}..{p.max if p.max is not None else '∞'}"
     counted = f"{n} {what} object(s)" if what else f"{n} object(s)"
-    return verdict(ok, f"{p.path} has {counted} ({_names(chosen)}), wanted {want}")
+    return verdict(ok, f"{p.path} has {counted} ({names(chosen)}), wanted {want}")
 
 
 # --- modifiers ----------------------------------------------------------------------
@@ -399,12 +255,9 @@ def _judge_modifier(mod: Mapping[str, Any], p: ModifierParams) -> Tally:
 def blender_modifier(state: CheckState, p: ModifierParams) -> CheckResult:
     """Passes when the object has a modifier of that type (and name) whose settings
     match; with `exists: false`, when it has none."""
-    dump = scene_dump(state, p.path)
-    if isinstance(dump, CheckResult):
-        return dump
-    obj = _object_named(dump, p.object)
-    if obj is None:
-        return failed(f"{p.path} has no object {p.object!r}; objects: {_names(_objects(dump))}")
+    obj = scene_object(state, p.path, p.object)
+    if isinstance(obj, CheckResult):
+        return obj
     mods = [m for m in obj.get("modifiers") or [] if isinstance(m, dict)]
     stack = ", ".join(f"{m.get('name')} ({m.get('type')})" for m in mods) or "none"
     matching = [
@@ -416,227 +269,11 @@ def blender_modifier(state: CheckState, p: ModifierParams) -> CheckResult:
         return failed(f"{line}; has a {label}") if matching else passed(f"{line}; no {label}")
     if not matching:
         return failed(f"{p.object!r} in {p.path} has no {label} modifier; modifiers: {stack}")
-    mod, tally = _best(matching, lambda m: _judge_modifier(m, p))
+    mod, tally = best(matching, lambda m: _judge_modifier(m, p))
     return tally.verdict(f"{p.object!r} modifier {mod.get('name')!r} ({p.type}) in {p.path}")
 
 
-# --- materials and world ------------------------------------------------------------
-
-
-class MaterialParams(BlenderParams):
-    name: str | None = None
-    """The material's exact name. Give `name` or `object`."""
-    object: str | None = None
-    """Check the material(s) in this object's slots instead (any slot may pass)."""
-    base_color: Color | None = None
-    """Principled BSDF Base Color: [r, g, b] linear, or '#rrggbb' as the hex field shows."""
-    metallic: float | None = None
-    """Principled BSDF Metallic."""
-    roughness: float | None = None
-    """Principled BSDF Roughness."""
-    emission: Color | None = None
-    """Principled BSDF Emission colour."""
-    emission_strength: float | None = None
-    """Principled BSDF Emission Strength."""
-    alpha: float | None = None
-    """Principled BSDF Alpha."""
-    inputs: dict[str, float] = Field(default_factory=dict)
-    """Other Principled BSDF number inputs by their 3.4 names, e.g. {Transmission: 1.0}."""
-    tolerance: float = Field(default=0.02, ge=0)
-    """Absolute tolerance on every channel and number."""
-
-    _colors = field_validator("base_color", "emission")(_check_color)
-
-    @model_validator(mode="after")
-    def _one_selector(self) -> MaterialParams:
-        if (self.name is None) == (self.object is None):
-            raise ValueError("give exactly one of name and object")
-        return self
-
-
-def _judge_material(mat: Mapping[str, Any], p: MaterialParams) -> Tally:
-    t = Tally()
-    bsdf = mat.get("principled")
-    wanted: list[tuple[str, float | Vec3]] = [
-        (label, value)
-        for label, value in (
-            ("Base Color", linear_color(p.base_color) if p.base_color is not None else None),
-            ("Metallic", p.metallic),
-            ("Roughness", p.roughness),
-            ("Emission", linear_color(p.emission) if p.emission is not None else None),
-            ("Emission Strength", p.emission_strength),
-            ("Alpha", p.alpha),
-            *p.inputs.items(),
-        )
-        if value is not None
-    ]
-    if not isinstance(bsdf, dict):
-        if wanted:
-            t.add(False, "no Principled BSDF node (nodes off or removed)")
-        return t
-    for label, want in wanted:
-        socket = bsdf.get(label)
-        if not isinstance(socket, dict):
-            t.add(False, f"no input {label!r}")
-        elif socket.get("linked"):
-            t.add(False, f"{label} is driven by a node link, not a value")
-        elif isinstance(want, tuple):
-            t.vector(label, socket.get("value"), want, p.tolerance)
-        else:
-            t.number(label, socket.get("value"), want, p.tolerance)
-    return t
-
-
-@register("blender_material", MaterialParams, probes=((PROBE, "path"),))
-def blender_material(state: CheckState, p: MaterialParams) -> CheckResult:
-    """Passes when the material (by name, or one in an object's slots) exists and its
-    Principled BSDF values match: base colour, metallic, roughness, emission, alpha,
-    or any other number input."""
-    dump = scene_dump(state, p.path)
-    if isinstance(dump, CheckResult):
-        return dump
-    materials = [m for m in dump.get("materials") or [] if isinstance(m, dict)]
-    if p.object is not None:
-        obj = _object_named(dump, p.object)
-        if obj is None:
-            return failed(f"{p.path} has no object {p.object!r}; objects: {_names(_objects(dump))}")
-        slots = [s for s in obj.get("materials") or [] if s]
-        candidates = [m for m in materials if m.get("name") in slots]
-        if not candidates:
-            return failed(f"object {p.object!r} in {p.path} has no material")
-    else:
-        candidates = [m for m in materials if m.get("name") == p.name]
-        if not candidates:
-            return failed(f"{p.path} has no material {p.name!r}; materials: {_names(materials)}")
-    return _verdict(_best(candidates, lambda m: _judge_material(m, p)), "material", p.path)
-
-
-class WorldParams(BlenderParams):
-    color: Color | None = None
-    """The world background colour: [r, g, b] linear, or '#rrggbb' (sRGB)."""
-    strength: float | None = None
-    """The Background node's strength."""
-    tolerance: float = Field(default=0.02, ge=0)
-    """Absolute tolerance on every channel and on the strength."""
-
-    _colors = field_validator("color")(_check_color)
-
-    @model_validator(mode="after")
-    def _something(self) -> WorldParams:
-        if self.color is None and self.strength is None:
-            raise ValueError("give color and/or strength")
-        return self
-
-
-@register("blender_world", WorldParams, probes=((PROBE, "path"),))
-def blender_world(state: CheckState, p: WorldParams) -> CheckResult:
-    """Passes when the scene's world background has that colour and/or strength
-    (the Background node when the world uses nodes, else the world colour)."""
-    dump = scene_dump(state, p.path)
-    if isinstance(dump, CheckResult):
-        return dump
-    world = dump.get("world")
-    if not isinstance(world, dict):
-        return failed(f"the scene in {p.path} has no world")
-    t = Tally()
-    background = world.get("background") if world.get("use_nodes") else None
-    if isinstance(background, dict):
-        if p.color is not None:
-            if background.get("color_linked"):
-                t.add(False, "Color is driven by a node link (a texture), not a value")
-            else:
-                t.vector("color", background.get("color"), linear_color(p.color), p.tolerance)
-        t.number("strength", background.get("strength"), p.strength, p.tolerance)
-    else:
-        if p.color is not None:
-            t.vector("color", world.get("color"), linear_color(p.color), p.tolerance)
-        if p.strength is not None:
-            t.add(False, "strength: the world has no Background node")
-    return t.verdict(f"world {world.get('name')!r} in {p.path}")
-
-
-# --- render settings and animation --------------------------------------------------
-
-
-class RenderParams(BlenderParams):
-    engine: str | None = None
-    """BLENDER_EEVEE, BLENDER_WORKBENCH or CYCLES."""
-    resolution_x: int | None = Field(default=None, gt=0)
-    """Output width in pixels (before the percentage)."""
-    resolution_y: int | None = Field(default=None, gt=0)
-    """Output height in pixels (before the percentage)."""
-    resolution_percentage: int | None = Field(default=None, gt=0)
-    """The resolution scale in percent."""
-    fps: float | None = Field(default=None, gt=0)
-    """Frames per second (fps / fps_base), within 0.01."""
-    frame_start: int | None = None
-    """First frame of the animation range."""
-    frame_end: int | None = None
-    """Last frame of the animation range."""
-    file_format: str | None = None
-    """Output file format as Blender names it: PNG, JPEG, OPEN_EXR, FFMPEG, ..."""
-    output_path: str | None = None
-    """The output path, '~/...' or absolute, compared after resolving '//' and '~'."""
-    camera: str | None = None
-    """The scene camera's object name."""
-
-    @model_validator(mode="after")
-    def _something(self) -> RenderParams:
-        if not set(self.model_fields_set) - {"path"}:
-            raise ValueError("give at least one render setting to check")
-        return self
-
-
-def _norm_output(path: str, home: str) -> str:
-    expanded = home.rstrip("/") + path[1:] if path.startswith("~/") else path
-    trailing = "/" if expanded.endswith("/") else ""
-    parts: list[str] = []
-    for part in expanded.split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if parts:
-                parts.pop()
-            continue
-        parts.append(part)
-    return "/" + "/".join(parts) + (trailing if parts else "")
-
-
-@register("blender_render", RenderParams, probes=((PROBE, "path"),))
-def blender_render(state: CheckState, p: RenderParams) -> CheckResult:
-    """Passes when the scene's render settings match every one given: engine,
-    resolution and percentage, fps, frame range, output format and path, camera."""
-    dump = scene_dump(state, p.path)
-    if isinstance(dump, CheckResult):
-        return dump
-    scene = dump.get("scene")
-    if not isinstance(scene, dict):
-        return failed(f"the Blender dump of {p.path} has no scene settings")
-    t = Tally()
-    t.equal("engine", scene.get("engine"), p.engine)
-    t.equal("resolution_x", scene.get("resolution_x"), p.resolution_x)
-    t.equal("resolution_y", scene.get("resolution_y"), p.resolution_y)
-    t.equal("resolution %", scene.get("resolution_percentage"), p.resolution_percentage)
-    if p.fps is not None:
-        fps, base = scene.get("fps"), scene.get("fps_base") or 1.0
-        actual = fps / base if isinstance(fps, int | float) and base else None
-        t.number("fps", actual, p.fps, 0.01)
-    t.equal("frame_start", scene.get("frame_start"), p.frame_start)
-    t.equal("frame_end", scene.get("frame_end"), p.frame_end)
-    t.equal("file_format", scene.get("file_format"), p.file_format)
-    if p.output_path is not None:
-        home = str(dump.get("home") or "")
-        if p.output_path.startswith("~/") and not home:
-            t.add(False, "output path: the dump does not say the guest's home")
-        else:
-            actual = str(scene.get("filepath_abs"))
-            want = _norm_output(p.output_path, home)
-            t.add(
-                _norm_output(actual, home) == want,
-                f"output path {actual!r}" + ("" if actual == want else f", expected {want!r}"),
-            )
-    t.equal("camera", scene.get("camera"), p.camera)
-    return t.verdict(f"render settings of {p.path}")
+# --- animation ----------------------------------------------------------------------
 
 
 class KeyframesParams(BlenderParams):
@@ -671,12 +308,9 @@ def blender_keyframes(state: CheckState, p: KeyframesParams) -> CheckResult:
     """Passes when the object's animation has keys on `data_path` (channel `index`)
     at the given frames, with the given values and at least `min_keys` keys.
     Keys are read from the action's F-curves, not the value at the current frame."""
-    dump = scene_dump(state, p.path)
-    if isinstance(dump, CheckResult):
-        return dump
-    obj = _object_named(dump, p.object)
-    if obj is None:
-        return failed(f"{p.path} has no object {p.object!r}; objects: {_names(_objects(dump))}")
+    obj = scene_object(state, p.path, p.object)
+    if isinstance(obj, CheckResult):
+        return obj
     curves = [
         c
         for c in obj.get("fcurves") or []
@@ -707,123 +341,3 @@ def blender_keyframes(state: CheckState, p: KeyframesParams) -> CheckResult:
             else:
                 t.add(True, f"{label} key at frame {frame:g}")
     return t.verdict(f"{p.object!r} keys in {p.path}")
-
-
-# --- lights and cameras -------------------------------------------------------------
-
-
-class LightParams(BlenderParams):
-    name: str | None = None
-    """The light object's exact name; None = any light in the scene may pass."""
-    light_type: str | None = None
-    """POINT, SUN, SPOT or AREA."""
-    energy: float | None = None
-    """Power in W (strength for a sun), within `energy_tolerance`."""
-    energy_tolerance: float = Field(default=0.5, ge=0)
-    """Absolute tolerance for energy."""
-    color: Color | None = None
-    """Light colour: [r, g, b] linear or '#rrggbb' (sRGB)."""
-    tolerance: float = Field(default=0.02, ge=0)
-    """Absolute tolerance for colour channels."""
-
-    _colors = field_validator("color")(_check_color)
-
-
-def _judge_light(obj: Mapping[str, Any], p: LightParams) -> Tally:
-    t = Tally()
-    light = obj.get("light") if isinstance(obj.get("light"), dict) else {}
-    assert isinstance(light, dict)
-    t.equal("type", light.get("type"), p.light_type)
-    t.number("energy", light.get("energy"), p.energy, p.energy_tolerance)
-    if p.color is not None:
-        t.vector("color", light.get("color"), linear_color(p.color), p.tolerance)
-    return t
-
-
-@register("blender_light", LightParams, probes=((PROBE, "path"),))
-def blender_light(state: CheckState, p: LightParams) -> CheckResult:
-    """Passes when the named light (or, without a name, any light) has that type,
-    energy and colour. Place it with `blender_object`."""
-    dump = scene_dump(state, p.path)
-    if isinstance(dump, CheckResult):
-        return dump
-    lights = [o for o in _objects(dump) if o.get("type") == "LIGHT"]
-    if p.name is not None:
-        lights = [o for o in lights if o.get("name") == p.name]
-    if not lights:
-        wanted = f"light {p.name!r}" if p.name else "light"
-        return failed(f"{p.path} has no {wanted}; objects: {_names(_objects(dump))}")
-    return _verdict(_best(lights, lambda o: _judge_light(o, p)), "light", p.path)
-
-
-class CameraParams(BlenderParams):
-    name: str | None = None
-    """The camera object's exact name; None = the scene's active camera."""
-    scene_camera: bool | None = None
-    """True: this camera must be the scene's active camera."""
-    camera_type: str | None = None
-    """PERSP, ORTHO or PANO."""
-    lens: float | None = None
-    """Focal length in mm, within `lens_tolerance`."""
-    lens_tolerance: float = Field(default=0.1, ge=0)
-    """Absolute tolerance for the focal length."""
-    looks_at: str | None = None
-    """An object's name: the camera's view axis must point at its origin."""
-    angle_tolerance: float = Field(default=5.0, ge=0)
-    """Degrees between the view axis and the direction to `looks_at`."""
-
-
-def _view_angle(camera: Mapping[str, Any], target: Mapping[str, Any]) -> float | None:
-    """Degrees between the camera's view axis (its local -Z) and the line to target."""
-    matrix, where = camera.get("matrix_world"), target.get("matrix_world")
-    if not (isinstance(matrix, list) and isinstance(where, list)):
-        return None
-    origin = [float(matrix[r][3]) for r in range(3)]
-    forward = [-float(matrix[r][2]) for r in range(3)]
-    to_target = [float(where[r][3]) - origin[r] for r in range(3)]
-    nf = math.sqrt(sum(v * v for v in forward))
-    nt = math.sqrt(sum(v * v for v in to_target))
-    if nf == 0 or nt == 0:
-        return None
-    cos = sum(a * b for a, b in zip(forward, to_target, strict=True)) / (nf * nt)
-    return math.degrees(math.acos(max(-1.0, min(1.0, cos))))
-
-
-@register("blender_camera", CameraParams, probes=((PROBE, "path"),))
-def blender_camera(state: CheckState, p: CameraParams) -> CheckResult:
-    """Passes when the camera (by name, or the scene's active camera) is the active
-    camera if asked, has that type and focal length, and points at `looks_at`."""
-    dump = scene_dump(state, p.path)
-    if isinstance(dump, CheckResult):
-        return dump
-    scene = dump.get("scene") if isinstance(dump.get("scene"), dict) else {}
-    assert isinstance(scene, dict)
-    active = scene.get("camera")
-    name = p.name if p.name is not None else active
-    if name is None:
-        return failed(f"the scene in {p.path} has no active camera")
-    cam = _object_named(dump, str(name))
-    if cam is None or cam.get("type") != "CAMERA":
-        cameras = [o for o in _objects(dump) if o.get("type") == "CAMERA"]
-        return failed(f"{p.path} has no camera {name!r}; cameras: {_names(cameras)}")
-    data = cam.get("camera") if isinstance(cam.get("camera"), dict) else {}
-    assert isinstance(data, dict)
-    t = Tally()
-    if p.scene_camera is not None:
-        is_active = active == name
-        t.add(is_active == p.scene_camera, f"active camera {active!r}")
-    t.equal("type", data.get("type"), p.camera_type)
-    t.number("lens mm", data.get("lens"), p.lens, p.lens_tolerance)
-    if p.looks_at is not None:
-        target = _object_named(dump, p.looks_at)
-        angle = _view_angle(cam, target) if target is not None else None
-        if target is None:
-            t.add(False, f"no object {p.looks_at!r} to look at")
-        elif angle is None:
-            t.add(False, f"cannot tell where it looks relative to {p.looks_at!r}")
-        else:
-            t.add(
-                angle <= p.angle_tolerance,
-                f"view axis {angle:.1f}° off {p.looks_at!r} (±{p.angle_tolerance:g}°)",
-            )
-    return _verdict((cam, t), "camera", p.path)

@@ -10,9 +10,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, StrictBool, StrictFloat, StrictInt, model_validator
+from pydantic import AfterValidator, Field, StrictBool, StrictFloat, StrictInt
 
-from app.checks.base import CheckParams, CheckResult, CheckState, GuestPath, failed, passed
+from app.checks.base import (
+    CheckParams,
+    CheckResult,
+    CheckState,
+    GuestPath,
+    failed,
+    needs_any,
+    passed,
+)
 from app.checks.files import file_bytes
 from app.checks.registry import register
 from app.checks.xcf import LEGACY_MODES, MODE_NAMES, MODES, XcfError, XcfImage, XcfLayer, parse_xcf
@@ -51,13 +59,14 @@ class XcfLayersParams(CheckParams):
     height: Annotated[StrictInt, Field(gt=0)] | None = None
     """Expected canvas height in pixels."""
 
-    @model_validator(mode="after")
-    def _needs_something(self) -> XcfLayersParams:
-        if all(
-            v is None for v in (self.count, self.min_count, self.order, self.width, self.height)
-        ):
-            raise ValueError("give count, min_count, order, width or height")
-        return self
+    _needs_something = needs_any(
+        "count",
+        "min_count",
+        "order",
+        "width",
+        "height",
+        message="give count, min_count, order, width or height",
+    )
 
 
 @register("xcf_layers", XcfLayersParams, files=("path",))

@@ -1,19 +1,22 @@
-"""Checks on image files: size, mode/format, similarity to a reference, region colour.
+"""Checks on image files: size, mode/format, similarity to a reference, region colour,
+alpha, colour statistics and pixel differences.
 
-Every image check decodes the guest file with Pillow; a file that is missing,
-unreadable or not an image fails the check with that reason. Where colours are
-compared (similarity, pixel colour) transparency is first composited onto white,
-as an image viewer shows it, so "the same picture" does not depend on how an app
-stored its alpha channel.
+Every image check decodes the guest file with Pillow (app.checks.imaging, which
+also flattens transparency onto white, cuts regions and measures colour); a file
+that is missing, unreadable or not an image fails the check with that reason.
+Where colours are compared (similarity, pixel colour, statistics) transparency is
+first composited onto white, as an image viewer shows it.
+
+This module is the whole of the Images section of docs/evaluators.md: nine checks,
+each a parameter model and an evidence line over the same decoded pixels, so it
+is one piece even where it runs past 500 lines.
 """
 
 from __future__ import annotations
 
 import difflib
-import io
 import re
-from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from PIL import Image
@@ -35,62 +38,45 @@ from app.checks.base import (
     CheckState,
     GuestPath,
     failed,
+    needs_any,
     passed,
     verdict,
 )
-from app.checks.files import file_bytes
+from app.checks.imaging import (
+    MEASURE_UNITS,
+    MEASURES,
+    Measure,
+    alpha,
+    color_measures,
+    cut,
+    load_image,
+    load_with_asset,
+    measured,
+    on_white,
+    region_slices,
+    region_words,
+    shown,
+    size_of,
+    ssim,
+)
 from app.checks.registry import register
 
 Image.init()  # fills Image.ID with every format plugin, for validating `format`
 
-_ALPHA_MODES = frozenset({"RGBA", "RGBa", "LA", "La", "PA"})
 
-
-def decode_image(data: bytes, name: str) -> Image.Image | CheckResult:
-    """Decode `data` fully, or return the failed result saying it is not a readable image."""
-    try:
-        image = Image.open(io.BytesIO(data))
-        image.load()
-    except Image.DecompressionBombError as exc:
-        return failed(f"{name} is too large to decode safely ({exc})")
-    except (OSError, ValueError, SyntaxError, EOFError) as exc:
-        # Pillow reports truncated or foreign data with any of these.
-        return failed(f"{name} is not a readable image ({len(data)} bytes: {exc})")
-    return image
-
-
-def load_image(state: CheckState, path: str) -> Image.Image | CheckResult:
-    """The decoded guest image at `path`, or the failed result saying why not."""
-    data = file_bytes(state, path)
-    if isinstance(data, CheckResult):
-        return data
-    return decode_image(data, path)
-
-
-def load_asset_image(state: CheckState, asset: str) -> Image.Image | CheckResult:
-    """The decoded task asset `asset`, or the failed result saying why not."""
-    data = state.assets.get(asset)
-    if data is None:
-        return failed(f"task asset {asset} was not provided to the check")
-    return decode_image(data, f"task asset {asset}")
-
-
-def on_white(image: Image.Image) -> Image.Image:
-    """`image` as 8-bit RGB, transparency composited onto white."""
-    if image.mode in _ALPHA_MODES or "transparency" in image.info:
-        rgba = image.convert("RGBA")
-        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return Image.alpha_composite(white, rgba).convert("RGB")
-    return image.convert("RGB")
+def _check_format(value: str) -> str:
+    if value not in Image.ID:
+        close = difflib.get_close_matches(value.upper(), sorted(Image.ID), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(
+            f"unknown image format {value!r}; {hint}known: {', '.join(sorted(Image.ID))}"
+        )
+    return value
 
 
 Coordinate = Annotated[StrictInt, Field(ge=0)]
 Extent = Annotated[StrictInt, Field(gt=0)]
 Region = tuple[Coordinate, Coordinate, Extent, Extent]
-
-
-def _size(image: Image.Image) -> str:
-    return f"{image.width}×{image.height}"
 
 
 # --- image_size -------------------------------------------------------------------
@@ -106,11 +92,7 @@ class ImageSizeParams(CheckParams):
     tolerance: Annotated[StrictInt, Field(ge=0)] = 0
     """How many pixels each dimension may differ from the expected value."""
 
-    @model_validator(mode="after")
-    def _needs_a_dimension(self) -> ImageSizeParams:
-        if self.width is None and self.height is None:
-            raise ValueError("give width, height or both")
-        return self
+    _needs_a_dimension = needs_any("width", "height", message="give width, height or both")
 
 
 @register("image_size", ImageSizeParams, files=("path",))
@@ -128,7 +110,7 @@ def image_size(state: CheckState, params: ImageSizeParams) -> CheckResult:
         want is None or abs(got - want) <= params.tolerance
         for got, want in ((image.width, params.width), (image.height, params.height))
     )
-    return verdict(ok, f"{params.path} is {_size(image)}, expected {expected}")
+    return verdict(ok, f"{params.path} is {size_of(image)}, expected {expected}")
 
 
 # --- image_mode -------------------------------------------------------------------
@@ -139,7 +121,7 @@ class ImageModeParams(CheckParams):
     """The guest image file, e.g. '~/Desktop/out.png'."""
     mode: str
     """Expected Pillow mode: 'RGB', 'RGBA', 'L' (grayscale), 'LA', 'P' (indexed), '1', ..."""
-    format: str | None = None
+    format: Annotated[str, AfterValidator(_check_format)] | None = None
     """Expected file format as Pillow names it ('PNG', 'JPEG', 'GIF', 'TIFF', 'WEBP', ...);
     omit to accept any. Checks the bytes, not the file name's extension."""
 
@@ -148,17 +130,6 @@ class ImageModeParams(CheckParams):
     def _known_mode(cls, value: str) -> str:
         if value not in Image.MODES:
             raise ValueError(f"unknown Pillow mode {value!r}; known: {', '.join(Image.MODES)}")
-        return value
-
-    @field_validator("format")
-    @classmethod
-    def _known_format(cls, value: str | None) -> str | None:
-        if value is not None and value not in Image.ID:
-            close = difflib.get_close_matches(value.upper(), sorted(Image.ID), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ValueError(
-                f"unknown image format {value!r}; {hint}known: {', '.join(sorted(Image.ID))}"
-            )
         return value
 
 
@@ -237,22 +208,20 @@ def image_similarity(state: CheckState, params: ImageSimilarityParams) -> CheckR
     SSIM is computed on 8-bit RGB (alpha composited onto white) per channel and
     averaged (scikit-image `structural_similarity`, 7×7 window); images longer than
     2048 px are compared downscaled to 2048 px on their longer side. Score: 1.0 when
-    the check passes; otherwise the SSIM clamped to [0, 1], which is below the
-    threshold, so a near miss earns more partial credit than an unrelated image.
+    the check passes, else 0 (no partial credit: an untouched image already reaches
+    SSIM 0.5-0.75 against most transformed references).
     """
-    output = load_image(state, params.path)
-    if isinstance(output, CheckResult):
-        return output
-    reference = load_asset_image(state, params.reference)
-    if isinstance(reference, CheckResult):
-        return reference
+    images = load_with_asset(state, params.path, params.reference)
+    if isinstance(images, CheckResult):
+        return images
+    output, reference = images
     words = ""
     if params.crop is not None:
         x, y, w, h = params.crop
         if x + w > reference.width or y + h > reference.height:
             return failed(
                 f"crop [{x}, {y}, {w}, {h}] lies outside {params.reference}, "
-                f"which is {_size(reference)}"
+                f"which is {size_of(reference)}"
             )
         reference = reference.crop((x, y, x + w, y + h))
         words += f" cropped to [{x}, {y}, {w}, {h}]"
@@ -266,15 +235,15 @@ def image_similarity(state: CheckState, params: ImageSimilarityParams) -> CheckR
     what = f"{params.path} vs {params.reference}{words}"
 
     compared = on_white(output)
-    size_note = f"{_size(output)}"
+    size_note = f"{size_of(output)}"
     if output.size != reference.size:
         if not params.resize_to_reference:
             return failed(
-                f"{what}: output is {_size(output)}, reference is {_size(reference)} "
+                f"{what}: output is {size_of(output)}, reference is {size_of(reference)} "
                 "(resize_to_reference is off)"
             )
         compared = compared.resize(reference.size, Image.Resampling.LANCZOS)
-        size_note = f"output {_size(output)} resized to {_size(reference)}"
+        size_note = f"output {size_of(output)} resized to {size_of(reference)}"
 
     flat_reference = on_white(reference)
     longest = max(reference.size)
@@ -290,28 +259,12 @@ def image_similarity(state: CheckState, params: ImageSimilarityParams) -> CheckR
     if window % 2 == 0:
         window -= 1
     if window < 3:
-        return failed(f"{what}: reference is {_size(reference)}, too small for SSIM (min 3×3)")
+        return failed(f"{what}: reference is {size_of(reference)}, too small for SSIM (min 3×3)")
 
-    # Imported here: scikit-image and scipy take ~0.25 s to import, and the task
-    # loader imports this module only to validate parameters.
-    from skimage.metrics import structural_similarity
-
-    # skimage ships without type hints; pin the one signature used here.
-    compare: Callable[..., float] = structural_similarity
-    ssim = float(
-        compare(
-            np.asarray(compared),
-            np.asarray(flat_reference),
-            win_size=window,
-            channel_axis=2,
-            data_range=255,
-        )
-    )
-    if ssim >= params.threshold:
-        return passed(f"{what}: SSIM {ssim:.4f} ≥ {params.threshold} ({size_note})")
-    # A failed similarity earns no credit: an untouched image already has SSIM ~0.5-0.75
-    # against most transformed references, which is not partial success.
-    return failed(f"{what}: SSIM {ssim:.4f} < {params.threshold} ({size_note})")
+    similarity = ssim(np.asarray(compared), np.asarray(flat_reference), window)
+    if similarity >= params.threshold:
+        return passed(f"{what}: SSIM {similarity:.4f} ≥ {params.threshold} ({size_note})")
+    return failed(f"{what}: SSIM {similarity:.4f} < {params.threshold} ({size_note})")
 
 
 # --- pixel_color ------------------------------------------------------------------
@@ -356,12 +309,11 @@ def pixel_color(state: CheckState, params: PixelColorParams) -> CheckResult:
     image = load_image(state, params.path)
     if isinstance(image, CheckResult):
         return image
-    x, y, w, h = params.region
-    region = f"region [{x}, {y}, {w}, {h}]"
-    if x + w > image.width or y + h > image.height:
-        return failed(f"{region} lies outside {params.path}, which is {_size(image)}")
-    pixels = np.asarray(on_white(image).crop((x, y, x + w, y + h)), dtype=np.float64)
-    mean = pixels.reshape(-1, 3).mean(axis=0)
+    pixels = cut(np.asarray(on_white(image)), params.region, params.path, image)
+    if isinstance(pixels, CheckResult):
+        return pixels
+    region = region_words(params.region)
+    mean = pixels.astype(np.float64).reshape(-1, 3).mean(axis=0)
     r, g, b = (float(c) for c in mean)
     diff = float(np.max(np.abs(mean - np.array(params.color, dtype=np.float64))))
     got = f"mean colour of {region} in {params.path} is {_hex((r, g, b))}"
@@ -374,16 +326,6 @@ def pixel_color(state: CheckState, params: PixelColorParams) -> CheckResult:
 
 
 # --- image_format -----------------------------------------------------------------
-
-
-def _check_format(value: str) -> str:
-    if value not in Image.ID:
-        close = difflib.get_close_matches(value.upper(), sorted(Image.ID), n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ValueError(
-            f"unknown image format {value!r}; {hint}known: {', '.join(sorted(Image.ID))}"
-        )
-    return value
 
 
 class ImageFormatParams(CheckParams):
@@ -400,18 +342,11 @@ def image_format(state: CheckState, params: ImageFormatParams) -> CheckResult:
     image = load_image(state, params.path)
     if isinstance(image, CheckResult):
         return image
-    got = f"{params.path} is {image.format} ({_size(image)}, mode {image.mode})"
+    got = f"{params.path} is {image.format} ({size_of(image)}, mode {image.mode})"
     return verdict(image.format == params.format, f"{got}, expected {params.format}")
 
 
 # --- image_has_alpha --------------------------------------------------------------
-
-
-def _alpha(image: Image.Image) -> np.ndarray[Any, np.dtype[np.uint8]] | None:
-    """The alpha channel as uint8, or None when the image stores no transparency."""
-    if image.mode in _ALPHA_MODES or "transparency" in image.info:
-        return np.asarray(image.convert("RGBA"))[..., 3]
-    return None
 
 
 class ImageHasAlphaParams(CheckParams):
@@ -431,17 +366,17 @@ def image_has_alpha(state: CheckState, params: ImageHasAlphaParams) -> CheckResu
     image = load_image(state, params.path)
     if isinstance(image, CheckResult):
         return image
-    alpha = _alpha(image)
-    if alpha is None:
+    transparency = alpha(image)
+    if transparency is None:
         return failed(f"{params.path} has no alpha channel (mode {image.mode}, {image.format})")
     where = "the image"
     if params.region is not None:
-        cut = _cut(alpha, params.region, params.path, image)
-        if isinstance(cut, CheckResult):
-            return cut
-        alpha = cut
-        where = _region_words(params.region)
-    share = float(np.mean(alpha < 255))
+        inside = cut(transparency, params.region, params.path, image)
+        if isinstance(inside, CheckResult):
+            return inside
+        transparency = inside
+        where = region_words(params.region)
+    share = float(np.mean(transparency < 255))
     got = f"{params.path} has alpha (mode {image.mode}); {share:.1%} of {where} is transparent"
     return verdict(
         share >= params.min_transparent, f"{got}, at least {params.min_transparent:.1%} required"
@@ -449,73 +384,6 @@ def image_has_alpha(state: CheckState, params: ImageHasAlphaParams) -> CheckResu
 
 
 # --- colour statistics ------------------------------------------------------------
-
-Measure = Literal["brightness", "contrast", "saturation", "warmth"]
-MEASURES: tuple[Measure, ...] = ("brightness", "contrast", "saturation", "warmth")
-
-_MEASURE_UNITS: dict[Measure, str] = {
-    "brightness": "mean luma 0-255",
-    "contrast": "luma standard deviation 0-255",
-    "saturation": "mean HSV saturation 0-1",
-    "warmth": "(mean red - mean blue) / (mean red + mean blue), -1-1",
-}
-
-
-def _region_words(region: tuple[int, int, int, int]) -> str:
-    x, y, w, h = region
-    return f"region [{x}, {y}, {w}, {h}]"
-
-
-def _cut(
-    pixels: np.ndarray[Any, Any], region: tuple[int, int, int, int], name: str, image: Image.Image
-) -> np.ndarray[Any, Any] | CheckResult:
-    x, y, w, h = region
-    if x + w > image.width or y + h > image.height:
-        return failed(f"{_region_words(region)} lies outside {name}, which is {_size(image)}")
-    return pixels[y : y + h, x : x + w]
-
-
-def _warmth(red: float, blue: float) -> float:
-    return 0.0 if red + blue == 0 else (red - blue) / (red + blue)
-
-
-def color_measures(rgb: np.ndarray[Any, Any]) -> dict[Measure, float]:
-    """Brightness, contrast, saturation and warmth of an (H, W, 3) 8-bit RGB array.
-
-    Brightness is the mean Rec. 601 luma (0-255), contrast its standard deviation,
-    saturation the mean HSV saturation (max-min)/max per pixel (0-1, black counts 0),
-    warmth (mean red - mean blue) / (mean red + mean blue) (-1-1: a warm cast is
-    positive, a cold one negative, a neutral grey 0). Warmth is a ratio, so brightening
-    or darkening alone does not change it.
-    """
-    pixels = rgb.astype(np.float64).reshape(-1, 3)
-    luma = pixels @ np.array([0.299, 0.587, 0.114])
-    high = pixels.max(axis=1)
-    low = pixels.min(axis=1)
-    saturation = np.divide(high - low, high, out=np.zeros_like(high), where=high > 0)
-    return {
-        "brightness": float(luma.mean()),
-        "contrast": float(luma.std()),
-        "saturation": float(saturation.mean()),
-        "warmth": _warmth(float(pixels[:, 0].mean()), float(pixels[:, 2].mean())),
-    }
-
-
-def _measured(
-    image: Image.Image, region: tuple[int, int, int, int] | None, name: str
-) -> dict[Measure, float] | CheckResult:
-    pixels = np.asarray(on_white(image))
-    if region is not None:
-        cut = _cut(pixels, region, name, image)
-        if isinstance(cut, CheckResult):
-            return cut
-        pixels = cut
-    return color_measures(pixels)
-
-
-def _fmt(measure: Measure, value: float) -> str:
-    return f"{value:.3f}" if measure in ("saturation", "warmth") else f"{value:.1f}"
-
 
 Bounds = tuple[StrictFloat, StrictFloat]
 
@@ -553,10 +421,10 @@ def image_color_stats(state: CheckState, params: ImageColorStatsParams) -> Check
     image = load_image(state, params.path)
     if isinstance(image, CheckResult):
         return image
-    values = _measured(image, params.region, params.path)
+    values = measured(image, params.region, params.path)
     if isinstance(values, CheckResult):
         return values
-    where = _region_words(params.region) if params.region else "the whole image"
+    where = region_words(params.region) if params.region else "the whole image"
     parts: list[str] = []
     ok = True
     for measure in MEASURES:
@@ -567,7 +435,7 @@ def image_color_stats(state: CheckState, params: ImageColorStatsParams) -> Check
         inside = bounds[0] <= value <= bounds[1]
         ok = ok and inside
         mark = "in" if inside else "NOT in"
-        parts.append(f"{measure} {_fmt(measure, value)} {mark} [{bounds[0]:g}, {bounds[1]:g}]")
+        parts.append(f"{measure} {shown(measure, value)} {mark} [{bounds[0]:g}, {bounds[1]:g}]")
     text = f"{params.path}, {where}: " + "; ".join(parts)
     return verdict(ok, text)
 
@@ -600,12 +468,10 @@ def image_color_change(state: CheckState, params: ImageColorChangeParams) -> Che
     """Passes when brightness, contrast, saturation or warmth of the whole output moved
     from the source's value in `direction` by at least `min_amount` (and at most `max_amount`).
     The two images may differ in size: each is measured whole."""
-    output = load_image(state, params.path)
-    if isinstance(output, CheckResult):
-        return output
-    source = load_asset_image(state, params.source)
-    if isinstance(source, CheckResult):
-        return source
+    images = load_with_asset(state, params.path, params.source)
+    if isinstance(images, CheckResult):
+        return images
+    output, source = images
     measure = params.measure
     before = color_measures(np.asarray(on_white(source)))[measure]
     after = color_measures(np.asarray(on_white(output)))[measure]
@@ -614,9 +480,9 @@ def image_color_change(state: CheckState, params: ImageColorChangeParams) -> Che
     if params.max_amount is not None:
         want += f" and ≤ {params.max_amount:g}"
     text = (
-        f"{measure} ({_MEASURE_UNITS[measure]}) of {params.path} is {_fmt(measure, after)}, "
-        f"{params.source} is {_fmt(measure, before)}: "
-        f"{'+' if after >= before else '−'}{_fmt(measure, abs(after - before))}; "
+        f"{measure} ({MEASURE_UNITS[measure]}) of {params.path} is {shown(measure, after)}, "
+        f"{params.source} is {shown(measure, before)}: "
+        f"{'+' if after >= before else '−'}{shown(measure, abs(after - before))}; "
         f"expected {want}"
     )
     ok = change >= params.min_amount and (params.max_amount is None or change <= params.max_amount)
@@ -657,30 +523,25 @@ def image_difference(state: CheckState, params: ImageDifferenceParams) -> CheckR
     `tolerance` on some channel, transparency composited onto white) lies between
     `min_fraction` and `max_fraction`. Both images must have the same size. Where
     something was added (text, a shape) is left open: only how much changed counts."""
-    output = load_image(state, params.path)
-    if isinstance(output, CheckResult):
-        return output
-    reference = load_asset_image(state, params.reference)
-    if isinstance(reference, CheckResult):
-        return reference
+    images = load_with_asset(state, params.path, params.reference)
+    if isinstance(images, CheckResult):
+        return images
+    output, reference = images
     if output.size != reference.size:
         return failed(
-            f"{params.path} is {_size(output)}, {params.reference} is {_size(reference)}: "
+            f"{params.path} is {size_of(output)}, {params.reference} is {size_of(reference)}: "
             "a pixel comparison needs the same size"
         )
     ours = np.asarray(on_white(output), dtype=np.int16)
     theirs = np.asarray(on_white(reference), dtype=np.int16)
     where = "the image"
     if params.region is not None:
-        cut_ours = _cut(ours, params.region, params.path, output)
-        if isinstance(cut_ours, CheckResult):
-            return cut_ours
-        ours = cut_ours
-        theirs = theirs[
-            params.region[1] : params.region[1] + params.region[3],
-            params.region[0] : params.region[0] + params.region[2],
-        ]
-        where = _region_words(params.region)
+        inside = cut(ours, params.region, params.path, output)
+        if isinstance(inside, CheckResult):
+            return inside
+        ours = inside
+        theirs = theirs[region_slices(params.region)]
+        where = region_words(params.region)
     changed = float(np.mean(np.abs(ours - theirs).max(axis=2) > params.tolerance))
     text = (
         f"{changed:.2%} of the pixels of {where} in {params.path} differ from "

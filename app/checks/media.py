@@ -10,9 +10,18 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Annotated, Any
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
-from app.checks.base import CheckParams, CheckResult, CheckState, GuestPath, Probe, failed, passed
+from app.checks.base import (
+    CheckParams,
+    CheckResult,
+    CheckState,
+    GuestPath,
+    Probe,
+    failed,
+    needs_any,
+    passed,
+)
 from app.checks.registry import register
 
 
@@ -54,21 +63,17 @@ class MediaInfoParams(CheckParams):
     audio: StrictBool | None = None
     """True: there must be an audio stream; false: there must be none (a silent render)."""
 
-    @model_validator(mode="after")
-    def _needs_something(self) -> MediaInfoParams:
-        fields = (
-            self.duration,
-            self.width,
-            self.height,
-            self.fps,
-            self.video_codec,
-            self.audio_codec,
-            self.video,
-            self.audio,
-        )
-        if all(f is None for f in fields):
-            raise ValueError("give at least one property to check")
-        return self
+    _needs_something = needs_any(
+        "duration",
+        "width",
+        "height",
+        "fps",
+        "video_codec",
+        "audio_codec",
+        "video",
+        "audio",
+        message="give at least one property to check",
+    )
 
 
 def _summary(
