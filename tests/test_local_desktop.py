@@ -26,8 +26,9 @@ import pytest
 from app.core.actions import Type
 from app.core.errors import DesktopError, GuestError, VNCError
 from app.core.procfs import process_start_time
-from app.desktops import local, reaper
-from app.desktops.local import LocalDesktop, reap_orphans, vnc_password_file_bytes
+from app.desktops import local, reaper, xvnc
+from app.desktops.local import LocalDesktop, reap_orphans
+from app.desktops.xvnc import vnc_password_file_bytes
 from app.desktops.xwindows import active_window_title, wait_window
 from app.rfb.client import connect
 
@@ -228,8 +229,8 @@ async def test_desktop_starts_when_its_first_port_is_taken(
         busy.listen()
         taken = busy.getsockname()[1]
         ports = iter([taken])
-        real_free_port = local._free_port
-        monkeypatch.setattr(local, "_free_port", lambda: next(ports, None) or real_free_port())
+        real_free_port = xvnc.free_port
+        monkeypatch.setattr(local, "free_port", lambda: next(ports, None) or real_free_port())
         async with LocalDesktop() as d:
             info = d.info()
             assert info.vnc is not None and info.vnc.port != taken

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.core.errors import DesktopError
-from app.desktops.local import XVNC, _free_port, vnc_password_file_bytes
+from app.desktops.xvnc import XVNC, free_port, vnc_password_file_bytes
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def bare_xvnc(folder: Path, password: str, *, retro: bool = False) -> Iterator[B
     password_file = folder / "passwd"
     password_file.write_bytes(vnc_password_file_bytes(password))
     log = folder / "xvnc.log"
-    port = _free_port()
+    port = free_port()
     read_fd, write_fd = os.pipe()
     try:
         with log.open("wb") as log_file:

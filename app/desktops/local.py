@@ -21,16 +21,12 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
-import struct
 import sys
 import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-
-from Crypto.Cipher import DES
 
 from app.core.actions import GuiAction, Wait
 from app.core.errors import DesktopError, GuestError, VNCError
@@ -40,19 +36,20 @@ from app.desktops import reaper
 from app.desktops.base import DesktopInfo
 from app.desktops.local_guest import LocalGuest, _die_with_parent
 from app.desktops.reaper import reap_orphans
+from app.desktops.xvnc import (
+    XVNC,
+    free_port,
+    log_tail,
+    read_display_number,
+    vnc_password_file_bytes,
+    xauthority_bytes,
+)
 from app.rfb.client import VncEndpoint, VNCSession
 
-__all__ = ["LocalDesktop", "reap_orphans", "vnc_password_file_bytes", "xauthority_bytes"]
+__all__ = ["LocalDesktop", "reap_orphans"]
 
-XVNC = "Xvnc"
 OPENBOX = "openbox"
 DBUS_DAEMON = "dbus-daemon"
-
-# The fixed key VNC uses to obfuscate stored passwords, as written in VNC's
-# sources (d3des). d3des takes key bits in the reverse order of standard DES,
-# so for a standard DES implementation each key byte is bit-reversed.
-_VNC_FILE_KEY = bytes([0x17, 0x52, 0x6B, 0x06, 0x23, 0x4E, 0x58, 0x07])
-_STD_DES_KEY = bytes(int(f"{b:08b}"[::-1], 2) for b in _VNC_FILE_KEY)
 
 _BIND_ATTEMPTS = 5
 _VNC_CONNECT_TIMEOUT = 5.0
@@ -68,77 +65,6 @@ OPENBOX_RC = (
     / "deskloop"
     / "openbox-rc.xml"
 )
-
-
-def vnc_password_file_bytes(password: str) -> bytes:
-    """The contents of a VNC password file (what `vncpasswd -f` writes) for `password`.
-
-    VNC keeps only the first 8 bytes of a password.
-    """
-    raw = password.encode("latin-1")[:8].ljust(8, b"\0")
-    return bytes(DES.new(_STD_DES_KEY, DES.MODE_ECB).encrypt(raw))
-
-
-def xauthority_bytes(cookie: bytes) -> bytes:
-    """An Xauthority file with one MIT-MAGIC-COOKIE-1 entry for any host and display.
-
-    The wildcard entry serves both sides: Xvnc reads it with `-auth` before its
-    display number is known, and clients match it whatever the number turns out to be.
-    """
-
-    def counted(data: bytes) -> bytes:
-        return struct.pack(">H", len(data)) + data
-
-    family_wild = 0xFFFF
-    return (
-        struct.pack(">H", family_wild)
-        + counted(b"")
-        + counted(b"")
-        + counted(b"MIT-MAGIC-COOKIE-1")
-        + counted(cookie)
-    )
-
-
-def _free_port() -> int:
-    # Racy by nature (another process may take it before Xvnc binds): the caller
-    # retries on a bind failure.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def _read_display_number(fd: int) -> str:
-    """Read Xvnc's `-displayfd` answer: the display number and a newline, or '' on EOF."""
-    os.set_blocking(fd, False)
-    loop = asyncio.get_running_loop()
-    data = b""
-    while not data.endswith(b"\n"):
-        readable: asyncio.Future[None] = loop.create_future()
-        loop.add_reader(fd, _wake, readable)
-        try:
-            await readable
-        finally:
-            loop.remove_reader(fd)
-        chunk = os.read(fd, 64)
-        if not chunk:
-            return ""
-        data += chunk
-    return data.decode().strip()
-
-
-def _wake(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-def _log_tail(path: Path, start: int = 0, limit: int = 1500) -> str:
-    try:
-        with open(path, "rb") as log:
-            log.seek(start)
-            text = log.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-    return text[-limit:].strip()
 
 
 @dataclass
@@ -427,7 +353,7 @@ class LocalDesktop:
             if proc.returncode is not None:
                 raise DesktopError(
                     f"local desktop {self.name}: dbus-daemon exited with status "
-                    f"{proc.returncode}: {_log_tail(session.dir / 'logs' / 'dbus.log')}"
+                    f"{proc.returncode}: {log_tail(session.dir / 'logs' / 'dbus.log')}"
                 )
             await asyncio.sleep(0.005)
         session.env["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={socket_path}"
@@ -435,7 +361,7 @@ class LocalDesktop:
     async def _start_xvnc(self, session: _Session) -> None:
         log_path = session.dir / "logs" / "xvnc.log"
         for _ in range(_BIND_ATTEMPTS):
-            port = _free_port()
+            port = free_port()
             log_start = log_path.stat().st_size if log_path.exists() else 0
             read_fd, write_fd = os.pipe()
             try:
@@ -471,7 +397,7 @@ class LocalDesktop:
                 )
                 os.close(write_fd)
                 write_fd = -1
-                number = await _read_display_number(read_fd)
+                number = await read_display_number(read_fd)
             finally:
                 os.close(read_fd)
                 if write_fd >= 0:
@@ -483,7 +409,7 @@ class LocalDesktop:
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), 5.0)
-            output = _log_tail(log_path, log_start)
+            output = log_tail(log_path, log_start)
             if "Address already in use" not in output:
                 raise DesktopError(
                     f"local desktop {self.name}: Xvnc exited before its display was "
@@ -502,7 +428,7 @@ class LocalDesktop:
                 log = session.dir / "logs" / "openbox.log"
                 raise DesktopError(
                     f"local desktop {self.name}: openbox exited with status "
-                    f"{session.openbox.returncode}: {_log_tail(log)}"
+                    f"{session.openbox.returncode}: {log_tail(log)}"
                 )
             try:
                 result = await session.guest.run(
