@@ -11,8 +11,8 @@ person's viewer can reach a desktop. The client is assembled from its parts:
 Why our own client: vncdotool runs Twisted in a thread, deadlocks when used from a
 running asyncio loop and can hand out stale frames (FIELD_NOTES). This client is
 one socket owned by one loop: a background reader task owns the read side and
-hands each FramebufferUpdate, read whole, to the framebuffer; everything else
-writes.
+hands each FramebufferUpdate, read whole, to the framebuffer; frame(), settle() and
+input only write, and wait on the reader.
 
 Only Raw and CopyRect are requested (plus the DesktopSize pseudo-encodings): on
 loopback Raw is the fastest (ZRLE decoding in Python is ~75x slower).

@@ -369,7 +369,6 @@ class RFBRecordingProxy:
                 if not version.startswith(b"RFB "):
                     raise VNCError(f"{where} is not a VNC server")
                 writer.write(wire.PROTOCOL_VERSION)
-                # A refusal (no types) is not told apart: its reason stays unread.
                 offered = await wire.read_security_types(reader)
                 if wire.SECURITY_VNC_AUTH not in offered:
                     raise VNCError(f"{where} offers security types {offered}, not VNC auth")

@@ -19,6 +19,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 from Crypto.Cipher import DES
 
@@ -144,7 +145,7 @@ def pointer_event(buttons_mask: int, x: int, y: int) -> bytes:
 
 async def read_rest(
     reader: asyncio.StreamReader, kind: int, message: struct.Struct
-) -> tuple[bytes, tuple[int, ...]]:
+) -> tuple[bytes, tuple[Any, ...]]:
     """The rest of a message whose type byte `kind` was read: its bytes as they came
     (type byte included) and its fields."""
     data = bytes([kind]) + await reader.readexactly(message.size - 1)
