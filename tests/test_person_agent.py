@@ -7,18 +7,21 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from app.agents.person import PassThroughDesktop, PersonAgent, parse_command
-from app.core.actions import Ask, Click, Done, Drag, Fail, Key, Scroll, Type
+from app.core.actions import Action, Ask, Click, Done, Drag, Fail, Key, Move, Scroll, Type
 from app.core.errors import VNCError
 from app.desktops.local import LocalDesktop
 from app.episode.runner import EpisodeRunner, RunOptions
-from app.rfb.client import connect
-from app.rfb.proxy import InputRecorder, ProxyAddress
+from app.rfb import wire
+from app.rfb.client import VncEndpoint, connect
+from app.rfb.proxy import InputRecorder, ProxyAddress, RFBRecordingProxy
 from app.store import Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
+from tests.rfb_server import EXPECTED_PIXEL_FORMAT, PointerEvent, RFBTestServer
 from tests.xterm_task import write_xterm_task
 
 
@@ -63,6 +66,43 @@ async def test_recorder_merges_input_into_actions() -> None:
         Drag(5, 5, 100, 80, "right"),
         Done(),
     ]
+
+
+# The scripted server checks passwords with vncdotool's DES code (TripleDES, deprecated).
+@pytest.mark.filterwarnings("ignore:TripleDES has been moved")
+async def test_the_proxy_relays_a_viewer_and_records_its_input() -> None:
+    """Against the scripted RFB server (no X): the proxy checks its own password,
+    passes frames through untouched, forwards input and records it, and drops the
+    encodings whose client messages it could not parse."""
+    server = RFBTestServer(64, 48)
+    server.fb[:] = np.random.default_rng(7).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    await server.start()
+    actions: list[Action] = []
+    upstream = VncEndpoint("127.0.0.1", server.port, server.password)
+    proxy = RFBRecordingProxy(upstream, InputRecorder(actions.append))
+    try:
+        address = await proxy.start()
+        with pytest.raises(VNCError, match=r"authentication failed at .*: wrong password"):
+            await connect(address.host, address.port, "wrong")
+        viewer = await connect(address.host, address.port, address.password)
+        try:
+            assert (viewer.width, viewer.height, viewer.name) == (64, 48, "test-desktop")
+            np.testing.assert_array_equal((await viewer.frame()).pixels, server.fb)
+            await viewer.perform(Type("hi"))
+            await viewer.perform(Click(3, 4))
+            refused = [wire.ENCODING_FENCE, wire.ENCODING_EXTENDED_DESKTOP_SIZE]
+            await viewer.send(wire.set_encodings([0, refused[0], 1, refused[1]]), 5)
+            await viewer.perform(Move(5, 6))  # forwarded, not recorded
+            await server.wait_for(lambda _: PointerEvent(0, 5, 6) in server.input_events())
+        finally:
+            await viewer.close()
+    finally:
+        await proxy.close()
+        await server.stop()
+    assert server.connections == 1  # the refused viewer never reached the desktop
+    assert server.pixel_format == EXPECTED_PIXEL_FORMAT
+    assert server.encodings == [0, 1]
+    assert actions == [Type("hi"), Click(3, 4)]
 
 
 @pytest.mark.desktop

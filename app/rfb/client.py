@@ -1,16 +1,18 @@
 """An asyncio RFB 3.8 (VNC) client: frames as numpy arrays, input from GUI actions.
 
+This module is the package's interface for a connection: `connect()` gives a
+`VNCClient`, `VNCSession` reconnects one when it drops, `VncEndpoint` says where a
+person's viewer can reach a desktop. The client is assembled from its parts:
+
+- `wire`: the bytes (handshake, VNC authentication, client and server messages);
+- `framebuffer`: the screen the updates are applied to, `frame()` and `settle()`;
+- `input`: GUI actions as key and pointer events (QEMU's Shift and pacing).
+
 Why our own client: vncdotool runs Twisted in a thread, deadlocks when used from a
 running asyncio loop and can hand out stale frames (FIELD_NOTES). This client is
-one socket owned by one loop:
-
-- a background reader task owns the read side and applies each FramebufferUpdate
-  to the framebuffer *atomically* (rects are buffered and applied when the whole
-  update has arrived), so a frame is never torn between two updates;
-- `frame()` sends a non-incremental request and returns only after an update whose
-  header arrived after that request and which covered the whole screen;
-- `settle()` keeps incremental requests outstanding and watches how many pixels
-  really changed in each update, so blinking text cursors do not count.
+one socket owned by one loop: a background reader task owns the read side and
+hands each FramebufferUpdate, read whole, to the framebuffer; frame(), settle() and
+input only write, and wait on the reader.
 
 Only Raw and CopyRect are requested (plus the DesktopSize pseudo-encodings): on
 loopback Raw is the fastest (ZRLE decoding in Python is ~75x slower).
@@ -21,21 +23,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import struct
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-import numpy as np
-import numpy.typing as npt
-from Crypto.Cipher import DES
-
-from app.core.actions import Button, Click, Drag, GuiAction, Key, Move, Scroll, Type, Wait
-from app.core.errors import ActionError, VNCError
+from app.core.actions import GuiAction
+from app.core.errors import VNCError
 from app.core.frames import Frame, SettleResult
-from app.core.keys import MODIFIERS, char_keysym, needs_shift, parse_combo
+from app.rfb import wire
+from app.rfb.framebuffer import Framebuffer
+from app.rfb.input import InputSender
 
 
 @dataclass(frozen=True)
@@ -48,58 +46,6 @@ class VncEndpoint:
 
 
 T = TypeVar("T")
-
-ENCODING_RAW = 0
-ENCODING_COPYRECT = 1
-ENCODING_DESKTOP_SIZE = -223
-ENCODING_EXTENDED_DESKTOP_SIZE = -308
-
-SECURITY_NONE = 1
-SECURITY_VNC_AUTH = 2
-
-BUTTON_MASKS: dict[Button, int] = {"left": 1, "middle": 2, "right": 4}
-WHEEL_UP_MASK = 8  # X button 4
-WHEEL_DOWN_MASK = 16  # X button 5
-
-# Pixels per update kept in the history `settle` reads; more than any settle needs.
-_HISTORY = 512
-# Pause between the intermediate pointer moves of a drag: toolkits (GIMP, Qt) need
-# separate motion events to start a drag, not one jump.
-DRAG_STEP_DELAY = 0.01
-DRAG_MAX_STEPS = 20
-
-
-def vnc_auth_response(password: str, challenge: bytes) -> bytes:
-    """The VNC authentication response: DES-ECB of the challenge under the password.
-
-    The key is the first 8 bytes of the password (zero padded) with the bits of
-    each byte reversed — a quirk of the original VNC implementation.
-    """
-    raw = password.encode("latin-1", "replace")[:8].ljust(8, b"\0")
-    key = bytes(int(f"{byte:08b}"[::-1], 2) for byte in raw)
-    return bytes(DES.new(key, DES.MODE_ECB).encrypt(challenge))
-
-
-@dataclass(frozen=True)
-class _UpdateRecord:
-    """One applied FramebufferUpdate, as `frame` and `settle` need to know it."""
-
-    seq: int
-    monotonic: float
-    changed_area: int  # pixels in the boxes that really changed, summed over rects
-    full: bool  # the update's rects covered the whole framebuffer
-
-
-@dataclass
-class _PendingRect:
-    x: int
-    y: int
-    w: int
-    h: int
-    encoding: int
-    data: bytes = b""
-    src_x: int = 0
-    src_y: int = 0
 
 
 class VNCClient:
@@ -121,29 +67,17 @@ class VNCClient:
         self.host = host
         self.port = port
         self.name = name
-        # BGRX little-endian pixels as uint32 (X masked off): compares and CopyRects are
-        # one machine word per pixel; RGB is produced only when a frame is read.
-        self._fb: npt.NDArray[np.uint32] = np.zeros((height, width), dtype=np.uint32)
-        self._updates_started = 0  # FramebufferUpdate headers received
-        self._updates_done = 0  # FramebufferUpdates fully applied
-        self._history: deque[_UpdateRecord] = deque(maxlen=_HISTORY)
-        self._continuous = 0  # settle() calls that want incremental requests kept outstanding
-        self._last_input = time.monotonic()
-        self._last_settle_end = 0.0
-        # The first full picture after connecting is not a screen change for settle().
-        self._filled = False
+        self.explicit_shift = False
+        """Hold Shift around characters typed with it (`keys.needs_shift`): QEMU's VNC
+        server does not add it (see `app.rfb.input`)."""
+        self.type_delay = 0.0
+        """Seconds between typed characters, for QEMU's VNC server's input queue."""
+        self._screen = Framebuffer(width, height, self.where)
+        self._input = InputSender(self)
         self._error: VNCError | None = None
         self._closed = False
         self.bells = 0
         self.cut_text = ""
-        self.explicit_shift = False
-        self.type_delay = 0.0
-        """Seconds between typed characters. QEMU's VNC server queues key events and
-        hands them to the guest 10 ms apart, dropping what overflows its input queue
-        (about 170 characters at once were kept, the rest lost): pace typing there."""
-        """Hold Shift around characters typed with it (`keys.needs_shift`). Xvnc adds
-        the Shift itself for a keysym that needs it; QEMU's VNC server maps a keysym to
-        the scancode of its key and does not, so `~` arrives as a backtick there."""
         loop = asyncio.get_running_loop()
         self._update_signal: asyncio.Future[None] = loop.create_future()
         self._reader_task = loop.create_task(self._read_loop(), name=f"vnc-reader-{host}:{port}")
@@ -152,11 +86,11 @@ class VNCClient:
 
     @property
     def width(self) -> int:
-        return int(self._fb.shape[1])
+        return self._screen.width
 
     @property
     def height(self) -> int:
-        return int(self._fb.shape[0])
+        return self._screen.height
 
     @property
     def closed(self) -> bool:
@@ -166,7 +100,8 @@ class VNCClient:
     def where(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
+        """Raise the error the connection failed with, or that it is closed."""
         if self._error is not None:
             raise self._error
         if self._closed:
@@ -175,20 +110,24 @@ class VNCClient:
     # ---------------------------------------------------------------- reader
 
     async def _read_loop(self) -> None:
+        reader = self._reader
         try:
             while True:
-                kind = (await self._reader.readexactly(1))[0]
-                if kind == 0:
+                kind = (await reader.readexactly(1))[0]
+                if kind == wire.ServerMessage.FRAMEBUFFER_UPDATE:
                     await self._read_update()
-                elif kind == 1:  # SetColourMapEntries: we asked for true colour; skip
-                    _, _first, count = struct.unpack("!BHH", await self._reader.readexactly(5))
-                    await self._reader.readexactly(6 * count)
-                elif kind == 2:
+                elif kind == wire.ServerMessage.SET_COLOUR_MAP_ENTRIES:
+                    # We asked for true colour: skip the colours.
+                    head = await reader.readexactly(wire.SET_COLOUR_MAP_ENTRIES.size)
+                    _first, count = wire.SET_COLOUR_MAP_ENTRIES.unpack(head)
+                    await reader.readexactly(6 * count)
+                elif kind == wire.ServerMessage.BELL:
                     self.bells += 1
-                elif kind == 3:
-                    _, length = struct.unpack("!3si", await self._reader.readexactly(7))
+                elif kind == wire.ServerMessage.SERVER_CUT_TEXT:
+                    head = await reader.readexactly(wire.SERVER_CUT_TEXT.size)
+                    (length,) = wire.SERVER_CUT_TEXT.unpack(head)
                     # A negative length is the extended-clipboard format; skip its bytes.
-                    data = await self._reader.readexactly(abs(length))
+                    data = await reader.readexactly(abs(length))
                     if length >= 0:
                         self.cut_text = data.decode("latin-1")
                 else:
@@ -206,85 +145,14 @@ class VNCClient:
             self._fail(VNCError(f"VNC connection to {self.where} failed: {exc}"))
 
     async def _read_update(self) -> None:
-        _, count = struct.unpack("!BH", await self._reader.readexactly(3))
-        self._updates_started += 1
-        seq = self._updates_started
-        rects: list[_PendingRect] = []
-        width, height = self.width, self.height
-        for _ in range(count):
-            x, y, w, h, enc = struct.unpack("!HHHHi", await self._reader.readexactly(12))
-            rect = _PendingRect(x, y, w, h, enc)
-            if enc == ENCODING_RAW:
-                rect.data = await self._reader.readexactly(w * h * 4)
-            elif enc == ENCODING_COPYRECT:
-                rect.src_x, rect.src_y = struct.unpack("!HH", await self._reader.readexactly(4))
-            elif enc == ENCODING_DESKTOP_SIZE:
-                width, height = w, h
-            elif enc == ENCODING_EXTENDED_DESKTOP_SIZE:
-                screens = (await self._reader.readexactly(4))[0]
-                await self._reader.readexactly(16 * screens)
-                # y carries the status; non-zero answers a resize request we never make.
-                if y == 0:
-                    width, height = w, h
-                else:
-                    continue
-            else:
-                raise VNCError(
-                    f"VNC protocol error from {self.where}: unrequested encoding {enc} "
-                    f"in a framebuffer update"
-                )
-            if enc in (ENCODING_RAW, ENCODING_COPYRECT) and (x + w > width or y + h > height):
-                raise VNCError(
-                    f"VNC protocol error from {self.where}: rectangle {w}x{h}+{x}+{y} "
-                    f"outside the {width}x{height} screen"
-                )
-            rects.append(rect)
-        self._apply(seq, rects)
-
-    def _apply(self, seq: int, rects: list[_PendingRect]) -> None:
-        changed = 0
-        # A coverage mask only when the rects could cover the screen: small updates
-        # (the common case while settling) skip the allocation.
-        pixel_area = sum(
-            r.w * r.h for r in rects if r.encoding in (ENCODING_RAW, ENCODING_COPYRECT)
-        )
-        covered: npt.NDArray[np.bool_] | None = None
-        if pixel_area >= self._fb.size:
-            covered = np.zeros(self._fb.shape, dtype=np.bool_)
-        for rect in rects:
-            x, y, w, h = rect.x, rect.y, rect.w, rect.h
-            if rect.encoding in (ENCODING_DESKTOP_SIZE, ENCODING_EXTENDED_DESKTOP_SIZE):
-                if (h, w) != self._fb.shape:
-                    self._fb = np.zeros((h, w), dtype=np.uint32)
-                    if covered is not None:
-                        covered = np.zeros((h, w), dtype=np.bool_)
-                    changed += w * h
-                continue
-            if w == 0 or h == 0:
-                continue
-            if rect.encoding == ENCODING_RAW:
-                new = np.frombuffer(rect.data, dtype="<u4").reshape(h, w) & np.uint32(0xFFFFFF)
-            else:
-                sx, sy = rect.src_x, rect.src_y
-                if sx + w > self.width or sy + h > self.height:
-                    raise VNCError(
-                        f"VNC protocol error from {self.where}: CopyRect source "
-                        f"{w}x{h}+{sx}+{sy} outside the {self.width}x{self.height} screen"
-                    )
-                new = self._fb[sy : sy + h, sx : sx + w].copy()
-            target = self._fb[y : y + h, x : x + w]
-            changed += _changed_box_area(target, new)
-            target[...] = new
-            if covered is not None:
-                covered[y : y + h, x : x + w] = True
-        self._updates_done = seq
-        full = covered is not None and bool(covered.all())
-        if not self._filled:
-            changed = 0
-            self._filled = full
-        self._history.append(_UpdateRecord(seq, time.monotonic(), changed, full))
-        if self._continuous > 0:
-            self._send_nowait(self._update_request(incremental=True))
+        head = await self._reader.readexactly(wire.FRAMEBUFFER_UPDATE.size)
+        (count,) = wire.FRAMEBUFFER_UPDATE.unpack(head)
+        screen = self._screen
+        seq = screen.begin_update()
+        rects = await wire.read_rects(self._reader, count, screen.width, screen.height, self.where)
+        screen.apply(seq, rects)
+        if screen.wants_updates:
+            self._send_nowait(screen.update_request(incremental=True))
         signal = self._update_signal
         self._update_signal = asyncio.get_running_loop().create_future()
         signal.set_result(None)
@@ -298,9 +166,9 @@ class VNCClient:
         with contextlib.suppress(Exception):
             self._writer.close()
 
-    async def _wait_update(self, deadline: float) -> bool:
+    async def wait_update(self, deadline: float) -> bool:
         """Wait for the next applied update; False when `deadline` passes first."""
-        self._check_open()
+        self.check_open()
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
@@ -308,13 +176,10 @@ class VNCClient:
             await asyncio.wait_for(asyncio.shield(self._update_signal), remaining)
         except TimeoutError:
             return False
-        self._check_open()
+        self.check_open()
         return True
 
     # ---------------------------------------------------------------- writing
-
-    def _update_request(self, *, incremental: bool) -> bytes:
-        return struct.pack("!BBHHHH", 3, int(incremental), 0, 0, self.width, self.height)
 
     def _send_nowait(self, data: bytes) -> None:
         if self._closed:
@@ -324,8 +189,9 @@ class VNCClient:
         except (OSError, RuntimeError) as exc:
             self._fail(VNCError(f"VNC connection to {self.where} failed while sending: {exc}"))
 
-    async def _send(self, data: bytes, timeout: float) -> None:
-        self._check_open()
+    async def send(self, data: bytes, timeout: float) -> None:
+        """Write client messages and wait until the socket took them."""
+        self.check_open()
         try:
             self._writer.write(data)
             await asyncio.wait_for(self._writer.drain(), timeout)
@@ -335,7 +201,7 @@ class VNCClient:
             ) from None
         except (OSError, RuntimeError) as exc:
             self._fail(VNCError(f"VNC connection to {self.where} failed while sending: {exc}"))
-            self._check_open()
+            self.check_open()
 
     # ---------------------------------------------------------------- frames
 
@@ -345,34 +211,12 @@ class VNCClient:
         Raises:
             VNCError: no complete update within `timeout`, or the connection dropped.
         """
-        deadline = time.monotonic() + timeout
-        while True:
-            # Updates whose header already arrived may predate the request: skip them.
-            after = self._updates_started
-            await self._send(self._update_request(incremental=False), timeout)
-            while self._updates_done <= after:
-                if not await self._wait_update(deadline):
-                    raise VNCError(
-                        f"VNC server {self.where} sent no full frame within {timeout:g} s"
-                    )
-            if any(r.full for r in self._history if r.seq > after):
-                return self._snapshot()
-            # Only a partial update arrived (an answer to an older incremental request,
-            # or a resize): ask again rather than guess whether ours is still pending.
+        return await self._screen.frame(self, timeout)
 
     def current_frame(self) -> Frame:
         """The framebuffer as the last applied update left it, without asking the
         server (for viewers that keep updates flowing with `settle`); may be old."""
-        return self._snapshot()
-
-    def _snapshot(self) -> Frame:
-        bgrx = self._fb.view(np.uint8).reshape(self.height, self.width, 4)
-        # One channel at a time: 3x faster than copying a reversed-channel view.
-        rgb = np.empty((self.height, self.width, 3), dtype=np.uint8)
-        rgb[:, :, 0] = bgrx[:, :, 2]
-        rgb[:, :, 1] = bgrx[:, :, 1]
-        rgb[:, :, 2] = bgrx[:, :, 0]
-        return Frame(pixels=rgb, monotonic=time.monotonic(), wall=time.time())
+        return self._screen.snapshot()
 
     async def settle(
         self,
@@ -388,139 +232,36 @@ class VNCClient:
         between `perform()` and this call is not missed. Without a change within
         `change_wait` the screen is reported as unchanged and settled.
         """
-        start = time.monotonic()
-        deadline = start + timeout
-        # Changes an earlier settle already reported do not count again.
-        since = max(min(start, self._last_input), self._last_settle_end)
-        self._continuous += 1
-        try:
-            await self._send(self._update_request(incremental=True), timeout)
-            last_change = self._last_change(since, min_area)
-            while last_change is None:
-                first_deadline = min(start + change_wait, deadline)
-                if not await self._wait_update(first_deadline):
-                    return SettleResult(False, True, time.monotonic() - start)
-                last_change = self._last_change(since, min_area)
-            while True:
-                # Measure quiet from the start at least: the server may still hold
-                # changes it could not send before our request was outstanding.
-                quiet_until = max(last_change, start) + quiet
-                if time.monotonic() >= deadline:
-                    return SettleResult(True, False, time.monotonic() - start)
-                if not await self._wait_update(min(quiet_until, deadline)):
-                    settled = time.monotonic() >= quiet_until
-                    return SettleResult(True, settled, time.monotonic() - start)
-                last_change = self._last_change(since, min_area) or last_change
-
-        finally:
-            self._continuous -= 1
-            self._last_settle_end = time.monotonic()
-
-    def _last_change(self, since: float, min_area: int) -> float | None:
-        for record in reversed(self._history):
-            if record.monotonic < since:
-                return None
-            if record.changed_area > min_area:
-                return record.monotonic
-        return None
+        return await self._screen.settle(
+            self,
+            last_input=self._input.last_input,
+            timeout=timeout,
+            quiet=quiet,
+            change_wait=change_wait,
+            min_area=min_area,
+        )
 
     # ---------------------------------------------------------------- input
 
-    def _check_point(self, x: int, y: int, what: str) -> None:
-        if not (0 <= x < self.width and 0 <= y < self.height):
-            raise ActionError(
-                f"{what} at ({x}, {y}) is outside the {self.width}x{self.height} screen"
-            )
-
     async def pointer(self, x: int, y: int, buttons_mask: int = 0, timeout: float = 5.0) -> None:
         """Send one PointerEvent (button mask bits: 1 left, 2 middle, 4 right, 8/16 wheel)."""
-        self._check_point(x, y, "pointer")
-        if not 0 <= buttons_mask <= 0xFF:
-            raise ActionError(f"pointer button mask must be 0..255, got {buttons_mask}")
-        self._last_input = time.monotonic()
-        await self._send(struct.pack("!BBHH", 5, buttons_mask, x, y), timeout)
+        await self._input.pointer(x, y, buttons_mask, timeout)
 
     async def key(self, keysym: int, down: bool, timeout: float = 5.0) -> None:
-        self._last_input = time.monotonic()
-        await self._send(struct.pack("!BBxxI", 4, int(down), keysym), timeout)
+        await self._input.key(keysym, down, timeout)
 
     async def key_combo(self, keysyms: list[int], timeout: float = 5.0) -> None:
         """Press the keys in order and release them in reverse (ctrl, shift, s)."""
-        if not keysyms:
-            raise ActionError("empty key combo")
-        data = b"".join(struct.pack("!BBxxI", 4, 1, k) for k in keysyms)
-        data += b"".join(struct.pack("!BBxxI", 4, 0, k) for k in reversed(keysyms))
-        self._last_input = time.monotonic()
-        await self._send(data, timeout)
+        await self._input.key_combo(keysyms, timeout)
 
     async def type_text(self, text: str, delay: float = 0.0, timeout: float = 30.0) -> None:
-        """Type text, one press/release per character.
-
-        An uppercase letter is sent as its own keysym (XK_A): Xvnc adds the shift
-        itself, as it does for any keysym that needs a modifier on its keymap.
-        """
-        keysyms = [(char, char_keysym(char)) for char in text]
-        deadline = time.monotonic() + timeout
-        for char, keysym in keysyms:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise VNCError(
-                    f"typing {len(text)} characters to {self.where} ran past {timeout:g} s"
-                )
-            shifted = self.explicit_shift and needs_shift(char)
-            combo = [MODIFIERS["shift"], keysym] if shifted else [keysym]
-            await self.key_combo(combo, timeout=remaining)
-            if delay > 0:
-                await asyncio.sleep(delay)
+        """Type text, one press/release per character (see `InputSender.type_text`)."""
+        await self._input.type_text(text, delay, timeout)
 
     async def perform(self, action: GuiAction, timeout: float = 30.0) -> None:
         """Deliver one GUI action; returns once its input was sent (Wait sleeps).
-
-        Raises:
-            ActionError: coordinates outside the screen, or a malformed key combo.
-            VNCError: the input could not be sent.
-        """
-        match action:
-            case Click(x, y, button, count):
-                self._check_point(x, y, "click")
-                mask = BUTTON_MASKS[button]
-                await self.pointer(x, y, 0, timeout)
-                for _ in range(count):
-                    await self.pointer(x, y, mask, timeout)
-                    await self.pointer(x, y, 0, timeout)
-            case Move(x, y):
-                await self.pointer(x, y, 0, timeout)
-            case Drag(x1, y1, x2, y2, button):
-                self._check_point(x1, y1, "drag start")
-                self._check_point(x2, y2, "drag end")
-                mask = BUTTON_MASKS[button]
-                await self.pointer(x1, y1, 0, timeout)
-                await self.pointer(x1, y1, mask, timeout)
-                steps = max(2, min(DRAG_MAX_STEPS, max(abs(x2 - x1), abs(y2 - y1)) // 20))
-                for i in range(1, steps + 1):
-                    await asyncio.sleep(DRAG_STEP_DELAY)
-                    px = x1 + (x2 - x1) * i // steps
-                    py = y1 + (y2 - y1) * i // steps
-                    await self.pointer(px, py, mask, timeout)
-                await self.pointer(x2, y2, 0, timeout)
-            case Scroll(x, y, dy):
-                self._check_point(x, y, "scroll")
-                wheel = WHEEL_DOWN_MASK if dy > 0 else WHEEL_UP_MASK
-                await self.pointer(x, y, 0, timeout)
-                for _ in range(abs(dy)):
-                    await self.pointer(x, y, wheel, timeout)
-                    await self.pointer(x, y, 0, timeout)
-            case Type(text):
-                # Paced typing takes longer than the action's usual bound.
-                budget = timeout + len(text) * self.type_delay
-                await self.type_text(text, delay=self.type_delay, timeout=budget)
-            case Key(combo):
-                await self.key_combo(parse_combo(combo), timeout)
-            case Wait(seconds):
-                self._check_open()
-                await asyncio.sleep(seconds)
-            case _:
-                raise ActionError(f"not a GUI action: {action!r}")
+        Raises ActionError or VNCError (see `InputSender.perform`)."""
+        await self._input.perform(action, timeout)
 
     # ---------------------------------------------------------------- closing
 
@@ -535,74 +276,7 @@ class VNCClient:
             await asyncio.wait_for(self._writer.wait_closed(), 1.0)
 
 
-def _changed_box_area(old: npt.NDArray[np.uint32], new: npt.NDArray[np.uint32]) -> int:
-    """Area of the bounding box of the pixels that differ (0 when none do)."""
-    diff = old != new
-    rows = np.flatnonzero(diff.any(axis=1))
-    if rows.size == 0:
-        return 0
-    cols = np.flatnonzero(diff.any(axis=0))
-    return int((rows[-1] - rows[0] + 1) * (cols[-1] - cols[0] + 1))
-
-
-# -------------------------------------------------------------------- handshake
-
-
-async def _read_reason(reader: asyncio.StreamReader) -> str:
-    (length,) = struct.unpack("!I", await reader.readexactly(4))
-    return (await reader.readexactly(min(length, 65536))).decode("utf-8", "replace")
-
-
-async def _handshake(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, where: str, password: str
-) -> tuple[int, int, str]:
-    version = await reader.readexactly(12)
-    if not version.startswith(b"RFB ") or not version.endswith(b"\n"):
-        raise VNCError(f"{where} is not a VNC server (greeting {version!r})")
-    try:
-        major, minor = int(version[4:7]), int(version[8:11])
-    except ValueError:
-        raise VNCError(f"{where} sent a malformed RFB version {version!r}") from None
-    if (major, minor) < (3, 8):
-        raise VNCError(f"VNC server {where} speaks RFB {major}.{minor}; 3.8 is required")
-    writer.write(b"RFB 003.008\n")
-
-    count = (await reader.readexactly(1))[0]
-    if count == 0:
-        reason = await _read_reason(reader)
-        raise VNCError(f"VNC server {where} refused the connection: {reason}")
-    offered = list(await reader.readexactly(count))
-    if SECURITY_VNC_AUTH in offered:
-        writer.write(bytes([SECURITY_VNC_AUTH]))
-        challenge = await reader.readexactly(16)
-        writer.write(vnc_auth_response(password, challenge))
-    elif SECURITY_NONE in offered:
-        writer.write(bytes([SECURITY_NONE]))
-    else:
-        raise VNCError(
-            f"VNC server {where} offers security types {offered}; "
-            f"only 1 (None) and 2 (VNC password) are supported"
-        )
-    (result,) = struct.unpack("!I", await reader.readexactly(4))
-    if result != 0:
-        reason = await _read_reason(reader)
-        raise VNCError(f"VNC authentication failed at {where}: {reason or 'no reason given'}")
-
-    writer.write(b"\x01")  # ClientInit: shared, so a person's viewer can watch too
-    width, height = struct.unpack("!HH", await reader.readexactly(4))
-    await reader.readexactly(16)  # the server's pixel format; we set our own below
-    name = await _read_reason(reader)
-
-    # 32 bpp, depth 24, little endian, true colour, 8 bits per channel: B, G, R, X bytes.
-    writer.write(struct.pack("!B3xBBBBHHHBBB3x", 0, 32, 24, 0, 1, 255, 255, 255, 16, 8, 0))
-    encodings = [
-        ENCODING_RAW,
-        ENCODING_COPYRECT,
-        ENCODING_DESKTOP_SIZE,
-    ]
-    writer.write(struct.pack(f"!BxH{len(encodings)}i", 2, len(encodings), *encodings))
-    await writer.drain()
-    return width, height, name
+# -------------------------------------------------------------------- connecting
 
 
 async def connect(host: str, port: int, password: str, *, timeout: float = 5.0) -> VNCClient:
@@ -620,7 +294,7 @@ async def connect(host: str, port: int, password: str, *, timeout: float = 5.0) 
             if sock is not None:
                 # Input events are tiny; do not let Nagle hold them back.
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            width, height, name = await _handshake(reader, writer, where, password)
+            init = await wire.client_handshake(reader, writer, where, password)
     except TimeoutError:
         _close_quietly(writer)
         raise VNCError(f"VNC connection to {where} timed out after {timeout:g} s") from None
@@ -635,7 +309,9 @@ async def connect(host: str, port: int, password: str, *, timeout: float = 5.0) 
     except VNCError:
         _close_quietly(writer)
         raise
-    return VNCClient(reader, writer, host=host, port=port, width=width, height=height, name=name)
+    return VNCClient(
+        reader, writer, host=host, port=port, width=init.width, height=init.height, name=init.name
+    )
 
 
 def _close_quietly(writer: asyncio.StreamWriter | None) -> None:

@@ -30,26 +30,26 @@ import contextlib
 import os
 import secrets
 import string
-import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.core.actions import Action, Click, Drag, Key, Scroll, Type
+from app.core.actions import Action, Button, Click, Drag, Key, Scroll, Type
 from app.core.errors import VNCError
 from app.core.keys import NAMED_KEYS
-from app.rfb.client import SECURITY_VNC_AUTH, VncEndpoint, vnc_auth_response
+from app.rfb import wire
+from app.rfb.client import VncEndpoint
 
 # Pseudo-encodings that make a viewer send client messages this proxy does not parse.
 _REFUSED_ENCODINGS = frozenset(
     {
-        -308,  # ExtendedDesktopSize → SetDesktopSize (251)
-        -312,  # Fence → ClientFence (248)
-        -313,  # ContinuousUpdates → EnableContinuousUpdates (150)
-        -258,  # QEMU extended key events (255)
-        -261,  # QEMU audio (255)
-        -309,  # xvp (250)
-        0xC0A1E5CE - (1 << 32),  # ExtendedClipboard
+        wire.ENCODING_EXTENDED_DESKTOP_SIZE,  # → SetDesktopSize (251)
+        wire.ENCODING_FENCE,  # → ClientFence (248)
+        wire.ENCODING_CONTINUOUS_UPDATES,  # → EnableContinuousUpdates (150)
+        wire.ENCODING_QEMU_EXTENDED_KEY_EVENT,  # → QEMU extended key events (255)
+        wire.ENCODING_QEMU_AUDIO,  # → QEMU audio (255)
+        wire.ENCODING_XVP,  # → xvp (250)
+        wire.ENCODING_EXTENDED_CLIPBOARD,  # → extended ClientCutText
     }
 )
 CLICK_SLOP = 3
@@ -69,7 +69,7 @@ _KEYPAD_CHARS.update({0xFFB0 + n: str(n) for n in range(10)})
 _KEY_NAMES: dict[int, str] = {}
 for _name, _sym in NAMED_KEYS.items():
     _KEY_NAMES.setdefault(_sym, _name)
-_BUTTONS = {1: "left", 2: "middle", 4: "right"}
+_BUTTONS: dict[int, Button] = {mask: button for button, mask in wire.BUTTON_MASKS.items()}
 
 
 def _char(keysym: int) -> str | None:
@@ -134,13 +134,13 @@ class InputRecorder:
             elif bit in self._presses:
                 press = self._presses.pop(bit)
                 if abs(press.x - x) <= CLICK_SLOP and abs(press.y - y) <= CLICK_SLOP:
-                    self._click(Click(press.x, press.y, button))  # type: ignore[arg-type]
+                    self._click(Click(press.x, press.y, button))
                 else:
-                    self._push(Drag(press.x, press.y, x, y, button))  # type: ignore[arg-type]
-        for bit, dy in ((8, -1), (16, 1)):
+                    self._push(Drag(press.x, press.y, x, y, button))
+        for bit, dy in ((wire.WHEEL_UP_MASK, -1), (wire.WHEEL_DOWN_MASK, 1)):
             if changed & bit and mask & bit:
                 self._scroll(x, y, dy)
-        if changed & (32 | 64) and mask & (32 | 64):
+        if changed & wire.WHEEL_SIDEWAYS_MASK and mask & wire.WHEEL_SIDEWAYS_MASK:
             self.ignored += 1  # horizontal wheel: no protocol action for it
 
     def key(self, down: bool, keysym: int) -> None:
@@ -339,22 +339,21 @@ class RFBRecordingProxy:
     async def _authenticate(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
-        writer.write(b"RFB 003.008\n")
-        version = await reader.readexactly(12)
+        writer.write(wire.PROTOCOL_VERSION)
+        version = await reader.readexactly(wire.VERSION_LENGTH)
         if not version.startswith(b"RFB 003.00") or version[10:11] not in (b"7", b"8"):
             return False  # 3.3 viewers get no security-type list; not supported
-        writer.write(bytes([1, SECURITY_VNC_AUTH]))
-        if (await reader.readexactly(1))[0] != SECURITY_VNC_AUTH:
+        writer.write(wire.security_types([wire.SECURITY_VNC_AUTH]))
+        if (await reader.readexactly(1))[0] != wire.SECURITY_VNC_AUTH:
             return False
-        challenge = os.urandom(16)
+        challenge = os.urandom(wire.CHALLENGE_LENGTH)
         writer.write(challenge)
-        response = await reader.readexactly(16)
-        if not secrets.compare_digest(response, vnc_auth_response(self.password, challenge)):
-            reason = b"wrong password"
-            writer.write(struct.pack("!II", 1, len(reason)) + reason)
+        response = await reader.readexactly(wire.CHALLENGE_LENGTH)
+        if not secrets.compare_digest(response, wire.vnc_auth_response(self.password, challenge)):
+            writer.write(wire.security_failed(b"wrong password"))
             await writer.drain()
             return False
-        writer.write(struct.pack("!I", 0))
+        writer.write(wire.SECURITY_OK)
         await writer.drain()
         return True
 
@@ -366,21 +365,17 @@ class RFBRecordingProxy:
                 reader, writer = await asyncio.open_connection(
                     self.upstream.host, self.upstream.port
                 )
-                version = await reader.readexactly(12)
+                version = await reader.readexactly(wire.VERSION_LENGTH)
                 if not version.startswith(b"RFB "):
                     raise VNCError(f"{where} is not a VNC server")
-                writer.write(b"RFB 003.008\n")
-                count = (await reader.readexactly(1))[0]
-                offered = list(await reader.readexactly(count)) if count else []
-                if SECURITY_VNC_AUTH not in offered:
+                writer.write(wire.PROTOCOL_VERSION)
+                offered = await wire.read_security_types(reader)
+                if wire.SECURITY_VNC_AUTH not in offered:
                     raise VNCError(f"{where} offers security types {offered}, not VNC auth")
-                writer.write(bytes([SECURITY_VNC_AUTH]))
-                challenge = await reader.readexactly(16)
-                writer.write(vnc_auth_response(self.upstream.password, challenge))
-                (result,) = struct.unpack("!I", await reader.readexactly(4))
-                if result != 0:
+                await wire.vnc_authenticate(reader, writer, self.upstream.password)
+                if await wire.read_security_result(reader) != 0:
                     raise VNCError(f"the desktop's VNC server {where} refused the proxy")
-                writer.write(b"\x01")
+                writer.write(wire.CLIENT_INIT_SHARED)
                 await writer.drain()
                 return reader, writer
         except (TimeoutError, OSError, asyncio.IncompleteReadError) as exc:
@@ -397,34 +392,28 @@ class RFBRecordingProxy:
     async def _pipe_up(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Parse each client message, record input, forward (encodings filtered)."""
         recorder = self.recorder
+        message = wire.ClientMessage
         while True:
             kind = (await reader.readexactly(1))[0]
-            if kind == 0:  # SetPixelFormat
-                data = bytes([kind]) + await reader.readexactly(19)
-            elif kind == 2:  # SetEncodings
-                head = await reader.readexactly(3)
-                (count,) = struct.unpack("!xH", head)
-                encodings = struct.unpack(f"!{count}i", await reader.readexactly(4 * count))
-                kept = [e for e in encodings if e not in _REFUSED_ENCODINGS]
-                data = struct.pack(f"!BxH{len(kept)}i", 2, len(kept), *kept)
-            elif kind == 3:  # FramebufferUpdateRequest
-                data = bytes([kind]) + await reader.readexactly(9)
-            elif kind == 4:  # KeyEvent
-                rest = await reader.readexactly(7)
-                down, keysym = struct.unpack("!BxxI", rest)
+            if kind == message.SET_PIXEL_FORMAT:
+                data, _ = await wire.read_rest(reader, kind, wire.SET_PIXEL_FORMAT)
+            elif kind == message.SET_ENCODINGS:
+                _, (_, count) = await wire.read_rest(reader, kind, wire.SET_ENCODINGS)
+                encodings = await wire.read_encodings(reader, count)
+                data = wire.set_encodings([e for e in encodings if e not in _REFUSED_ENCODINGS])
+            elif kind == message.FRAMEBUFFER_UPDATE_REQUEST:
+                data, _ = await wire.read_rest(reader, kind, wire.FRAMEBUFFER_UPDATE_REQUEST)
+            elif kind == message.KEY_EVENT:
+                data, (_, down, keysym) = await wire.read_rest(reader, kind, wire.KEY_EVENT)
                 recorder.key(bool(down), keysym)
-                data = bytes([kind]) + rest
-            elif kind == 5:  # PointerEvent
-                rest = await reader.readexactly(5)
-                mask, x, y = struct.unpack("!BHH", rest)
+            elif kind == message.POINTER_EVENT:
+                data, (_, mask, x, y) = await wire.read_rest(reader, kind, wire.POINTER_EVENT)
                 recorder.pointer(mask, x, y)
-                data = bytes([kind]) + rest
-            elif kind == 6:  # ClientCutText
-                head = await reader.readexactly(7)
-                (length,) = struct.unpack("!xxxI", head)
+            elif kind == message.CLIENT_CUT_TEXT:
+                data, (_, length) = await wire.read_rest(reader, kind, wire.CLIENT_CUT_TEXT)
                 if length > 1 << 20:
                     raise VNCError(f"viewer sent {length} bytes of clipboard text; refused")
-                data = bytes([kind]) + head + await reader.readexactly(length)
+                data += await reader.readexactly(length)
             else:
                 raise VNCError(
                     f"viewer sent RFB client message type {kind}, which the recording "

@@ -37,7 +37,7 @@ import sys
 import termios
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, TypedDict, TypeVar, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -206,6 +206,14 @@ EncodedT = TypeVar("EncodedT")
 """What a view encodes a frame to (KittyFrame, SixelFrame)."""
 
 
+class _ViewOptions(TypedDict, total=False):
+    """`_GraphicsView`'s keyword arguments, for a view that adds state of its own."""
+
+    cell: tuple[int, int]
+    name: str | None
+    id: str | None
+
+
 class _GraphicsView(FrameView, Generic[EncodedT]):
     """Shared by the kitty and sixel views: the latest frame, encoded in a thread."""
 
@@ -218,16 +226,11 @@ class _GraphicsView(FrameView, Generic[EncodedT]):
     ) -> None:
         super().__init__(name=name, id=id)
         self.cell = cell
-        self._pixels: Pixels | None = None
         self._encoding = False
         self._drawn_from: tuple[int, int, int] | None = None
         """(id of the pixels, cols, rows) of what is drawn, to skip repeats."""
         self._frame: EncodedT | None = None
         """The encoded frame on show."""
-
-    @property
-    def has_frame(self) -> bool:
-        return self._pixels is not None
 
     def show(self, pixels: Pixels) -> int:
         self._pixels = pixels
@@ -349,14 +352,8 @@ class KittyView(_GraphicsView[KittyFrame]):
     # windows in one terminal from sharing ids.
     _ids = itertools.count(1 + int.from_bytes(os.urandom(2), "big") * 128)
 
-    def __init__(
-        self,
-        *,
-        cell: tuple[int, int] = DEFAULT_CELL,
-        name: str | None = None,
-        id: str | None = None,
-    ) -> None:
-        super().__init__(cell=cell, name=name, id=id)
+    def __init__(self, **options: Unpack[_ViewOptions]) -> None:
+        super().__init__(**options)
         self._live: list[int] = []
         """Image ids in the terminal, oldest first."""
         self._pending = ""
@@ -404,11 +401,7 @@ class KittyView(_GraphicsView[KittyFrame]):
         super().clear()
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        width, blank = self.size.width, self.rich_style
-        lines = []
-        for y in range(crop.y, crop.bottom):
-            strip = self._strips[y] if y < len(self._strips) else Strip.blank(width, blank)
-            lines.append(strip.crop(crop.x, crop.right))
+        lines = self._rows(self._strips, crop)
         if self._pending and lines:
             # At the end of the first line: zero cells wide, after its placeholders.
             first = lines[0]

@@ -62,6 +62,8 @@ class FrameView(Widget):
 
     def __init__(self, *, name: str | None = None, id: str | None = None) -> None:
         super().__init__(name=name, id=id)
+        self._pixels: Pixels | None = None
+        """The latest frame given to `show()`, until `clear()`."""
         self.frames_shown = 0
         """Frames drawn (for the benchmark)."""
         self.rows_painted = 0
@@ -69,7 +71,7 @@ class FrameView(Widget):
 
     @property
     def has_frame(self) -> bool:
-        raise NotImplementedError
+        return self._pixels is not None
 
     def show(self, pixels: Pixels) -> int:
         """Display `pixels` (H×W×3 RGB); returns how many terminal rows will change."""
@@ -78,21 +80,25 @@ class FrameView(Widget):
     def clear(self) -> None:
         raise NotImplementedError
 
+    def _rows(self, strips: list[Strip], crop: Region) -> list[Strip]:
+        """The rows in `crop` of `strips` (one per row of the view, from the top),
+        blank below the last."""
+        blank = Strip.blank(self.size.width, self.rich_style)
+        return [
+            (strips[y] if y < len(strips) else blank).crop(crop.x, crop.right)
+            for y in range(crop.y, crop.bottom)
+        ]
+
 
 class HalfBlockView(FrameView):
     """Shows the latest frame given to `show()`, scaled to fit and centred."""
 
     def __init__(self, *, name: str | None = None, id: str | None = None) -> None:
         super().__init__(name=name, id=id)
-        self._pixels: Pixels | None = None
         self._codes: npt.NDArray[np.int64] | None = None
         self._strips: list[Strip] = []
         self._pad = 0
         self._styles: dict[int, Style] = {}
-
-    @property
-    def has_frame(self) -> bool:
-        return self._pixels is not None
 
     def show(self, pixels: Pixels) -> int:
         """Display `pixels`; returns how many terminal rows changed."""
@@ -175,12 +181,7 @@ class HalfBlockView(FrameView):
         """The rows in `crop` as built, past Textual's styles cache: the view has no
         border, padding or text styles, and the cache's per-line styling was half the
         cost of a redraw (bench/bench_tui.py)."""
-        blank = Strip.blank(self.size.width, self.rich_style)
-        strips = self._strips
-        return [
-            (strips[y] if y < len(strips) else blank).crop(crop.x, crop.right)
-            for y in range(crop.y, crop.bottom)
-        ]
+        return self._rows(self._strips, crop)
 
 
 def _regions(rows: list[int], size: Size) -> list[Region]:
