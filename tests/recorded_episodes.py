@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from app.core.vocabulary import EndReason, UserMode
 from app.store import Store
+from tests.check_outcomes import outcome
 
 
 def add_episode(
@@ -85,15 +86,15 @@ def add_episode(
             passed=passed,
             score=score,
             checks=[
-                {"path": "all/0", "name": "file_exists", "passed": passed, "score": score},
-                {
-                    "path": "all/1",
-                    "name": "image_size",
-                    "params": {"width": 400},
-                    "passed": passed,
-                    "score": score,
-                    "weight": 2.0,
-                },
+                outcome("all/0", passed=passed, score=score),
+                outcome(
+                    "all/1",
+                    "image_size",
+                    params={"width": 400},
+                    passed=passed,
+                    score=score,
+                    weight=2.0,
+                ),
             ],
         )
     if status == "running":

@@ -37,7 +37,7 @@ async def run(task_path: Path, agent_spec: str, store: Store) -> EpisodeResult:
 
 
 def _why(result: EpisodeResult) -> str:
-    return f"{result.error or ''} {[c['evidence'] for c in result.checks]}"
+    return f"{result.error or ''} {[c.evidence for c in result.checks]}"
 
 
 @pytest.mark.desktop

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -22,7 +23,8 @@ from app.checks import (
     tree_assets,
     tree_files,
 )
-from app.core.errors import TaskError
+from app.core.errors import StoreError, TaskError
+from tests.check_outcomes import outcome
 
 PASS = CheckResult(True, 1.0, "ok")
 FAIL = CheckResult(False, 0.0, "no")
@@ -403,19 +405,21 @@ def test_phase_checks_are_stored_apart_from_the_final_score() -> None:
         user_mode="simulated",
         backend="local",
     )
-    row = {"path": "phases[0].checks", "name": "file_exists", "passed": True, "score": 1.0}
-    store.record_phase_checks(episode, 0, [row, {**row, "passed": False, "score": 0.0}])
-    final = {"path": "evaluate", "name": "file_exists", "passed": False, "score": 0.0}
+    row = outcome("phases[0].checks", passed=True, score=1.0, phase=0)
+    store.record_phase_checks(episode, 0, [row, replace(row, passed=False, score=0.0)])
+    final = outcome("evaluate", passed=False, score=0.0)
     store.record_score(episode, passed=False, score=0.0, checks=[final])
     store.record_score(episode, passed=False, score=0.0, checks=[final])  # replaces only finals
-    store.record_phase_checks(episode, 1, [row])
+    second = outcome("phases[1].checks", passed=True, score=1.0, phase=1)
+    store.record_phase_checks(episode, 1, [second])
     checks = store.checks(episode)
-    assert [(c.phase, c.path, c.passed) for c in checks] == [
-        (0, "phases[0].checks", True),
-        (0, "phases[0].checks", False),
-        (None, "evaluate", False),
-        (1, "phases[0].checks", True),
-    ]
+    assert checks == [row, replace(row, passed=False, score=0.0), final, second]
     store.record_phase_checks(episode, 0, [row])  # a phase re-scored replaces its own rows
     assert [c.phase for c in store.checks(episode)] == [None, 1, 0]
     assert store.get_episode(episode).score == 0.0
+    # An outcome recorded under the wrong owner would move credit in or out of the score.
+    with pytest.raises(StoreError, match=r"belongs to phase 0, not to the final score"):
+        store.record_score(episode, passed=True, score=1.0, checks=[row])
+    with pytest.raises(StoreError, match=r"belongs to the final score, not to phase 1"):
+        store.record_phase_checks(episode, 1, [final])
+    assert [c.phase for c in store.checks(episode)] == [None, 1, 0]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.agents.factory import make_agent
+from app.core.triggers import trigger_to_raw
 from app.desktops.local import LocalDesktop
 from app.episode.runner import EpisodeResult, EpisodeRunner
 from app.store import Store
@@ -36,7 +37,7 @@ def test_the_library_has_every_level_and_trigger() -> None:
     assert {t.level for t in tasks} >= {"L1", "L2", "L3"}
     interactive = [t for t in tasks if t.phases]
     assert len(interactive) >= 3
-    triggers = " ".join(str(p.trigger) for t in interactive for p in t.phases)
+    triggers = " ".join(str(trigger_to_raw(p.trigger)) for t in interactive for p in t.phases)
     for word in ("agent_done", "agent_ask", "step_count", "any", "all"):
         assert word in triggers, f"no interactive Kdenlive task uses {word}"
 

@@ -129,7 +129,7 @@ def play(task: Task) -> list[tuple[int, str, str, int | None]]:
     """The same agent turns through the protocol engine: (step, kind, text, phase)."""
     protocol = Protocol(
         task.instruction,
-        [PhaseSpec(p.message, p.parsed_trigger, p.kind) for p in task.phases],
+        [PhaseSpec(p.message, p.trigger, p.kind) for p in task.phases],
         max_steps=task.budget.steps,
         max_seconds=task.budget.seconds,
     )
@@ -170,7 +170,7 @@ async def test_phase_messages_are_worded_once_and_delivered_by_their_triggers(
     delivered = [text for _, _, text, phase in phrased if phase is not None]
     assert delivered == WORDED
     # The task itself is untouched: same file, same hash, same triggers.
-    assert worded.sha256 == task.sha256 and worded.phases[1].trigger == "agent_done"
+    assert worded.sha256 == task.sha256 and worded.phases[1].trigger is task.phases[1].trigger
 
 
 async def test_the_script_stands_in_when_the_endpoint_fails_or_a_detail_is_lost(

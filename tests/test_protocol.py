@@ -7,8 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.core.actions import Action, Ask, Click, Done, Fail, Key, Type, is_gui_action
-from app.episode.protocol import PhaseSpec, Protocol
-from app.tasks.triggers import (
+from app.core.triggers import (
     AgentAsk,
     AgentDone,
     AllOf,
@@ -19,6 +18,7 @@ from app.tasks.triggers import (
     holds,
     possible_events,
 )
+from app.episode.protocol import PhaseSpec, Protocol
 
 
 def make(phases: list[PhaseSpec], steps: int = 100, seconds: float = 1000) -> Protocol:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import io
+import json
 import os
 import re
 import signal
@@ -28,6 +29,7 @@ from sqlite_utils import Database
 from app.core.actions import Click, Done, Key, action_to_dict, describe_action
 from app.core.conversation import Message
 from app.core.errors import StoreError
+from app.core.triggers import AgentAsk, AgentDone, AnyOf
 from app.core.vocabulary import (
     AGENT_KINDS,
     END_REASONS,
@@ -39,11 +41,19 @@ from app.core.vocabulary import (
     USER_KINDS,
     USER_MODES,
     EpisodeStatus,
+    PhaseKind,
 )
 from app.store import Store, encode_png
 from app.store.schema import MIGRATIONS
+from app.tasks.model import Phase
+from tests.check_outcomes import outcome
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def phase(message: str, trigger: Any, kind: PhaseKind | None = None) -> Phase:
+    """A task's phase, its trigger read from the task file's form."""
+    return Phase.model_validate({"message": message, "trigger": trigger, "kind": kind})
 
 
 def new_episode(store: Store, **overrides: Any) -> int:
@@ -290,9 +300,9 @@ def test_full_episode_round_trips_through_a_reopen(tmp_path: Path) -> None:
         store.init_phases(
             episode,
             [
-                {"message": "Make it 400 wide.", "trigger": {"step_count": 1}, "kind": None},
-                {"message": "Also a JPEG.", "trigger": "agent_done", "kind": "feedback"},
-                {"message": "Never reached.", "trigger": {"any": ["agent_done", "agent_ask"]}},
+                phase("Make it 400 wide.", {"step_count": 1}),
+                phase("Also a JPEG.", "agent_done", "feedback"),
+                phase("Never reached.", {"any": ["agent_done", "agent_ask"]}),
             ],
         )
         first = store.record_message(
@@ -360,16 +370,16 @@ def test_full_episode_round_trips_through_a_reopen(tmp_path: Path) -> None:
             episode, status="finished", end_reason="done", steps=3, final_frame=final
         )
         checks = [
-            {
-                "path": "all[0]",
-                "name": "image_size",
-                "params": {"path": "~/Desktop/a.png", "width": 400},
-                "weight": 2,
-                "passed": True,
-                "score": 1.0,
-                "evidence": "400x300",
-            },
-            {"path": "all[1]", "name": "file_exists", "passed": False, "score": 0.0},
+            outcome(
+                "all[0]",
+                "image_size",
+                params={"path": "~/Desktop/a.png", "width": 400},
+                weight=2,
+                passed=True,
+                score=1.0,
+                evidence="400x300",
+            ),
+            outcome("all[1]", passed=False, score=0.0),
         ]
         store.record_score(episode, passed=False, score=2 / 3, checks=checks)
 
@@ -427,8 +437,19 @@ def test_full_episode_round_trips_through_a_reopen(tmp_path: Path) -> None:
             ("delivered", 2, "feedback"),
             ("never_delivered", None, None),
         ]
-        assert phases[2].trigger == {"any": ["agent_done", "agent_ask"]}
-        assert phases[1].trigger == "agent_done"
+        assert phases[2].trigger == AnyOf((AgentDone(), AgentAsk()))
+        assert phases[1].trigger == AgentDone()
+        # The column holds the task file's form of each trigger.
+        conn = sqlite3.connect(db)
+        stored = conn.execute(
+            "SELECT trigger FROM phases WHERE episode_id = ? ORDER BY idx", (episode,)
+        ).fetchall()
+        conn.close()
+        assert [json.loads(t) for (t,) in stored] == [
+            {"step_count": 1},
+            "agent_done",
+            {"any": ["agent_done", "agent_ask"]},
+        ]
 
         got = store.checks(episode)
         assert [(c.path, c.name, c.passed, c.weight, c.required) for c in got] == [
@@ -443,9 +464,9 @@ def test_full_episode_round_trips_through_a_reopen(tmp_path: Path) -> None:
 def test_record_score_is_one_transaction_and_replaces_earlier_scores(tmp_path: Path) -> None:
     with Store(tmp_path / "lab.db") as store:
         episode = new_episode(store)
-        ok = {"path": "all[0]", "name": "file_exists", "passed": True, "score": 1.0}
+        ok = outcome("all[0]", passed=True, score=1.0)
         store.record_score(episode, passed=True, score=1.0, checks=[ok, ok])
-        bad = {"path": "all[1]", "name": "file_exists", "passed": True, "score": 1.5}
+        bad = outcome("all[1]", passed=True, score=1.5)
         with pytest.raises(StoreError, match="CHECK constraint failed"):
             store.record_score(episode, passed=False, score=0.5, checks=[ok, bad])
         ep = store.get_episode(episode)
@@ -453,10 +474,6 @@ def test_record_score_is_one_transaction_and_replaces_earlier_scores(tmp_path: P
 
         store.record_score(episode, passed=False, score=0.0, checks=[])
         assert store.checks(episode) == []
-        with pytest.raises(StoreError, match="no 'score'"):
-            store.record_score(
-                episode, passed=True, score=1, checks=[{"path": "p", "name": "n", "passed": True}]
-            )
 
 
 def test_writes_that_contradict_the_episode_are_refused(tmp_path: Path) -> None:
@@ -479,7 +496,7 @@ def test_writes_that_contradict_the_episode_are_refused(tmp_path: Path) -> None:
 
         store.init_phases(
             one,
-            [{"message": "a", "trigger": "agent_done"}, {"message": "b", "trigger": "agent_ask"}],
+            [phase("a", "agent_done"), phase("b", "agent_ask")],
         )
         with pytest.raises(StoreError, match="earlier phase is still pending"):
             store.mark_phase_delivered(one, 1, step=3)
@@ -522,8 +539,8 @@ def test_list_episodes_filters_newest_first(tmp_path: Path) -> None:
 # -- one transaction per step ----------------------------------------------------------
 
 TWO_PHASES = [
-    {"message": "Also a JPEG.", "trigger": "agent_done", "kind": "feedback"},
-    {"message": "And a PNG.", "trigger": "agent_done", "kind": "feedback"},
+    phase("Also a JPEG.", "agent_done", "feedback"),
+    phase("And a PNG.", "agent_done", "feedback"),
 ]
 
 
@@ -592,13 +609,15 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from app.core.conversation import Message
+    from app.core.triggers import AgentDone
+    from app.tasks.model import Phase
     from app.store import Store, encode_png
     import numpy as np
     store = Store(sys.argv[1])
     episode = store.start_episode(
         task_id="t", task_path="t.yaml", task_sha256="0" * 64, app="gimp", level="L1",
         interactive=True, agent="null", user_mode="simulated", backend="local")
-    store.init_phases(episode, [{"message": "m", "trigger": "agent_done"}])
+    store.init_phases(episode, [Phase(message="m", trigger=AgentDone())])
     message = store.record_message(
         episode, role="user", kind="instruction", text="go", step=0, source="task")
     print(episode, flush=True)

@@ -10,8 +10,8 @@ import pytest
 
 from app.cli import main
 from app.core.errors import TaskError
+from app.core.triggers import AgentDone, AllOf, StepCount
 from app.tasks.loader import find_task, load_task, load_tasks
-from app.tasks.triggers import AgentDone, AllOf, StepCount
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = """\
@@ -59,7 +59,7 @@ def test_shipped_tasks_all_load() -> None:
 def test_good_task_parses_fields(tmp_path: Path) -> None:
     task = load_task(write_task(tmp_path, GOOD))
     assert task.id == "demo-task" and task.interactive
-    assert task.phases[0].parsed_trigger == AllOf((AgentDone(), StepCount(2)))
+    assert task.phases[0].trigger == AllOf((AgentDone(), StepCount(2)))
     assert task.folder == tmp_path and len(task.sha256) == 64
 
 

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from app.core.outcomes import CheckOutcome
 from app.episode.runner import EpisodeResult
 from app.episode.verify import judge, reference_kind, verify_tasks
 from app.store import Store
 from app.tasks.loader import load_task, task_files
+from tests.check_outcomes import outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 GIMP_TASKS = task_files(ROOT / "tasks" / "gimp")
@@ -27,14 +29,14 @@ def result(
     status: str = "finished",
     passed: bool | None = True,
     score: float | None = 1.0,
-    checks: list[dict[str, object]] | None = None,
+    checks: list[CheckOutcome] | None = None,
 ) -> EpisodeResult:
     return EpisodeResult(1, "t", status, "done", passed, score, 3, None, checks or [])
 
 
 def test_judge_wants_a_full_pass_from_the_reference() -> None:
     assert judge("reference", result()) == (True, "passed, score 1.00")
-    check = {"path": "evaluate.all[1]", "passed": False, "evidence": "out.png is 511×512"}
+    check = outcome("evaluate.all[1]", passed=False, score=0.0, evidence="out.png is 511×512")
     ok, why = judge("reference", result(passed=True, score=0.9, checks=[check]))
     assert not ok and "score 0.90" in why and "out.png is 511×512" in why
     assert not judge("reference", result(passed=False, score=1.0))[0]
@@ -43,7 +45,7 @@ def test_judge_wants_a_full_pass_from_the_reference() -> None:
 def test_judge_wants_nothing_from_null_and_untouched() -> None:
     for mode in ("null", "untouched"):
         assert judge(mode, result(passed=False, score=0.0))[0]
-        check = {"path": "evaluate.all[0]", "passed": True, "evidence": "a.png exists"}
+        check = outcome("evaluate.all[0]", passed=True, score=1.0, evidence="a.png exists")
         ok, why = judge(mode, result(passed=False, score=0.25, checks=[check]))
         assert not ok and "passing on the start state: evaluate.all[0]: a.png exists" in why
 

@@ -5,9 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.cli.common import indent_block, table
+from app.core.outcomes import CheckOutcome
+from app.core.triggers import trigger_to_raw
+
+if TYPE_CHECKING:
+    # The store is imported where it is opened: the command line starts without it.
+    from app.store import EpisodeRecord
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -65,7 +71,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         print("\nphases:")
         for p in phases:
             where = f" at step {p.delivered_step}" if p.delivered_step is not None else ""
-            print(f"  {p.idx + 1}. {p.status}{where}  {json.dumps(p.trigger)}")
+            print(f"  {p.idx + 1}. {p.status}{where}  {json.dumps(trigger_to_raw(p.trigger))}")
     print("\nsteps:")
     for s in steps:
         timing = (
@@ -92,7 +98,7 @@ def _agent_note(info: dict[str, Any] | None) -> str:
     return f", {', '.join(parts)}" if parts else ""
 
 
-def _print_check_rows(title: str, rows: Sequence[Any]) -> None:
+def _print_check_rows(title: str, rows: Sequence[CheckOutcome]) -> None:
     print(f"\n{title}:")
     for c in rows:
         mark = "PASS" if c.passed else "FAIL"
@@ -102,7 +108,7 @@ def _print_check_rows(title: str, rows: Sequence[Any]) -> None:
         )
 
 
-def print_checks(checks: Sequence[Any], e: Any) -> None:
+def print_checks(checks: Sequence[CheckOutcome], e: EpisodeRecord) -> None:
     # Phase checks describe the state when a phase arrived; they never count towards
     # the final score, so they are listed apart from it.
     for phase in sorted({c.phase for c in checks if c.phase is not None}):

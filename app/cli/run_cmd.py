@@ -7,10 +7,14 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.cli.agent_options import add_openai_options, openai_config
 from app.cli.common import INTERRUPT, run_async, table
+
+if TYPE_CHECKING:
+    # Imported where episodes run: the command line starts without the runner.
+    from app.episode.runner import EpisodeResult
 
 DEMO_TASKS = ("gimp-flip-export", "gimp-poster-resize", "gimp-badge-interactive")
 
@@ -31,7 +35,7 @@ def add_desktop_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[Any]:
+async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[EpisodeResult]:
     """Run each task once, one after the other, each on a fresh desktop."""
     from app.agents.factory import make_agent
     from app.desktops.factory import make_desktop
@@ -77,7 +81,7 @@ async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[
     return results
 
 
-def print_result(result: Any) -> None:
+def print_result(result: EpisodeResult) -> None:
     print(
         f"\nepisode {result.episode_id} · task {result.task_id} · {result.status}"
         f" ({result.end_reason}) · {result.steps} steps"
@@ -85,8 +89,8 @@ def print_result(result: Any) -> None:
     if result.error:
         print(f"error: {result.error}")
     for check in result.checks:
-        mark = "PASS" if check["passed"] else "FAIL"
-        print(f"  {mark} {check['name']:<18} {check['score']:.2f}  {check['evidence']}")
+        mark = "PASS" if check.passed else "FAIL"
+        print(f"  {mark} {check.name:<18} {check.score:.2f}  {check.evidence}")
     if result.score is not None:
         print(f"score: {result.score:.2f}  passed: {'yes' if result.passed else 'no'}")
 

@@ -28,8 +28,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from app.checks.tree import CheckGroup, EvalNode
+    from app.core.triggers import describe_trigger
     from app.tasks.loader import find_task
-    from app.tasks.triggers import describe_trigger
 
     task = find_task(args.task, [args.tasks_dir])
     kind = "interactive" if task.interactive else "standard"
@@ -58,7 +58,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         print("\nphases:")
         for i, phase in enumerate(task.phases, 1):
             label = f" [{phase.kind}]" if phase.kind else ""
-            print(f"  {i}. {describe_trigger(phase.parsed_trigger)}{label}:")
+            print(f"  {i}. {describe_trigger(phase.trigger)}{label}:")
             print(f"     {indent_block(phase.message, '     ')}")
             tree = task.phase_tree(i - 1)
             if tree is not None:

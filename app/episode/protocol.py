@@ -24,15 +24,16 @@ from dataclasses import dataclass, field
 
 from app.core.actions import Action, Ask, Done, Fail, is_gui_action
 from app.core.conversation import Message
-from app.core.vocabulary import AgentKind, EndReason, Source, UserKind
-from app.tasks.triggers import Event, Trigger, describe_trigger, holds
+from app.core.triggers import Event, Trigger, describe_trigger, holds
+from app.core.vocabulary import AgentKind, EndReason, PhaseKind, Source, UserKind
 
 
 @dataclass(frozen=True)
 class PhaseSpec:
     message: str
     trigger: Trigger
-    kind: UserKind | None = None
+    """The task's own parsed value (app.tasks.model.Phase.trigger), not a copy."""
+    kind: PhaseKind | None = None
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from app.core.commands import CommandResult
 from app.core.conversation import Message
 from app.core.errors import ActionError, AgentUnavailable, DeskLoopError, MalformedAction
 from app.core.frames import Frame
+from app.core.outcomes import CheckOutcome
 from app.core.vocabulary import UserKind
 from app.desktops.base import Desktop, SavesStartStates
 from app.desktops.xwindows import active_window_title
@@ -48,7 +49,6 @@ from app.store import Store
 from app.store.frames import encode_png
 from app.tasks.loader import setup_key
 from app.tasks.model import Task
-from app.tasks.triggers import trigger_to_raw
 from app.users.simulated import User
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class EpisodeResult:
     score: float | None
     steps: int
     error: str | None = None
-    checks: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[CheckOutcome] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -287,17 +287,10 @@ class EpisodeRunner:
             batch_id=self.options.batch_id,
         )
         self.episode_id = episode_id
-        await store.off_loop(
-            store.init_phases,
-            episode_id,
-            [
-                {"message": p.message, "trigger": trigger_to_raw(p.parsed_trigger), "kind": p.kind}
-                for p in task.phases
-            ],
-        )
+        await store.off_loop(store.init_phases, episode_id, task.phases)
         protocol = Protocol(
             instruction=task.instruction,
-            phases=[PhaseSpec(p.message, p.parsed_trigger, p.kind) for p in task.phases],
+            phases=[PhaseSpec(p.message, p.trigger, p.kind) for p in task.phases],
             max_steps=task.budget.steps,
             max_seconds=task.budget.seconds,
             review_done=self.user.reviews_done,
@@ -347,7 +340,7 @@ class EpisodeRunner:
             score.score,
             protocol.steps,
             None,
-            [row.__dict__ for row in score.checks],
+            score.checks,
         )
 
     # -- the loop ---------------------------------------------------------------------
@@ -529,8 +522,9 @@ class EpisodeRunner:
         self._say(f"scoring the checks of phase {index + 1}")
         result = await score_phase(self.task, index, self.desktop.guest, self._agent_started_at)
         if result is not None:
-            checks = [row.__dict__ for row in result.checks]
-            await self.store.off_loop(self.store.record_phase_checks, episode_id, index, checks)
+            await self.store.off_loop(
+                self.store.record_phase_checks, episode_id, index, result.checks
+            )
 
     async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
         """Await the user's reply, unless the person aborts first."""
@@ -611,7 +605,7 @@ class EpisodeRunner:
             episode_id,
             passed=score.passed,
             score=score.score,
-            checks=[row.__dict__ for row in score.checks],
+            checks=score.checks,
         )
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 from app.checks.base import CheckResult, CheckState, FileState, Probe, ProbeResult
 from app.checks.registry import run_check
 from app.checks.tree import CheckLeaf, EvalNode, evaluate, leaves
 from app.core.errors import GuestError
+from app.core.outcomes import CheckOutcome
 from app.desktops.base import Guest
 from app.probes import gather_probe
 from app.tasks.loader import resolve_asset
@@ -25,26 +25,10 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
-class CheckRow:
-    """One check's outcome as the store records it."""
-
-    path: str
-    name: str
-    params: dict[str, Any]
-    weight: float
-    required: bool
-    passed: bool
-    score: float
-    evidence: str
-    phase: int | None = None
-    """The phase whose optional checks this row belongs to; None for the final score."""
-
-
-@dataclass(frozen=True)
 class ScoreResult:
     passed: bool
     score: float
-    checks: list[CheckRow]
+    checks: list[CheckOutcome]
 
 
 async def _gather_file(guest: Guest, path: str) -> FileState:
@@ -89,7 +73,7 @@ def score_state(
     task: Task, state: CheckState, tree: EvalNode | None = None, phase: int | None = None
 ) -> ScoreResult:
     """Run every check of `tree` (default: the task's evaluate tree) on gathered state
-    (pure). `phase` marks the rows of a phase's optional checks."""
+    (pure). `phase` marks the outcomes of a phase's optional checks."""
     node = task.eval_tree if tree is None else tree
     results: dict[str, CheckResult] = {}
     tree_leaves: list[CheckLeaf] = list(leaves(node))
@@ -97,7 +81,7 @@ def score_state(
         results[leaf.path] = run_check(leaf.spec, state, leaf.params)
     outcome = evaluate(node, results)
     rows = [
-        CheckRow(
+        CheckOutcome(
             path=leaf.path,
             name=leaf.spec.name,
             params=leaf.params.model_dump(mode="json"),

@@ -99,16 +99,16 @@ def judge(mode: Mode, result: EpisodeResult) -> tuple[bool, str]:
     if mode == "reference":
         if result.passed and score >= 1.0 - SCORE_EPSILON:
             return True, f"passed, score {score:.2f}"
-        failing = [c for c in result.checks if not c["passed"]]
-        why = "; ".join(f"{c['path']}: {c['evidence']}" for c in failing[:3])
+        failing = [c for c in result.checks if not c.passed]
+        why = "; ".join(f"{c.path}: {c.evidence}" for c in failing[:3])
         return False, (
             f"expected a pass with score 1, got {'pass' if result.passed else 'fail'} "
             f"with score {score:.2f} (end: {result.end_reason})" + (f" — {why}" if why else "")
         )
     if not result.passed and score <= SCORE_EPSILON:
         return True, f"failed, score {score:.2f}"
-    passing = [c for c in result.checks if c["passed"]]
-    why = "; ".join(f"{c['path']}: {c['evidence']}" for c in passing[:3])
+    passing = [c for c in result.checks if c.passed]
+    why = "; ".join(f"{c.path}: {c.evidence}" for c in passing[:3])
     return False, (
         f"expected a fail with score 0, got {'pass' if result.passed else 'fail'} with score "
         f"{score:.2f}" + (f" — passing on the start state: {why}" if why else "")

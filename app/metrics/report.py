@@ -110,7 +110,9 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
         ],
         "checks": [
             {
-                "idx": c.idx,
+                # The position in the recorded order, which is the stored idx: the
+                # runner only appends checks (each phase's, then the final score's).
+                "idx": idx,
                 "path": c.path,
                 "name": c.name,
                 "params_json": json.dumps(c.params, ensure_ascii=False),
@@ -120,7 +122,7 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
                 "score": float(c.score),
                 "evidence": c.evidence,
             }
-            for c in store.checks(record.id)
+            for idx, c in enumerate(store.checks(record.id))
         ],
     }
 

@@ -1,15 +1,16 @@
 """The episode store: SQLite database (the system of record) and frame files.
 
 The only writer of the database. Its interface is what this file exports: the
-`Store`, the records it reads back (one per table), and `encode_png` for the frames
-it saves. The words it stores (statuses, kinds, sources...) are
-`app.core.vocabulary`'s. May import only `app.core`.
+`Store`, the records it reads back (one per table; a check reads back as the
+`app.core.outcomes.CheckOutcome` it was recorded from), and `encode_png` for the
+frames it saves. The words it stores (statuses, kinds, sources...) are
+`app.core.vocabulary`'s, a phase's trigger is `app.core.triggers`'s. May import only
+`app.core`.
 """
 
 from app.store.frames import encode_png
 from app.store.records import (
     BatchRecord,
-    CheckRecord,
     EpisodeRecord,
     MessageRecord,
     PhaseRecord,
@@ -19,7 +20,6 @@ from app.store.store import Store
 
 __all__ = [
     "BatchRecord",
-    "CheckRecord",
     "EpisodeRecord",
     "MessageRecord",
     "PhaseRecord",

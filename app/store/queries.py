@@ -11,15 +11,16 @@ from typing import Any
 from sqlite_utils import Database
 
 from app.core.errors import StoreError
+from app.core.outcomes import CheckOutcome
 from app.core.vocabulary import EpisodeStatus
 from app.store.base import StoreBase
 from app.store.records import (
     BatchRecord,
-    CheckRecord,
     EpisodeRecord,
     MessageRecord,
     PhaseRecord,
     StepRecord,
+    check_outcome,
 )
 from app.store.schema import applied_migrations
 
@@ -72,8 +73,9 @@ class Queries(StoreBase):
     def phases(self, episode_id: int) -> list[PhaseRecord]:
         return [PhaseRecord.from_row(row) for row in self._children("phases", episode_id)]
 
-    def checks(self, episode_id: int) -> list[CheckRecord]:
-        return [CheckRecord.from_row(row) for row in self._children("checks", episode_id)]
+    def checks(self, episode_id: int) -> list[CheckOutcome]:
+        """The episode's checks in the order recorded: each phase's, the final score's."""
+        return [check_outcome(row) for row in self._children("checks", episode_id)]
 
     def _children(self, table: str, episode_id: int) -> list[sqlite3.Row]:
         """The episode's rows of `table`, in index order; refused for an unknown episode."""

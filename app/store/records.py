@@ -1,7 +1,9 @@
 """What the store reads back: one frozen dataclass per table, each built from its row.
 
 Column values become Python ones here and nowhere else: ISO timestamps become aware
-datetimes, JSON text becomes values, INTEGER 0/1 becomes bool.
+datetimes, JSON text becomes values, INTEGER 0/1 becomes bool, a phase's trigger JSON
+becomes the `Trigger` it was written from. A check reads back as the `CheckOutcome`
+scoring made, the one shape of a check's outcome (app.core.outcomes).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Self, cast
 
+from app.core.outcomes import CheckOutcome
+from app.core.triggers import Trigger, parse_trigger
 from app.core.vocabulary import (
     EndReason,
     EpisodeStatus,
@@ -186,7 +190,7 @@ class PhaseRecord:
     episode_id: int
     idx: int
     message: str
-    trigger: Any
+    trigger: Trigger
     kind: PhaseKind | None
     status: PhaseStatus
     delivered_step: int | None
@@ -198,7 +202,7 @@ class PhaseRecord:
             episode_id=row["episode_id"],
             idx=row["idx"],
             message=row["message"],
-            trigger=json.loads(row["trigger"]),
+            trigger=parse_trigger(json.loads(row["trigger"])),
             kind=cast(PhaseKind | None, row["kind"]),
             status=cast(PhaseStatus, row["status"]),
             delivered_step=row["delivered_step"],
@@ -206,32 +210,16 @@ class PhaseRecord:
         )
 
 
-@dataclass(frozen=True)
-class CheckRecord:
-    episode_id: int
-    idx: int
-    path: str
-    name: str
-    params: dict[str, Any]
-    weight: float
-    required: bool
-    passed: bool
-    score: float
-    evidence: str
-    phase: int | None
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Self:
-        return cls(
-            episode_id=row["episode_id"],
-            idx=row["idx"],
-            path=row["path"],
-            name=row["name"],
-            params=json.loads(row["params"]),
-            weight=row["weight"],
-            required=bool(row["required"]),
-            passed=bool(row["passed"]),
-            score=row["score"],
-            evidence=row["evidence"],
-            phase=row["phase"],
-        )
+def check_outcome(row: sqlite3.Row) -> CheckOutcome:
+    """A `checks` row as the outcome scoring made (its `idx` is the row's order)."""
+    return CheckOutcome(
+        path=row["path"],
+        name=row["name"],
+        params=json.loads(row["params"]),
+        weight=row["weight"],
+        required=bool(row["required"]),
+        passed=bool(row["passed"]),
+        score=row["score"],
+        evidence=row["evidence"],
+        phase=row["phase"],
+    )

@@ -14,14 +14,17 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from app.core.conversation import Message
 from app.core.errors import StoreError
+from app.core.outcomes import CheckOutcome
+from app.core.triggers import Trigger, trigger_to_raw
 from app.core.vocabulary import (
     EndReason,
     EpisodeStatus,
     MessageKind,
+    PhaseKind,
     Role,
     Source,
     UserMode,
@@ -31,6 +34,17 @@ from app.store.liveness import this_runner
 
 Timestamp = datetime | float
 """An aware datetime, or Unix time in seconds (time.time())."""
+
+
+class PhaseScript(Protocol):
+    """What the store records of a task's phase (app.tasks.model.Phase has it)."""
+
+    @property
+    def message(self) -> str: ...
+    @property
+    def trigger(self) -> Trigger: ...
+    @property
+    def kind(self) -> PhaseKind | None: ...
 
 
 def now_utc() -> datetime:
@@ -52,12 +66,6 @@ def _json(value: Any, what: str) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{what} is not JSON-serializable: {exc}") from None
-
-
-def _required(item: Mapping[str, Any], key: str, what: str) -> Any:
-    if key not in item:
-        raise StoreError(f"{what} has no {key!r} (keys: {', '.join(map(str, item)) or 'none'})")
-    return item[key]
 
 
 class Writes(StoreBase):
@@ -112,20 +120,14 @@ class Writes(StoreBase):
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
-    def init_phases(self, episode_id: int, phases: Sequence[Mapping[str, Any]]) -> None:
-        """Record the task's phases, all pending. Each: message, trigger (JSON), kind (or None)."""
+    def init_phases(self, episode_id: int, phases: Sequence[PhaseScript]) -> None:
+        """Record the task's phases (app.tasks.model.Phase values), all pending."""
         rows = []
         for idx, phase in enumerate(phases):
-            what = f"phase {idx} of episode {episode_id}"
-            rows.append(
-                (
-                    episode_id,
-                    idx,
-                    _required(phase, "message", what),
-                    _json(_required(phase, "trigger", what), f"trigger of {what}"),
-                    phase.get("kind"),
-                )
-            )
+            # The trigger's JSON is its task-file form, made here and nowhere else.
+            trigger = trigger_to_raw(phase.trigger)
+            what = f"trigger of phase {idx} of episode {episode_id}"
+            rows.append((episode_id, idx, phase.message, _json(trigger, what), phase.kind))
         with self._write(f"recording the phases of episode {episode_id}") as conn:
             conn.executemany(
                 "INSERT INTO phases (episode_id, idx, message, trigger, kind)"
@@ -295,15 +297,14 @@ class Writes(StoreBase):
         *,
         passed: bool,
         score: float,
-        checks: Sequence[Mapping[str, Any]],
+        checks: Sequence[CheckOutcome],
     ) -> None:
         """Record the evaluation, replacing any earlier one, in one transaction.
 
-        Each check: path, name, passed, score, and optionally params (JSON), weight
-        (1.0), required (True), evidence (''), phase (None). Checks recorded per phase
-        (`record_phase_checks`) are kept.
+        `checks` are the final score's (their `phase` is None). Checks recorded per
+        phase (`record_phase_checks`) are kept.
         """
-        rows = _check_rows(episode_id, checks)
+        rows = _check_rows(episode_id, checks, None)
         with self._write(f"recording the score of episode {episode_id}") as conn:
             cursor = conn.execute(
                 "UPDATE episodes SET passed = ?, score = ? WHERE id = ?",
@@ -315,14 +316,14 @@ class Writes(StoreBase):
             _insert_checks(conn, episode_id, rows)
 
     def record_phase_checks(
-        self, episode_id: int, phase: int, checks: Sequence[Mapping[str, Any]]
+        self, episode_id: int, phase: int, checks: Sequence[CheckOutcome]
     ) -> None:
         """Record the optional checks of phase `phase`, evaluated when it was delivered.
 
-        They are kept apart from the final score (their `phase` column is set) and
-        replace only earlier checks of the same phase. Each check as in `record_score`.
+        They are kept apart from the final score (their `phase` is `phase`) and replace
+        only earlier checks of the same phase.
         """
-        rows = _check_rows(episode_id, [{**check, "phase": phase} for check in checks])
+        rows = _check_rows(episode_id, checks, phase)
         with self._write(f"recording the checks of phase {phase} of episode {episode_id}") as conn:
             found = conn.execute("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)).fetchone()
             if found is None:
@@ -402,23 +403,36 @@ def _insert_checks(conn: sqlite3.Connection, episode_id: int, rows: list[tuple[A
     )
 
 
-def _check_rows(episode_id: int, checks: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+def _scored_by(phase: int | None) -> str:
+    return "the final score" if phase is None else f"phase {phase}"
+
+
+def _check_rows(
+    episode_id: int, checks: Sequence[CheckOutcome], phase: int | None
+) -> list[tuple[Any, ...]]:
     rows = []
     for idx, check in enumerate(checks):
         what = f"check {idx} of episode {episode_id}"
+        if check.phase != phase:
+            # A phase's outcome among the final ones would count in the score, and a
+            # final one among a phase's would be missing from it.
+            raise StoreError(
+                f"{what} ({check.path}) belongs to {_scored_by(check.phase)}, "
+                f"not to {_scored_by(phase)}"
+            )
         rows.append(
             (
                 episode_id,
                 idx,
-                _required(check, "path", what),
-                _required(check, "name", what),
-                _json(check.get("params", {}), f"params of {what}"),
-                float(check.get("weight", 1.0)),
-                int(bool(check.get("required", True))),
-                int(bool(_required(check, "passed", what))),
-                float(_required(check, "score", what)),
-                str(check.get("evidence", "")),
-                check.get("phase"),
+                check.path,
+                check.name,
+                _json(check.params, f"params of {what}"),
+                check.weight,
+                int(check.required),
+                int(check.passed),
+                check.score,
+                check.evidence,
+                check.phase,
             )
         )
     return rows

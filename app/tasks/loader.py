@@ -65,6 +65,25 @@ def _asset_problems(task: Task) -> list[str]:
     return problems
 
 
+def _with_parsed_checks(phase: Any, index: int, problems: list[str]) -> Any:
+    """The raw phase with its check tree parsed, the one time it is: here, because the
+    tree's nodes carry their full paths (phases[1].checks.all[0], what stored checks
+    are keyed by) and a phase's own validator cannot know its index. A bad tree is left
+    out of the phase and reported in `problems`; the model reports the phase's other
+    fields."""
+    if not isinstance(phase, dict) or phase.get("checks") is None:
+        return phase
+    where = f"phases[{index}].checks"
+    try:
+        return {**phase, "checks": parse_tree(phase["checks"], where)}
+    except TreeError as exc:
+        # Worded like the model's other field errors: the field, then the place inside
+        # it ('phases[0].checks: all[1].widht: ...'), as `tasks validate` always printed.
+        inner = exc.field_path.removeprefix(where).lstrip(".")
+        problems.append(f"{where}: {inner + ': ' if inner else ''}{exc.detail}")
+        return {**phase, "checks": None}
+
+
 def parse_task(raw: Any, source: Path, data: bytes = b"") -> Task:
     """Validate an already-parsed YAML document as the task stored at `source`."""
     if not isinstance(raw, dict):
@@ -75,6 +94,8 @@ def parse_task(raw: Any, source: Path, data: bytes = b"") -> Task:
         for key in ("folder", "source", "sha256")
         if key in fields
     ]
+    # The check trees are parsed before the model is built (it holds the parsed nodes):
+    # the evaluate tree here, each phase's in _with_parsed_checks.
     tree = None
     if "evaluate" in fields:
         try:
@@ -84,6 +105,10 @@ def parse_task(raw: Any, source: Path, data: bytes = b"") -> Task:
     else:
         problems.append("evaluate: required field is missing")
     fields["evaluate"] = tree
+    if isinstance(fields.get("phases"), list):
+        fields["phases"] = [
+            _with_parsed_checks(p, i, problems) for i, p in enumerate(fields["phases"])
+        ]
     fields["folder"] = source.parent
     fields["source"] = source
     fields["sha256"] = hashlib.sha256(data).hexdigest()

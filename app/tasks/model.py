@@ -16,15 +16,16 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    PrivateAttr,
+    PlainSerializer,
+    PlainValidator,
     Tag,
     field_validator,
     model_validator,
 )
 
-from app.checks.tree import CheckGroup, CheckLeaf, EvalNode, TreeError, parse_tree
+from app.checks.tree import CheckGroup, CheckLeaf, EvalNode
+from app.core.triggers import Trigger, parse_trigger, possible_events, trigger_to_raw
 from app.core.vocabulary import PhaseKind
-from app.tasks.triggers import Trigger, parse_trigger, possible_events, trigger_to_raw
 
 TASK_ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 APPS = ("gimp", "blender", "kdenlive")
@@ -110,50 +111,48 @@ SetupStep = Annotated[
 ]
 
 
+def _trigger(raw: Any) -> Trigger:
+    # The YAML form is parsed here, once; a Trigger (a phase copied or built in code)
+    # is already parsed.
+    trigger = raw if isinstance(raw, Trigger) else parse_trigger(raw)
+    if not possible_events(trigger):
+        raise ValueError(
+            f"trigger {trigger_to_raw(trigger)!r} can never hold: its parts need different "
+            "events at once (a DONE and an ASK are never the same event)"
+        )
+    return trigger
+
+
+TaskTrigger = Annotated[
+    Trigger, PlainValidator(_trigger), PlainSerializer(trigger_to_raw, return_type=Any)
+]
+"""A phase's trigger: validated from its YAML form into the typed value, dumped back
+to that form."""
+
+
+def _parsed_tree(value: Any) -> EvalNode:
+    # The loader parses every tree with its full path (phases[1].checks.all[0]), which
+    # only it knows before the model is built; a raw tree here is a caller's mistake.
+    if not isinstance(value, CheckLeaf | CheckGroup):
+        raise ValueError("internal: check trees are parsed by app.tasks.loader (parse_tree)")
+    return value
+
+
+ParsedTree = Annotated[EvalNode, PlainValidator(_parsed_tree)]
+"""A check tree already parsed into `app.checks.tree` nodes."""
+
+
 class Phase(_Strict):
     message: Annotated[str, Field(min_length=1)]
     """The user message delivered when the trigger holds."""
-    trigger: Any
+    trigger: TaskTrigger
     """agent_done | agent_ask | {step_count: N} | {any: [...]} | {all: [...]}"""
     kind: PhaseKind | None = None
     """How the message is recorded. Default: 'answer' when delivered at an ASK,
     'feedback' at a DONE, 'interruption' after a GUI action."""
-    checks: Any = None
+    checks: ParsedTree | None = None
     """Optional check tree (same shape as `evaluate`) scored on the desktop's state at
     the moment this phase is delivered; recorded apart from the final score."""
-
-    _trigger: Trigger = PrivateAttr()
-
-    @field_validator("checks", mode="before")
-    @classmethod
-    def _check_tree(cls, raw: Any) -> Any:
-        if raw is None:
-            return None
-        try:
-            parse_tree(raw, "checks")
-        except TreeError as exc:
-            # Reported under phases[i].checks by the loader; the rest of the path follows.
-            inner = exc.field_path.removeprefix("checks").lstrip(".")
-            raise ValueError(f"{inner + ': ' if inner else ''}{exc.detail}") from None
-        return raw
-
-    @field_validator("trigger", mode="before")
-    @classmethod
-    def _check_trigger(cls, raw: Any) -> Any:
-        trigger = parse_trigger(raw)
-        if not possible_events(trigger):
-            raise ValueError(
-                f"trigger {raw!r} can never hold: its parts need different events at once "
-                "(a DONE and an ASK are never the same event)"
-            )
-        return trigger_to_raw(trigger)
-
-    def model_post_init(self, context: Any) -> None:
-        self._trigger = parse_trigger(self.trigger)
-
-    @property
-    def parsed_trigger(self) -> Trigger:
-        return self._trigger
 
 
 class Budget(_Strict):
@@ -164,8 +163,6 @@ class Budget(_Strict):
 
 
 class Task(_Strict):
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-
     id: str
     """Unique, lowercase letters, digits and dashes; equals the file name."""
     app: Literal["gimp", "blender", "kdenlive"]
@@ -178,9 +175,8 @@ class Task(_Strict):
     phases: list[Phase] = []
     """Φ: later user messages, delivered in order by their triggers."""
     budget: Budget = Budget()
-    evaluate: Any
-    """R: a tree of checks (see docs/tasks.md); parsed by the loader into
-    `app.checks.tree` nodes before the model is built."""
+    evaluate: ParsedTree
+    """R: a tree of checks (see docs/tasks.md)."""
     reference: str | None = None
     """The reference solution (scripted-agent file) relative to the task folder."""
 
@@ -200,30 +196,13 @@ class Task(_Strict):
             )
         return value
 
-    @field_validator("evaluate")
-    @classmethod
-    def _parsed_tree(cls, value: Any) -> Any:
-        if not isinstance(value, CheckLeaf | CheckGroup):
-            raise ValueError("internal: evaluate must be parsed with app.checks.tree.parse_tree")
-        return value
-
-    _phase_trees: list[EvalNode | None] = PrivateAttr(default_factory=list)
-
-    def model_post_init(self, context: Any) -> None:
-        # Parsed again with their full paths, so stored rows read phases[1].checks.all[0].
-        self._phase_trees = [
-            None if phase.checks is None else parse_tree(phase.checks, f"phases[{i}].checks")
-            for i, phase in enumerate(self.phases)
-        ]
-
     @property
     def eval_tree(self) -> EvalNode:
-        node: EvalNode = self.evaluate
-        return node
+        return self.evaluate
 
     def phase_tree(self, index: int) -> EvalNode | None:
         """The optional check tree of phase `index`, or None when it has none."""
-        return self._phase_trees[index]
+        return self.phases[index].checks
 
     @property
     def interactive(self) -> bool:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.checks.tree import CheckGroup, CheckLeaf, EvalNode
+from app.core.triggers import describe_trigger
 from app.tasks.model import LaunchStep, SleepStep, Task, UploadStep, WaitWindowStep
-from app.tasks.triggers import describe_trigger
 
 
 def describe_setup_step(step: Any) -> str:
@@ -66,9 +66,7 @@ def task_markdown(task: Task) -> str:
         out.append("none (a standard task)")
     for i, phase in enumerate(task.phases, 1):
         kind_note = f" as {phase.kind}" if phase.kind else ""
-        out.append(
-            f"{i}. *{describe_trigger(phase.parsed_trigger)}*{kind_note}: {phase.message.strip()}"
-        )
+        out.append(f"{i}. *{describe_trigger(phase.trigger)}*{kind_note}: {phase.message.strip()}")
         tree = task.phase_tree(i - 1)
         if tree is not None:
             out.append("   checked when delivered:")

@@ -24,6 +24,7 @@ from app.agents.base import Agent
 from app.agents.factory import make_agent
 from app.core.conversation import Message
 from app.core.errors import DesktopError, VNCError
+from app.core.triggers import describe_trigger
 from app.core.vocabulary import UserKind, UserMode
 from app.desktops.base import Desktop, DesktopInfo
 from app.desktops.factory import make_desktop
@@ -43,7 +44,6 @@ from app.episode.runner import (
 from app.rfb.client import VNCClient, VncEndpoint, connect
 from app.store import Store
 from app.tasks.model import Task
-from app.tasks.triggers import describe_trigger
 from app.users.person import PersonUser
 from app.users.simulated import SimulatedUser, User
 
@@ -335,7 +335,7 @@ class EpisodeSession:
     def __post_init__(self) -> None:
         self.user = PersonUser() if self.user_mode == "person" else SimulatedUser()
         self.phases = [
-            PhaseLine(i, p.message, describe_trigger(p.parsed_trigger))
+            PhaseLine(i, p.message, describe_trigger(p.trigger))
             for i, p in enumerate(self.task.phases)
         ]
 

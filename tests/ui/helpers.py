@@ -17,6 +17,7 @@ from app.desktops.inventory import BackendListing, SavedState, VmListing
 from app.desktops.libvirt import DOMAIN_PREFIX
 from app.rfb.client import VncEndpoint
 from app.store import Store, encode_png
+from tests.check_outcomes import outcome
 
 T0 = datetime(2026, 1, 15, 9, 0, tzinfo=UTC)
 
@@ -127,13 +128,9 @@ def record_episode(
             passed=passed,
             score=score,
             checks=[
-                {
-                    "path": "evaluate.all[0]",
-                    "name": "file_exists",
-                    "passed": passed,
-                    "score": score,
-                    "evidence": "~/out.png: 1234 bytes",
-                }
+                outcome(
+                    "evaluate.all[0]", passed=passed, score=score, evidence="~/out.png: 1234 bytes"
+                )
             ],
         )
     store.finish_episode(

@@ -1,6 +1,6 @@
 """The TUI's episode session writes to the store off the app's event loop: a database
 another process keeps locked slows the episode, never the loop. A desktop that needs
-no display (a still screen, a guest with no files) stands in for a real one."""
+no display (tests.still_desktop) stands in for a real one."""
 
 from __future__ import annotations
 
@@ -9,17 +9,11 @@ import sqlite3
 import time
 from pathlib import Path
 
-import numpy as np
-
 from app.agents.null import NullAgent
-from app.core.actions import GuiAction
-from app.core.commands import CommandResult
-from app.core.errors import GuestError
-from app.core.frames import Frame, SettleResult
-from app.desktops.base import DesktopInfo
 from app.store import Store
 from app.tasks.loader import load_task
 from app.ui.session import EpisodeSession
+from tests.still_desktop import StillDesktop
 
 TASK = """\
 id: still-phase
@@ -33,49 +27,6 @@ phases:
     trigger: agent_done
 evaluate: {check: file_exists, path: ~/proof.txt}
 """
-
-
-class EmptyGuest:
-    home = "/home/user"
-
-    async def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
-        return CommandResult(tuple(argv), 1, b"", b"this guest runs nothing")
-
-    async def launch(self, argv: list[str]) -> None:
-        raise GuestError("this guest launches nothing")
-
-    async def read_file(self, path: str, max_bytes: int = 64 * 1024 * 1024) -> bytes:
-        raise GuestError(f"{path}: no such file")
-
-    async def write_file(self, path: str, data: bytes) -> None:
-        raise GuestError("this guest writes nothing")
-
-    async def exists(self, path: str) -> bool:
-        return False
-
-
-class StillDesktop:
-    guest = EmptyGuest()
-
-    def info(self) -> DesktopInfo:
-        return DesktopInfo(name="still", backend="local", state="running", width=64, height=48)
-
-    async def reset(self) -> None:
-        return None
-
-    async def frame(self, timeout: float = 5.0) -> Frame:
-        return Frame(np.zeros((48, 64, 3), np.uint8), time.monotonic(), time.time())
-
-    async def act(self, action: GuiAction) -> None:
-        return None
-
-    async def settle(
-        self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
-    ) -> SettleResult:
-        return SettleResult(False, True, 0.0)
-
-    async def close(self) -> None:
-        return None
 
 
 async def test_a_locked_database_slows_the_episode_not_the_loop(tmp_path: Path) -> None:

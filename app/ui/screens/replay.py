@@ -13,7 +13,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Header, Static
 
-from app.store import CheckRecord, EpisodeRecord, MessageRecord, StepRecord
+from app.core.outcomes import CheckOutcome
+from app.store import EpisodeRecord, MessageRecord, StepRecord
 from app.ui.halfblock import HalfBlockView, Pixels, mark_point
 from app.ui.screens.base import LabScreen
 from app.ui.session import flow
@@ -97,7 +98,7 @@ One recorded episode.
         self.episode_id = episode_id
         self.episode: EpisodeRecord | None = None
         self.rows: list[tuple[str, StepRecord | MessageRecord | None]] = []
-        self.checks: list[CheckRecord] = []
+        self.checks: list[CheckOutcome] = []
         self.shown_key: str | None = None
 
     def compose(self) -> ComposeResult:

@@ -12,6 +12,12 @@ are not checked at it).
 
 A composition that can never hold (``all: [agent_done, agent_ask]``) is rejected
 when the task loads: `possible_events` computes at which events a trigger can hold.
+
+A `Trigger` is parsed once, from the task file, and that one value is what the task
+model holds and the protocol, the runner, the store and the UI share. The raw form
+(`trigger_to_raw`) exists only at the edges: the YAML read, the JSON the store writes
+and reads back, and what `deskloop episodes show` prints. Triggers are the vocabulary
+of the whole episode, so they live on the ground floor, where the store may import them.
 """
 
 from __future__ import annotations
@@ -73,8 +79,12 @@ def _join(base: str, key: str) -> str:
     return f"{base}.{key}" if base else key
 
 
-def parse_trigger(raw: Any, path: str = "") -> Trigger:
-    """Parse the YAML form of a trigger (see module docstring)."""
+def parse_trigger(raw: Any) -> Trigger:
+    """Parse the YAML (or stored JSON) form of a trigger (see module docstring)."""
+    return _parse(raw, "")
+
+
+def _parse(raw: Any, path: str) -> Trigger:
     if raw == "agent_done":
         return AgentDone()
     if raw == "agent_ask":
@@ -101,9 +111,7 @@ def parse_trigger(raw: Any, path: str = "") -> Trigger:
     if key in ("any", "all"):
         if not isinstance(value, list) or not value:
             raise TriggerError(_join(path, key), "expected a non-empty list of triggers")
-        children = tuple(
-            parse_trigger(item, _join(path, f"{key}[{i}]")) for i, item in enumerate(value)
-        )
+        children = tuple(_parse(item, _join(path, f"{key}[{i}]")) for i, item in enumerate(value))
         return AnyOf(children) if key == "any" else AllOf(children)
     if key in ("agent_done", "agent_ask"):
         raise TriggerError(path, f"write {key} as a plain string, not a mapping")
