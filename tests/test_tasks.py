@@ -103,6 +103,8 @@ def test_missing_asset_and_check_asset(tmp_path: Path) -> None:
 def test_unknown_check_suggests(tmp_path: Path) -> None:
     text = problems_of(tmp_path, GOOD.replace("check: file_exists", "check: file_exist"))
     assert "evaluate.all[0]" in text and "file_exists" in text
+    # The field is named once, as docs/tasks.md shows it (it was printed twice).
+    assert text.count("evaluate.all[0].check") == 1, text
 
 
 def test_bad_setup_step(tmp_path: Path) -> None:

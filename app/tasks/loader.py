@@ -101,7 +101,7 @@ def parse_task(raw: Any, source: Path, data: bytes = b"") -> Task:
         try:
             tree = parse_tree(fields.pop("evaluate"), "evaluate")
         except TreeError as exc:
-            problems.append(f"{exc.field_path}: {exc.message}")
+            problems.append(f"{exc.field_path}: {exc.detail}")
     else:
         problems.append("evaluate: required field is missing")
     fields["evaluate"] = tree
