@@ -13,7 +13,8 @@ from app.agents.person import PassThroughDesktop, PersonAgent, parse_command
 from app.core.actions import Ask, Click, Done, Drag, Fail, Key, Scroll, Type
 from app.core.errors import VNCError
 from app.desktops.local import LocalDesktop
-from app.episode.runner import EpisodeRunner, RunOptions
+from app.episode.control import RunOptions
+from app.episode.runner import EpisodeRunner
 from app.rfb.client import connect
 from app.rfb.proxy import InputRecorder, ProxyAddress
 from app.store import Store

@@ -34,7 +34,9 @@ from app.batch.pool import (
 from app.batch.progress import Progress
 from app.batch.retry import failed_at_startup, is_infrastructure_error, time_limit_error
 from app.core.errors import DeskLoopError, StoreError, TaskError
-from app.episode.runner import EpisodeResult, EpisodeRunner, RunnerEvent, RunOptions
+from app.episode.control import RunOptions
+from app.episode.events import EpisodeResult, RunnerEvent
+from app.episode.runner import EpisodeRunner
 from app.metrics.slots import Slot, SlotRow, batch_table
 from app.store import EpisodeRecord, Store
 from app.tasks.loader import load_task

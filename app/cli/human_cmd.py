@@ -14,7 +14,9 @@ from app.cli.common import print_err, run_async
 async def run_human(args: argparse.Namespace) -> Any:
     from app.agents.person import COMMANDS_HELP, PassThroughDesktop, PersonAgent
     from app.desktops.factory import make_desktop
-    from app.episode.runner import EpisodeRunner, MessageEvent, RunnerEvent, RunOptions
+    from app.episode.control import RunOptions
+    from app.episode.events import MessageEvent, RunnerEvent
+    from app.episode.runner import EpisodeRunner
     from app.rfb.proxy import ProxyAddress
     from app.store import Store
     from app.tasks.loader import find_task

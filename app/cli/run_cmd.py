@@ -35,7 +35,8 @@ async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[
     """Run each task once, one after the other, each on a fresh desktop."""
     from app.agents.factory import make_agent
     from app.desktops.factory import make_desktop
-    from app.episode.runner import EpisodeControl, EpisodeRunner, RunOptions
+    from app.episode.control import EpisodeControl, RunOptions
+    from app.episode.runner import EpisodeRunner
     from app.store import Store
     from app.tasks.loader import find_task
     from app.users.simulated import SimulatedUser

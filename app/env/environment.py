@@ -29,7 +29,9 @@ from app.core.errors import ActionError, DeskLoopError, MalformedAction
 from app.desktops.base import Desktop
 from app.desktops.factory import make_desktop
 from app.env.spaces import action_space, from_space, is_space_action, observation_space
-from app.episode.runner import EpisodeResult, EpisodeRunner, RunnerEvent, RunOptions, StepEvent
+from app.episode.control import RunOptions
+from app.episode.events import EpisodeResult, RunnerEvent, StepEvent
+from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.loader import find_task
 from app.tasks.model import Task

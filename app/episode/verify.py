@@ -29,7 +29,8 @@ from app.agents.factory import make_agent
 from app.core.actions import Action, Fail
 from app.core.errors import DeskLoopError
 from app.desktops.factory import make_desktop
-from app.episode.runner import EpisodeResult, EpisodeRunner
+from app.episode.events import EpisodeResult
+from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.loader import resolve_asset
 from app.tasks.model import Task

@@ -28,11 +28,10 @@ from app.core.vocabulary import UserKind, UserMode
 from app.desktops.base import Desktop, DesktopInfo
 from app.desktops.factory import make_desktop
 from app.desktops.inventory import BackendListing, VmListing, vm_command
-from app.episode.runner import (
+from app.episode.control import EpisodeControl
+from app.episode.events import (
     EndedEvent,
-    EpisodeControl,
     EpisodeResult,
-    EpisodeRunner,
     MessageEvent,
     PhaseEvent,
     RunnerEvent,
@@ -40,6 +39,7 @@ from app.episode.runner import (
     StepEvent,
     WaitingEvent,
 )
+from app.episode.runner import EpisodeRunner
 from app.rfb.client import VNCClient, VncEndpoint, connect
 from app.store import Store
 from app.tasks.model import Task

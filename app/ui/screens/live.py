@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Header, Input, RichLog, Select, S
 
 from app.core.conversation import Message as ChatMessage
 from app.core.vocabulary import UserKind
-from app.episode.runner import (
+from app.episode.events import (
     EndedEvent,
     EpisodeResult,
     MessageEvent,
