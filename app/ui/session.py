@@ -21,7 +21,6 @@ import numpy as np
 import numpy.typing as npt
 
 from app.agents.base import Agent
-from app.agents.factory import make_agent
 from app.core.conversation import Message
 from app.core.errors import DesktopError, VNCError
 from app.core.vocabulary import UserKind, UserMode
@@ -39,13 +38,21 @@ from app.episode.events import (
     StepEvent,
     WaitingEvent,
 )
+from app.episode.launch import (
+    desktop_spec,
+    fits,
+    launch,
+    llm_cache_dir,
+    make_spec_desktop,
+    make_user,
+)
 from app.episode.runner import EpisodeRunner
 from app.rfb.client import VNCClient, VncEndpoint, connect
 from app.store import Store
 from app.tasks.model import Task
 from app.tasks.triggers import describe_trigger
 from app.users.person import PersonUser
-from app.users.simulated import SimulatedUser, User
+from app.users.simulated import User
 
 Pixels = npt.NDArray[np.uint8]
 
@@ -79,7 +86,35 @@ class DesktopPool:
         self.entries: dict[str, DesktopEntry] = {}
 
     def new(self) -> DesktopEntry:
-        desktop = make_desktop(self.backend)
+        """A new desktop of the backend's default (libvirt: $DESKLOOP_IMAGE, else gimp)."""
+        return self._add(make_desktop(self.backend))
+
+    def for_task(self, task: Task) -> tuple[DesktopEntry, bool]:
+        """The desktop an episode of `task` runs on, and whether the episode starts it
+        (and so stops it at its end).
+
+        Local: a new desktop (one runs every app). Libvirt: the VM `run-IMAGE` of the
+        task's image (`app.episode.launch`): this session's own desktop of that name is
+        reused, running or not, since two objects must not drive one VM; a desktop of
+        another image never runs the task.
+
+        Raises:
+            DesktopError: that desktop is busy or runs an episode.
+        """
+        spec = desktop_spec(self.backend, task)
+        desktop = make_spec_desktop(spec)
+        name = desktop.info().name
+        entry = self.entries.get(name)
+        if entry is None:
+            return self._add(desktop), True
+        if not fits(entry.desktop, spec):
+            raise DesktopError(f"desktop {name} is not of the {spec.image} image {task.id} needs")
+        if entry.busy or entry.episode is not None:
+            doing = entry.busy or f"running episode {entry.episode}"
+            raise DesktopError(f"desktop {name} is busy {doing}")
+        return entry, entry.info().state != "running"
+
+    def _add(self, desktop: Desktop) -> DesktopEntry:
         entry = DesktopEntry(desktop)
         self.entries[desktop.info().name] = entry
         return entry
@@ -333,7 +368,9 @@ class EpisodeSession:
     listeners: list[Callable[[RunnerEvent], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.user = PersonUser() if self.user_mode == "person" else SimulatedUser()
+        # Built now, not with the runner: the chat pane answers through a person user
+        # from the moment the episode is shown.
+        self.user = make_user(self.user_mode, self.task, cache_dir=llm_cache_dir(self.store))
         self.phases = [
             PhaseLine(i, p.message, describe_trigger(p.parsed_trigger))
             for i, p in enumerate(self.task.phases)
@@ -407,19 +444,19 @@ class EpisodeSession:
             listener(event)
 
     async def run(self) -> EpisodeResult:
-        agent = self.agent or make_agent(self.agent_spec, self.task)
-        runner = EpisodeRunner(
+        """Run the episode on `desktop`, which stays the caller's (the pool's)."""
+        episode = launch(
             self.task,
-            self.desktop,
-            agent,
-            self.user,
             self.store,
             backend=self.backend,
+            agent=self.agent or self.agent_spec,
+            user=self.user,
+            desktop=self.desktop,
             on_event=self._on_event,
             control=self.control,
         )
-        self.runner = runner
-        return await runner.run()
+        self.runner = episode.runner
+        return await episode.run()
 
     def send(self, text: str, kind: UserKind) -> str:
         """The chat pane's Enter: answers a waiting ASK, gives feedback on a waiting
