@@ -29,7 +29,7 @@ from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
 from app.ui.app import DeskLoopApp
-from app.ui.session import DesktopPool
+from app.ui.services.desktops import DesktopPool
 from tests.ui.helpers import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -30,7 +30,8 @@ from app.ui.screens.episodes import EpisodesScreen
 from app.ui.screens.live import LiveScreen
 from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import TasksScreen
-from app.ui.session import DesktopPool, EpisodeSession, LibvirtDesktops
+from app.ui.services.desktops import DesktopPool, LibvirtDesktops
+from app.ui.services.episode import EpisodeSession
 
 SCREEN_KEYS = """
 **Screens** (from anywhere, when the cursor is not in a text box):

@@ -19,7 +19,7 @@ from app.core.frames import Frame, SettleResult
 from app.desktops.base import DesktopInfo
 from app.store import Store
 from app.tasks.loader import load_task
-from app.ui.session import EpisodeSession
+from app.ui.services.episode import EpisodeSession
 
 TASK = """\
 id: still-phase

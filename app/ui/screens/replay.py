@@ -14,9 +14,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Header, Static
 
 from app.store import CheckRecord, EpisodeRecord, MessageRecord, StepRecord
+from app.ui.describe import flow
 from app.ui.halfblock import HalfBlockView, Pixels, mark_point
 from app.ui.screens.base import LabScreen
-from app.ui.session import flow
 
 POINT_KINDS = ("click", "move", "scroll", "drag")
 

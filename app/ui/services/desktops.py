@@ -1,62 +1,26 @@
-"""What the TUI manages, without Textual: desktops, a running episode, a frame feed.
-
-Screens call these services and show their state; everything here is plain asyncio
-on the app's loop, so it is tested without a terminal.
-"""
+"""The desktops the TUI shows: this session's pool (with their lifecycle operations),
+the libvirt desktops other runs made (listed, and driven through `deskloop vm`), and the
+external VNC viewer."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
-import numpy.typing as npt
-
-from app.agents.base import Agent
-from app.core.conversation import Message
-from app.core.errors import DesktopError, VNCError
-from app.core.vocabulary import UserKind, UserMode
+from app.core.errors import DesktopError
 from app.desktops.base import Desktop, DesktopInfo
 from app.desktops.factory import make_desktop
 from app.desktops.inventory import BackendListing, VmListing, vm_command
-from app.episode.control import EpisodeControl
-from app.episode.events import (
-    EndedEvent,
-    EpisodeResult,
-    MessageEvent,
-    PhaseEvent,
-    RunnerEvent,
-    StatusEvent,
-    StepEvent,
-    WaitingEvent,
-)
-from app.episode.launch import (
-    desktop_spec,
-    fits,
-    launch,
-    llm_cache_dir,
-    make_spec_desktop,
-    make_user,
-)
-from app.episode.runner import EpisodeRunner
-from app.rfb.client import VNCClient, VncEndpoint, connect
-from app.store import Store
+from app.episode.launch import desktop_spec, fits, make_spec_desktop
+from app.rfb.client import VncEndpoint
 from app.tasks.model import Task
-from app.tasks.triggers import describe_trigger
-from app.users.person import PersonUser
-from app.users.simulated import User
-
-Pixels = npt.NDArray[np.uint8]
-
-# -- desktops ---------------------------------------------------------------------
 
 
 @dataclass
@@ -317,236 +281,3 @@ def open_viewer(endpoint: VncEndpoint) -> subprocess.Popen[bytes]:
         )
     except OSError as exc:
         raise DesktopError(f"cannot start {viewer}: {exc}") from exc
-
-
-# -- a running episode ------------------------------------------------------------
-
-
-@dataclass
-class StepLine:
-    idx: int
-    description: str
-    agent_seconds: float
-    act_seconds: float
-    settle_seconds: float
-    error: str | None
-
-
-@dataclass
-class PhaseLine:
-    index: int
-    message: str
-    trigger: str
-    delivered_step: int | None = None
-
-
-@dataclass
-class EpisodeSession:
-    """One episode started from the TUI and what has happened in it so far."""
-
-    task: Task
-    agent_spec: str
-    user_mode: UserMode
-    store: Store
-    desktop: Desktop
-    backend: str
-    agent: Agent | None = None
-    """The agent built from `agent_spec` (built at run time when None)."""
-    control: EpisodeControl = field(default_factory=EpisodeControl)
-    user: User = field(init=False)
-    runner: EpisodeRunner | None = None
-    status: str = "starting"
-    steps: list[StepLine] = field(default_factory=list)
-    messages: list[Message] = field(default_factory=list)
-    phases: list[PhaseLine] = field(default_factory=list)
-    waiting: WaitingEvent | None = None
-    """What the runner waits for from the person (set by its event, before the
-    person object itself is asked), or None."""
-    result: EpisodeResult | None = None
-    clock_start: float | None = None
-    """Monotonic time the agent loop began (for the time budget)."""
-    listeners: list[Callable[[RunnerEvent], None]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        # Built now, not with the runner: the chat pane answers through a person user
-        # from the moment the episode is shown.
-        self.user = make_user(self.user_mode, self.task, cache_dir=llm_cache_dir(self.store))
-        self.phases = [
-            PhaseLine(i, p.message, describe_trigger(p.parsed_trigger))
-            for i, p in enumerate(self.task.phases)
-        ]
-
-    @property
-    def episode_id(self) -> int | None:
-        """Known once the runner has recorded the episode's start."""
-        return self.runner.episode_id if self.runner is not None else None
-
-    @property
-    def person(self) -> PersonUser | None:
-        return self.user if isinstance(self.user, PersonUser) else None
-
-    @property
-    def ended(self) -> bool:
-        return self.result is not None
-
-    @property
-    def active_instruction(self) -> str:
-        for message in reversed(self.messages):
-            if message.role == "user":
-                return message.text
-        return self.task.instruction
-
-    @property
-    def pending_phase(self) -> PhaseLine | None:
-        return next((p for p in self.phases if p.delivered_step is None), None)
-
-    def budget_left(self, now: float | None = None) -> tuple[int, float]:
-        """(steps, seconds) left of the task's budget."""
-        steps = self.task.budget.steps - len(self.steps)
-        seconds = self.task.budget.seconds
-        if self.clock_start is not None:
-            seconds -= (now if now is not None else time.monotonic()) - self.clock_start
-        return steps, max(0.0, seconds)
-
-    def _on_event(self, event: RunnerEvent) -> None:
-        match event:
-            case StatusEvent(text):
-                self.status = text
-            case StepEvent():
-                if self.clock_start is None:
-                    spent = event.agent_seconds + event.act_seconds + event.settle_seconds
-                    self.clock_start = time.monotonic() - spent
-                self.steps.append(
-                    StepLine(
-                        event.idx,
-                        event.description,
-                        event.agent_seconds,
-                        event.act_seconds,
-                        event.settle_seconds,
-                        event.error,
-                    )
-                )
-                self.waiting = None
-            case MessageEvent(message):
-                self.messages.append(message)
-            case PhaseEvent(index, step):
-                self.phases[index].delivered_step = step
-            case WaitingEvent():
-                self.waiting = event
-                self.status = (
-                    "waiting for your answer" if event.what == "answer" else "waiting for review"
-                )
-            case EndedEvent(result):
-                self.result = result
-                self.waiting = None
-                self.status = f"ended: {result.status} ({result.end_reason})"
-        for listener in list(self.listeners):
-            listener(event)
-
-    async def run(self) -> EpisodeResult:
-        """Run the episode on `desktop`, which stays the caller's (the pool's)."""
-        episode = launch(
-            self.task,
-            self.store,
-            backend=self.backend,
-            agent=self.agent or self.agent_spec,
-            user=self.user,
-            desktop=self.desktop,
-            on_event=self._on_event,
-            control=self.control,
-        )
-        self.runner = episode.runner
-        return await episode.run()
-
-    def send(self, text: str, kind: UserKind) -> str:
-        """The chat pane's Enter: answers a waiting ASK, gives feedback on a waiting
-        DONE, else injects `text` as `kind`. Returns what was done, for the UI."""
-        person = self.person
-        if self.ended:
-            raise ValueError("the episode has ended")
-        if person is not None and person.waiting == "answer":
-            person.provide_answer(text)
-            self.waiting = None
-            return "answer sent"
-        if person is not None and person.waiting == "review":
-            person.give_feedback(text)
-            self.waiting = None
-            return "feedback sent: the episode continues"
-        self.control.inject(text, kind)
-        return f"{kind} queued for the agent's next step"
-
-    def accept(self) -> None:
-        person = self.person
-        if person is None or person.waiting != "review":
-            raise ValueError("nothing to accept: the agent has not said DONE")
-        person.accept()
-        self.waiting = None
-
-    def toggle_pause(self) -> bool:
-        """Pause or resume; returns whether the episode is now paused."""
-        if self.control.paused:
-            self.control.resume()
-        else:
-            self.control.pause()
-        return self.control.paused
-
-
-# -- a live frame feed ------------------------------------------------------------
-
-
-async def frame_feed(
-    endpoint: Callable[[], VncEndpoint | None],
-    *,
-    fps: float = 12.0,
-    idle_poll: float = 0.5,
-) -> AsyncIterator[tuple[float, Pixels]]:
-    """Frames of a desktop from our own (shared) VNC connection, at most `fps` a second.
-
-    Yields (monotonic time, RGB pixels) when the screen changed. `endpoint` is asked
-    again whenever the connection drops, since a reset moves a local desktop to a new
-    port. Updates are requested incrementally, so an unchanged screen costs nothing.
-    """
-    period = 1.0 / fps
-    client: VNCClient | None = None
-    where: VncEndpoint | None = None
-    try:
-        while True:
-            current = endpoint()
-            if client is None or client.closed or current != where:
-                if client is not None:
-                    await client.close()
-                    client = None
-                where = current
-                if where is None:
-                    await asyncio.sleep(idle_poll)
-                    continue
-                try:
-                    client = await connect(where.host, where.port, where.password)
-                    frame = await client.frame()
-                except VNCError:
-                    client = None
-                    await asyncio.sleep(idle_poll)
-                    continue
-                yield time.monotonic(), frame.pixels
-            started = time.monotonic()
-            try:
-                result = await client.settle(
-                    timeout=max(period, idle_poll), quiet=0.0, change_wait=idle_poll, min_area=0
-                )
-            except VNCError:
-                continue
-            if result.changed:
-                yield time.monotonic(), client.current_frame().pixels
-            rest = period - (time.monotonic() - started)
-            if rest > 0:
-                await asyncio.sleep(rest)
-    finally:
-        if client is not None:
-            await client.close()
-
-
-def flow(text: str) -> str:
-    """Task text with the YAML file's line breaks undone (blank lines kept), for
-    panes that wrap text themselves."""
-    paragraphs = re.split(r"\n\s*\n", text.strip())
-    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
