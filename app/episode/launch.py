@@ -131,6 +131,7 @@ def make_user(
 
 
 def llm_cache_dir(store: Store) -> Path:
+    """Where the LLM user of episodes recorded in `store` caches its answers."""
     return store.root / LLM_USER_CACHE
 
 
