@@ -38,7 +38,8 @@ from app.agents.factory import make_agent
 from app.agents.scripted import Oracle, load_script
 from app.checks.tree import leaves
 from app.desktops.local import LocalDesktop
-from app.episode.runner import EpisodeRunner, RunOptions
+from app.episode.control import RunOptions
+from app.episode.runner import EpisodeRunner
 from app.episode.scoring import score_task
 from app.store import Store
 from app.tasks.loader import load_task, resolve_asset

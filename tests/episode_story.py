@@ -7,7 +7,7 @@ without it a CI failure only says "fail != done".
 
 from __future__ import annotations
 
-from app.episode.runner import EpisodeResult
+from app.episode.events import EpisodeResult
 from app.store import Store
 
 

@@ -26,12 +26,12 @@ from app.batch import (
     resume_batch,
     start_batch,
 )
-from app.batch.pool import make_pool_desktop
 from app.batch.progress import Progress
 from app.batch.retry import is_infrastructure_error
 from app.core.actions import Action, Ask, Done, Type
 from app.core.errors import AgentUnavailable, DeskLoopError, StoreError, TaskError
 from app.desktops.base import Desktop
+from app.episode.launch import make_spec_desktop
 from app.metrics.report import write_jsonl
 from app.metrics.slots import Slot, batch_table
 from app.metrics.summary import summarize
@@ -243,7 +243,7 @@ async def test_infrastructure_errors_retry_on_a_fresh_desktop(tmp_path: Path) ->
         return _FlakyAgent(len(built) - 2)
 
     def desktops(spec: DesktopSpec) -> Desktop:
-        desktop = make_pool_desktop(spec)
+        desktop = make_spec_desktop(spec)
         made.append(desktop)
         return desktop
 

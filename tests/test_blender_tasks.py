@@ -17,7 +17,8 @@ import yaml
 
 from app.agents.factory import make_agent
 from app.desktops.local import LocalDesktop
-from app.episode.runner import EpisodeResult, EpisodeRunner
+from app.episode.events import EpisodeResult
+from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser

@@ -23,7 +23,8 @@ from app.agents.factory import make_agent
 from app.core.procfs import all_pids, process_environ
 from app.desktops.local import LocalDesktop
 from app.desktops.reaper import OWNER_PID_ENV
-from app.episode.runner import EpisodeResult, EpisodeRunner
+from app.episode.events import EpisodeResult
+from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser

@@ -1,5 +1,6 @@
 """The floors of docs/architecture.md hold: import-linter's contracts pass on the tree,
-and fail, naming the import, when an upward import or a Textual import is added."""
+and fail, naming the import, when an upward import or a Textual import is added (outside
+app.ui, or in app.ui's headless services)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,19 @@ def test_textual_outside_the_ui_breaks_a_contract(tree_copy: Path) -> None:
     out = lint_imports(tree_copy)
     assert out.returncode != 0
     assert "Textual only in app.ui BROKEN" in out.stdout
+
+
+def test_textual_in_a_tui_service_breaks_a_contract(tree_copy: Path) -> None:
+    add_import(tree_copy / "app/ui/services/episode.py", "import textual  # noqa")
+    out = lint_imports(tree_copy)
+    assert out.returncode != 0
+    assert "No Textual in app.ui's services BROKEN" in out.stdout
+    assert "app.ui.services.episode -> textual" in out.stdout
+
+
+def test_a_tui_service_cannot_reach_textual_through_a_screen_module(tree_copy: Path) -> None:
+    add_import(tree_copy / "app/ui/services/desktops.py", "import app.ui.modals  # noqa")
+    out = lint_imports(tree_copy)
+    assert out.returncode != 0
+    assert "No Textual in app.ui's services BROKEN" in out.stdout
+    assert "app.ui.services.desktops -> app.ui.modals" in out.stdout

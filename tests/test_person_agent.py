@@ -14,7 +14,8 @@ from app.agents.person import PassThroughDesktop, PersonAgent, parse_command
 from app.core.actions import Action, Ask, Click, Done, Drag, Fail, Key, Move, Scroll, Type
 from app.core.errors import VNCError
 from app.desktops.local import LocalDesktop
-from app.episode.runner import EpisodeRunner, RunOptions
+from app.episode.control import RunOptions
+from app.episode.runner import EpisodeRunner
 from app.rfb import wire
 from app.rfb.client import VncEndpoint, connect
 from app.rfb.proxy import InputRecorder, ProxyAddress, RFBRecordingProxy

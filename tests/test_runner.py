@@ -15,16 +15,16 @@ from app.core.actions import Action, Done, Type
 from app.core.errors import AgentUnavailable, MalformedAction
 from app.core.vocabulary import Source
 from app.desktops.local import LocalDesktop
-from app.episode.runner import (
+from app.episode.control import EpisodeControl
+from app.episode.events import (
     EndedEvent,
-    EpisodeControl,
     EpisodeResult,
-    EpisodeRunner,
     MessageEvent,
     RunnerEvent,
     StatusEvent,
     StepEvent,
 )
+from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.core.outcomes import CheckOutcome
-from app.episode.runner import EpisodeResult
+from app.episode.events import EpisodeResult
 from app.episode.verify import judge, reference_kind, verify_tasks
 from app.store import Store
 from app.tasks.loader import load_task, task_files

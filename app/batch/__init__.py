@@ -36,9 +36,10 @@ pool's and the retry policy's parts are imported from their modules.
 
 from app.batch.hosts import Host, hosts_from_env, parse_hosts
 from app.batch.options import BatchOptions
-from app.batch.pool import DesktopFactory, DesktopSpec
+from app.batch.pool import DesktopFactory
 from app.batch.runner import BatchRunner, resume_batch, start_batch
 from app.batch.suite import Suite, load_suite, resolve_tasks
+from app.episode.launch import DesktopSpec
 
 __all__ = [
     "BatchOptions",

@@ -2,43 +2,24 @@
 a slot at a time (a `Lease`), reused by the next try of the same image, and a host
 whose desktop failed at start-up kept out while another host is up (`DesktopPool`).
 
-Desktops come from a `DesktopFactory` (default: `app.desktops.factory.make_desktop`),
-so any backend plugs in and tests pass fakes to check the placement alone.
+Desktops come from a `DesktopFactory` (default: `app.episode.launch.make_spec_desktop`),
+so any backend plugs in and tests pass fakes to check the placement alone. Which image
+a task's desktop has is the composition root's answer (`app.episode.launch.task_image`),
+the same as for every other way of starting an episode.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from app.batch.options import BatchOptions
 from app.core.errors import DeskLoopError
 from app.desktops.base import Desktop
-from app.desktops.factory import make_desktop
-from app.tasks.model import Task
-
-
-@dataclass(frozen=True)
-class DesktopSpec:
-    """What the batch asks its desktop factory for."""
-
-    backend: str
-    uri: str | None
-    """The libvirt URI of the pool host; None: the backend's default."""
-    index: int
-    """The desktop's place on its host (0 .. capacity-1). Desktops that run at once
-    on one host differ in it, and so do their VM names."""
-    image: str | None
-    """The VM image (libvirt: $DESKLOOP_IMAGE, else the task's app); None elsewhere."""
-
+from app.episode.launch import DesktopSpec
 
 DesktopFactory = Callable[[DesktopSpec], Desktop]
-
-
-def make_pool_desktop(spec: DesktopSpec) -> Desktop:
-    return make_desktop(spec.backend, image=spec.image, uri=spec.uri, index=spec.index)
 
 
 @dataclass
@@ -219,12 +200,3 @@ def pool_hosts(options: BatchOptions) -> list[tuple[str | None, int]]:
     if options.hosts:
         return [(host.uri, host.capacity) for host in options.hosts]
     return [(None, options.concurrency)]
-
-
-def desktop_image(backend: str, task: Task) -> str | None:
-    """The VM image a task's episode needs: a VM image per app (gimp, blender,
-    kdenlive), as for `deskloop run`; $DESKLOOP_IMAGE overrides. None: the backend
-    has no images."""
-    if backend != "libvirt":
-        return None
-    return os.environ.get("DESKLOOP_IMAGE") or task.app

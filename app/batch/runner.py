@@ -23,24 +23,26 @@ from app.agents.factory import make_agent
 from app.agents.openai import OpenAIConfig
 from app.batch.hosts import Host
 from app.batch.options import BatchOptions
-from app.batch.pool import (
-    DesktopFactory,
-    DesktopPool,
-    Lease,
-    desktop_image,
-    make_pool_desktop,
-    pool_hosts,
-)
+from app.batch.pool import DesktopFactory, DesktopPool, Lease, pool_hosts
 from app.batch.progress import Progress
 from app.batch.retry import failed_at_startup, is_infrastructure_error, time_limit_error
 from app.core.errors import DeskLoopError, StoreError, TaskError
-from app.episode.runner import EpisodeResult, EpisodeRunner, RunnerEvent, RunOptions
+from app.episode.control import RunOptions
+from app.episode.events import EpisodeResult, RunnerEvent
+from app.episode.launch import (
+    LLM_USER_CACHE,
+    Episode,
+    launch,
+    make_spec_desktop,
+    make_user,
+    task_image,
+)
 from app.metrics.slots import Slot, SlotRow, batch_table
 from app.store import EpisodeRecord, Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
-from app.users.llm import LLMUser, LLMUserConfig
-from app.users.simulated import SimulatedUser, User
+from app.users.llm import LLMUser
+from app.users.simulated import User
 
 # Setup and scoring come on top of the task's own time budget.
 DEFAULT_TIME_MARGIN = 300.0
@@ -55,12 +57,14 @@ def new_batch_id() -> str:
 
 def default_user_factory(options: BatchOptions, root: Path) -> UserFactory:
     def make(task: Task) -> User:
-        if options.user == "simulated":
-            return SimulatedUser()
-        if options.user == "llm":
-            config = LLMUserConfig.from_json(options.llm_user or {})
-            return LLMUser(task, config, cache_dir=root / "llm-user-cache")
-        raise DeskLoopError(f"unknown user {options.user!r}; expected simulated or llm")
+        # No person: nobody would be there to answer a batch's episodes.
+        return make_user(
+            options.user,
+            task,
+            cache_dir=root / LLM_USER_CACHE,
+            llm=options.llm_user,
+            choices=("simulated", "llm"),
+        )
 
     return make
 
@@ -92,7 +96,7 @@ class BatchRunner:
         self._log = log or (lambda text: None)
         self._progress_stream = progress_stream
         self.pool = DesktopPool(
-            options.backend, pool_hosts(options), desktop_factory or make_pool_desktop, self._log
+            options.backend, pool_hosts(options), desktop_factory or make_spec_desktop, self._log
         )
 
     @property
@@ -110,8 +114,8 @@ class BatchRunner:
         return [(row.slot, row.attempts) for row in rows if row.status != "finished"]
 
     async def run(self) -> list[SlotRow]:
-        self._refuse_if_running()
-        rows = batch_table(self.store, self.batch_id)
+        await self.store.off_loop(self._refuse_if_running)
+        rows = await self.store.off_loop(batch_table, self.store, self.batch_id)
         pending = [(row.slot, row.attempts) for row in rows if row.status != "finished"]
         progress = Progress(
             len(rows), len(rows) - len(pending), self._progress_stream or sys.stderr
@@ -141,7 +145,7 @@ class BatchRunner:
         finally:
             progress.close()
             await self.pool.close()
-        return batch_table(self.store, self.batch_id)
+        return await self.store.off_loop(batch_table, self.store, self.batch_id)
 
     def _refuse_if_running(self) -> None:
         # Opening the store already marked episodes of dead runners on this host.
@@ -165,7 +169,7 @@ class BatchRunner:
         """Run one slot with its retries, each try on a desktop from the pool."""
         progress = self._progress
         task = self.tasks[slot.task_id]
-        image = desktop_image(self.options.backend, task)
+        image = task_image(self.options.backend, task)
         failed_on: set[int] = set()
         last: EpisodeResult | None = None
         for try_index in range(self.options.retries + 1):
@@ -206,10 +210,8 @@ class BatchRunner:
         self, task: Task, slot: Slot, attempt: int, lease: Lease
     ) -> tuple[EpisodeResult, bool]:
         agent = self._agent_factory(slot.agent, task, self.options.openai)
-        runner_box: list[EpisodeRunner] = []
         user = self._user_factory(task)
         bind = getattr(user, "bind_conversation", None)
-        tagged = False
         placement: dict[str, Any] = {"desktop": lease.desktop.info().name}
         if self.options.backend == "libvirt":
             placement["libvirt_uri"] = lease.where(self.options.backend)
@@ -220,6 +222,16 @@ class BatchRunner:
                 placement["phase_wording"] = [wording.as_json() for wording in wordings]
         limit = self.options.time_limit or task.budget.seconds + DEFAULT_TIME_MARGIN
         window: asyncio.Timeout | None = None
+        tagging: asyncio.Future[None] | None = None
+
+        def tag(episode_id: int) -> asyncio.Future[None]:
+            return self.store.off_loop(
+                self.store.tag_batch_slot,
+                episode_id,
+                agent=slot.agent,
+                repeat=slot.repeat,
+                attempt=attempt,
+            )
 
         def cancel_reason() -> str | None:
             # The runner runs in this task, so a cancellation it sees is the window's
@@ -227,21 +239,20 @@ class BatchRunner:
             return time_limit_error(limit) if window is not None and window.expired() else None
 
         def on_event(event: RunnerEvent) -> None:
-            nonlocal tagged
-            runner = runner_box[0]
-            if not tagged and runner.episode_id is not None:
-                tagged = True
-                self.store.tag_batch_slot(
-                    runner.episode_id, agent=slot.agent, repeat=slot.repeat, attempt=attempt
-                )
+            nonlocal tagging
+            if tagging is None and episode.episode_id is not None:
+                # An event handler cannot await: the tag is handed to the store's
+                # thread now, ahead of the runner's next write (the episode may end
+                # at once), and awaited when the episode has ended.
+                tagging = tag(episode.episode_id)
 
-        runner = EpisodeRunner(
+        episode = launch(
             task,
-            lease.desktop,
-            agent,
-            user,
             self.store,
             backend=self.options.backend,
+            agent=agent,
+            user=user,
+            desktop=lease.desktop,
             options=RunOptions(
                 batch_id=self.batch_id,
                 store_frames=self.options.store_frames,
@@ -250,44 +261,52 @@ class BatchRunner:
             ),
             on_event=on_event,
         )
-        runner_box.append(runner)
+        runner = episode.runner
         if callable(bind):
             bind(lambda: runner.protocol.conversation if runner.protocol else [])
         try:
-            # asyncio.timeout, not wait_for: the runner runs in this task, so
-            # cancel_reason can ask the window whether it expired when the runner
-            # records the cancellation (and 3.11's wait_for can swallow a Ctrl-C).
-            async with asyncio.timeout(limit) as window:
-                result = await runner.run()
-        except TimeoutError:
-            episode_id = runner.episode_id if runner.episode_id is not None else -1
-            if episode_id >= 0:
-                record = self.store.get_episode(episode_id)
-                if record.status == "finished":
-                    # The limit struck after the episode was recorded as finished
-                    # (closing the agent): the finished record stands.
-                    return _result_of(record), False
-                error = record.error or time_limit_error(limit)
-                steps = record.steps
-            else:
-                error, steps = time_limit_error(limit), 0
-            return EpisodeResult(
-                episode_id, task.id, "error", "error", None, None, steps, error
-            ), True
-        except StoreError:
-            raise
-        except DeskLoopError as exc:
-            # Raised outside the runner's own handling (closing the agent, say).
-            error = f"{exc.title}: {exc}"
-            episode_id = runner.episode_id if runner.episode_id is not None else -1
-            result = EpisodeResult(episode_id, task.id, "error", "error", None, None, 0, error)
-        if not tagged and result.episode_id >= 0:
+            try:
+                # asyncio.timeout, not wait_for: the runner runs in this task, so
+                # cancel_reason can ask the window whether it expired when the runner
+                # records the cancellation (and 3.11's wait_for can swallow a Ctrl-C).
+                async with asyncio.timeout(limit) as window:
+                    result = await episode.run()
+            except TimeoutError:
+                return await self._timed_out(episode, task, limit)
+            except StoreError:
+                raise
+            except DeskLoopError as exc:
+                # Raised outside the runner's own handling (closing the agent, say).
+                error = f"{exc.title}: {exc}"
+                episode_id = episode.episode_id if episode.episode_id is not None else -1
+                result = EpisodeResult(episode_id, task.id, "error", "error", None, None, 0, error)
+        finally:
+            # Written on the store's thread even when this task was cancelled meanwhile
+            # (off_loop runs a call to its end); awaited so that a failed tag raises.
+            if tagging is not None:
+                await tagging
+        if tagging is None and result.episode_id >= 0:
             # No event came before the end (cannot happen with today's runner, which
             # reports the reset first); tag now so the slot is not run again.
-            self.store.tag_batch_slot(
-                result.episode_id, agent=slot.agent, repeat=slot.repeat, attempt=attempt
-            )
+            await tag(result.episode_id)
         return result, result.status == "error" and is_infrastructure_error(result.error)
+
+    async def _timed_out(
+        self, episode: Episode, task: Task, limit: float
+    ) -> tuple[EpisodeResult, bool]:
+        """The result of a try that ran past the batch's time limit."""
+        episode_id = episode.episode_id if episode.episode_id is not None else -1
+        if episode_id < 0:
+            error, steps = time_limit_error(limit), 0
+        else:
+            record = await self.store.off_loop(self.store.get_episode, episode_id)
+            if record.status == "finished":
+                # The limit struck after the episode was recorded as finished
+                # (closing the agent): the finished record stands.
+                return _result_of(record), False
+            error = record.error or time_limit_error(limit)
+            steps = record.steps
+        return EpisodeResult(episode_id, task.id, "error", "error", None, None, steps, error), True
 
 
 def _result_of(record: EpisodeRecord) -> EpisodeResult:

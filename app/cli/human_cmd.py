@@ -13,16 +13,18 @@ from app.cli.common import print_err, run_async
 
 async def run_human(args: argparse.Namespace) -> Any:
     from app.agents.person import COMMANDS_HELP, PassThroughDesktop, PersonAgent
-    from app.desktops.factory import make_desktop
-    from app.episode.runner import EpisodeRunner, MessageEvent, RunnerEvent, RunOptions
+    from app.episode.control import RunOptions
+    from app.episode.events import MessageEvent, RunnerEvent
+    from app.episode.launch import launch, task_desktop
     from app.rfb.proxy import ProxyAddress
     from app.store import Store
     from app.tasks.loader import find_task
-    from app.users.simulated import SimulatedUser
 
     task = find_task(args.task, [args.tasks_dir])
     loop = asyncio.get_running_loop()
-    desktop = make_desktop(args.backend)
+    # The person's viewer drives this desktop (of the task's image) through the
+    # proxy, so the agent is built on it before the episode is launched.
+    desktop = task_desktop(args.backend, task)
 
     def announce(address: ProxyAddress) -> None:
         print(
@@ -54,20 +56,20 @@ async def run_human(args: argparse.Namespace) -> Any:
 
     threading.Thread(target=read_commands, name="human-commands", daemon=True).start()
     with Store(args.db) as store:
+        episode = launch(
+            task,
+            store,
+            backend=args.backend,
+            agent=agent,
+            # The person's input already reached the desktop and is on screen: the
+            # runner acts on a pass-through and need not wait long for it to settle.
+            desktop=PassThroughDesktop(desktop),
+            options=RunOptions(settle_timeout=0.5),
+            progress=lambda text: print_err(f"[{task.id}] {text}"),
+            on_event=on_event,
+        )
         try:
-            runner = EpisodeRunner(
-                task,
-                PassThroughDesktop(desktop),
-                agent,
-                SimulatedUser(),
-                store,
-                backend=args.backend,
-                # The person's input is already on screen: no need to wait long.
-                options=RunOptions(settle_timeout=0.5),
-                progress=lambda text: print_err(f"[{task.id}] {text}"),
-                on_event=on_event,
-            )
-            return await runner.run()
+            return await episode.run()
         finally:
             await desktop.close()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -37,12 +36,10 @@ def add_desktop_options(parser: argparse.ArgumentParser) -> None:
 
 async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[EpisodeResult]:
     """Run each task once, one after the other, each on a fresh desktop."""
-    from app.agents.factory import make_agent
-    from app.desktops.factory import make_desktop
-    from app.episode.runner import EpisodeControl, EpisodeRunner, RunOptions
+    from app.episode.control import EpisodeControl
+    from app.episode.launch import launch
     from app.store import Store
     from app.tasks.loader import find_task
-    from app.users.simulated import SimulatedUser
 
     tasks = [find_task(ref, [args.tasks_dir]) for ref in task_refs]
     # `demo` has no model options: it always replays reference solutions.
@@ -51,33 +48,28 @@ async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[
     results = []
     with Store(args.db) as store:
         for task in tasks:
-            agent = make_agent(args.agent, task, openai=model)
-            # A VM image per app (gimp, blender, kdenlive); $DESKLOOP_IMAGE overrides.
-            image = os.environ.get("DESKLOOP_IMAGE") or task.app
-            desktop = make_desktop(args.backend, image=image)
 
             def progress(text: str, task_id: str = task.id) -> None:
                 if verbose:
                     print(f"[{task_id}] {text}", file=sys.stderr, flush=True)
 
             control = EpisodeControl()
+            # A fresh desktop of the task's image, closed when the episode ends.
+            episode = launch(
+                task,
+                store,
+                backend=args.backend,
+                agent=args.agent,
+                user=args.user,
+                openai=model,
+                progress=progress,
+                control=control,
+            )
             INTERRUPT.hooks.append(control.abort)
             try:
-                runner = EpisodeRunner(
-                    task,
-                    desktop,
-                    agent,
-                    SimulatedUser(),
-                    store,
-                    backend=args.backend,
-                    options=RunOptions(),
-                    progress=progress,
-                    control=control,
-                )
-                results.append(await runner.run())
+                results.append(await episode.run())
             finally:
                 INTERRUPT.hooks.remove(control.abort)
-                await desktop.close()
     return results
 
 

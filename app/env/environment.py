@@ -1,8 +1,9 @@
 """`DeskLoopEnv`: one task on one desktop as a `gymnasium.Env` (see `app.env`).
 
 It is built on the same episode runner, protocol engine and store as every other
-run, so each episode is recorded (steps, frames, messages, score) and phases are
-delivered by the task's triggers. The runner pulls actions from an agent; here
+run, wired up by the same `app.episode.launch` (a desktop of the task's image), so
+each episode is recorded (steps, frames, messages, score) and phases are delivered
+by the task's triggers. The runner pulls actions from an agent; here
 the agent is a bridge that hands each observation to `step`'s caller and waits
 for the next action. The runner lives on an asyncio loop in a background thread;
 `reset`, `step` and `close` are its synchronous facade.
@@ -27,13 +28,14 @@ from app.core.actions import Action, action_to_dict, parse_action, validate_acti
 from app.core.conversation import Message
 from app.core.errors import ActionError, DeskLoopError, MalformedAction
 from app.desktops.base import Desktop
-from app.desktops.factory import make_desktop
 from app.env.spaces import action_space, from_space, is_space_action, observation_space
-from app.episode.runner import EpisodeResult, EpisodeRunner, RunnerEvent, RunOptions, StepEvent
+from app.episode.control import RunOptions
+from app.episode.events import EpisodeResult, RunnerEvent, StepEvent
+from app.episode.launch import Episode, launch, task_desktop
 from app.store import Store
 from app.tasks.loader import find_task
 from app.tasks.model import Task
-from app.users.simulated import SimulatedUser, User
+from app.users.simulated import User
 
 T = TypeVar("T")
 Obs = dict[str, Any]
@@ -137,7 +139,7 @@ class DeskLoopEnv(gymnasium.Env[Obs, Any]):
         )
         self._thread.start()
         self._desktop: Desktop | None = None
-        self._runner: EpisodeRunner | None = None
+        self._launched: Episode | None = None
         self._episode: asyncio.Task[EpisodeResult] | None = None
         self._bridge: _BridgeAgent | None = None
         self._last_error: str | None = None
@@ -209,7 +211,11 @@ class DeskLoopEnv(gymnasium.Env[Obs, Any]):
     async def _reset(self) -> tuple[Obs, dict[str, Any]]:
         await self._stop_episode()
         if self._desktop is None:
-            self._desktop = make_desktop(self.backend, width=self.width, height=self.height)
+            # Made once, for the task's image, and kept across resets (the runner
+            # resets it): a VM's cold boot is paid once per environment.
+            self._desktop = task_desktop(
+                self.backend, self.task, width=self.width, height=self.height
+            )
         bridge = _BridgeAgent(self._agent_name)
         self._bridge = bridge
         self._last_error = None
@@ -218,20 +224,20 @@ class DeskLoopEnv(gymnasium.Env[Obs, Any]):
             if isinstance(event, StepEvent):
                 self._last_error = event.error
 
-        runner = EpisodeRunner(
+        launched = launch(
             self.task,
-            self._desktop,
-            bridge,
-            self._user or SimulatedUser(),
             self.store,
             backend=self.backend,
+            agent=bridge,
+            user=self._user or "simulated",
+            desktop=self._desktop,
             options=self._options,
             on_event=on_event,
         )
-        self._runner = runner
-        self._episode = asyncio.ensure_future(runner.run())
+        self._launched = launched
+        self._episode = asyncio.ensure_future(launched.run())
         outcome = await self._next()
-        self.episode_id = runner.episode_id
+        self.episode_id = launched.episode_id
         if isinstance(outcome, EpisodeResult):
             raise DeskLoopError(
                 f"reset failed: episode {outcome.episode_id} of {self.task.id} ended before "
@@ -248,7 +254,7 @@ class DeskLoopEnv(gymnasium.Env[Obs, Any]):
                 "width and height"
             )
         return self._observation(outcome), {
-            "episode_id": runner.episode_id,
+            "episode_id": launched.episode_id,
             "task_id": self.task.id,
             "seed": self._np_random_seed,  # None until a reset is given a seed
         }
@@ -278,8 +284,8 @@ class DeskLoopEnv(gymnasium.Env[Obs, Any]):
         return await self._final(outcome)
 
     async def _final(self, result: EpisodeResult) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
-        assert self._runner is not None and self._desktop is not None
-        protocol = self._runner.protocol
+        assert self._launched is not None and self._desktop is not None
+        protocol = self._launched.runner.protocol
         try:
             frame = await self._desktop.frame()
             screen = frame.pixels

@@ -9,8 +9,9 @@ thread (`Store.off_loop`), so the event loop (and a TUI or a batch on it) stays
 responsive however slow the disk.
 
 A person in the loop steers a running episode through its `EpisodeControl`
-(inject a message at any moment, pause, resume, abort); everything that happens
-is also reported as `RunnerEvent`s, which the TUI shows live.
+(inject a message at any moment, pause, resume, abort; `app.episode.control`, with
+the `RunOptions`); everything that happens is also reported as `RunnerEvent`s
+(`app.episode.events`), which the TUI shows live. This module is the loop alone.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -38,10 +38,19 @@ from app.core.commands import CommandResult
 from app.core.conversation import Message
 from app.core.errors import ActionError, AgentUnavailable, DeskLoopError, MalformedAction
 from app.core.frames import Frame
-from app.core.outcomes import CheckOutcome
-from app.core.vocabulary import UserKind
 from app.desktops.base import Desktop, SavesStartStates
 from app.desktops.xwindows import active_window_title
+from app.episode.control import EpisodeControl, RunOptions
+from app.episode.events import (
+    EndedEvent,
+    EpisodeResult,
+    MessageEvent,
+    PhaseEvent,
+    RunnerEvent,
+    StatusEvent,
+    StepEvent,
+    WaitingEvent,
+)
 from app.episode.protocol import Outcome, PhaseSpec, Protocol
 from app.episode.scoring import ScoreResult, score_phase, score_task
 from app.episode.setup_steps import run_setup
@@ -53,143 +62,6 @@ from app.users.simulated import User
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    settle_timeout: float = 3.0
-    """Upper bound on waiting for the screen to settle after an action."""
-    settle_quiet: float = 0.1
-    """The screen must stay unchanged this long to count as settled."""
-    settle_change_wait: float = 0.3
-    """How long to wait for an action's first visible effect."""
-    store_frames: bool = True
-    batch_id: str | None = None
-    extra_config: dict[str, Any] = field(default_factory=dict)
-    """Added to the episode's recorded `config` (a batch records its desktop's host)."""
-    cancel_reason: Callable[[], str | None] | None = None
-    """Asked when the episode is cancelled: a reason (a batch's time limit ran out)
-    makes it end as an infrastructure error with that reason; None, as an abort."""
-
-
-@dataclass
-class EpisodeResult:
-    episode_id: int
-    task_id: str
-    status: str
-    end_reason: str | None
-    passed: bool | None
-    score: float | None
-    steps: int
-    error: str | None = None
-    checks: list[CheckOutcome] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "episode": self.episode_id,
-            "task": self.task_id,
-            "status": self.status,
-            "end_reason": self.end_reason,
-            "passed": bool(self.passed),
-            "score": self.score if self.score is not None else 0.0,
-            "steps": self.steps,
-            "error": self.error,
-        }
-
-
-# -- live events (for the TUI and other observers) ------------------------------------
-
-
-@dataclass(frozen=True)
-class StatusEvent:
-    text: str
-
-
-@dataclass(frozen=True)
-class StepEvent:
-    idx: int
-    action: Action | None
-    """None when the agent's answer was rejected before it became an action."""
-    description: str
-    agent_seconds: float
-    act_seconds: float
-    settle_seconds: float
-    error: str | None
-
-
-@dataclass(frozen=True)
-class MessageEvent:
-    message: Message
-
-
-@dataclass(frozen=True)
-class PhaseEvent:
-    index: int
-    step: int
-
-
-@dataclass(frozen=True)
-class WaitingEvent:
-    """The runner waits for the user: an answer to an ASK, or a review of a DONE."""
-
-    what: Literal["answer", "review"]
-    question: str | None = None
-
-
-@dataclass(frozen=True)
-class EndedEvent:
-    result: EpisodeResult
-
-
-RunnerEvent = StatusEvent | StepEvent | MessageEvent | PhaseEvent | WaitingEvent | EndedEvent
-
-
-class EpisodeControl:
-    """How a person steers a running episode. Call from the event loop's thread.
-
-    Injected messages are delivered before the agent's next decision; pausing takes
-    effect between steps (an action in flight completes); abort ends the episode as
-    `aborted` at the next step boundary, or at once while paused or waiting.
-    """
-
-    def __init__(self) -> None:
-        self._injections: list[tuple[str, UserKind]] = []
-        self._running = asyncio.Event()
-        self._running.set()
-        self._abort = asyncio.Event()
-
-    def inject(self, text: str, kind: UserKind) -> None:
-        if not text.strip():
-            raise ValueError("an injected message needs text")
-        self._injections.append((text, kind))
-
-    def pause(self) -> None:
-        self._running.clear()
-
-    def resume(self) -> None:
-        self._running.set()
-
-    def abort(self) -> None:
-        self._abort.set()
-        self._running.set()
-
-    @property
-    def paused(self) -> bool:
-        return not self._running.is_set()
-
-    @property
-    def abort_requested(self) -> bool:
-        return self._abort.is_set()
-
-    def take_injections(self) -> list[tuple[str, UserKind]]:
-        taken, self._injections = self._injections, []
-        return taken
-
-    async def wait_while_paused(self) -> None:
-        await self._running.wait()
-
-    async def until_abort(self) -> None:
-        await self._abort.wait()
 
 
 class _Aborted(Exception):

@@ -27,12 +27,11 @@ from app.agents.factory import make_agent
 from app.agents.scripted import read_script
 from app.core.actions import Action, Fail
 from app.core.errors import AgentError, DeskLoopError
-from app.desktops.factory import make_desktop
-from app.episode.runner import EpisodeResult, EpisodeRunner
+from app.episode.events import EpisodeResult
+from app.episode.launch import launch
 from app.store import Store
 from app.tasks.loader import resolve_asset
 from app.tasks.model import Task
-from app.users.simulated import SimulatedUser
 
 Mode = Literal["reference", "null", "untouched"]
 MODES: tuple[Mode, ...] = ("reference", "null", "untouched")
@@ -134,14 +133,8 @@ async def verify_run(
         agent = _agent(mode, task)
     except DeskLoopError as exc:
         return RunVerdict(mode, False, str(exc), None, None, 0.0)
-    desktop = make_desktop(backend)
-    try:
-        runner = EpisodeRunner(
-            task, desktop, agent, SimulatedUser(), store, backend=backend, progress=progress
-        )
-        result = await runner.run()
-    finally:
-        await desktop.close()
+    # A fresh desktop of the task's image, closed when the episode ends.
+    result = await launch(task, store, backend=backend, agent=agent, progress=progress).run()
     ok, reason = judge(mode, result)
     return RunVerdict(mode, ok, reason, result.episode_id, result.score, time.monotonic() - started)
 

@@ -169,12 +169,22 @@ class StoreBase:
 
     # -- calls from an asyncio loop ---------------------------------------------
 
-    async def off_loop(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run `call` (a method of this store) on the store's thread; await its result.
+    def off_loop(
+        self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+    ) -> asyncio.Future[T]:
+        """Hand `call` (a method of this store, or a function of the store's methods) to
+        the store's thread; await the future returned for its result. Call it on the
+        event loop's thread.
 
-        Calls run one at a time in the order they were handed over. A call handed
-        over runs to its end even when the awaiting task is cancelled meanwhile, so
-        a cancelled episode's last step is still written before its end is.
+        Calls run one at a time in the order they were handed over, which is the order
+        of the `off_loop` calls, not of the awaits: a handler that cannot await (a
+        runner's event callback) still hands over a write that lands before the
+        writes after it. A call handed over runs to its end even when the awaiting
+        task is cancelled meanwhile, so a cancelled episode's last step is still
+        written before its end is.
+
+        Raises:
+            StoreError: the store is closing (at once, not when awaited).
         """
         with self._handover:
             if self._closing:
@@ -184,7 +194,7 @@ class StoreBase:
             future = self._writer.submit(functools.partial(call, *args, **kwargs))
         # shield: a cancelled await must not cancel a write not yet begun, or it would
         # be lost while the writes after it (the episode's end) are not.
-        return await asyncio.shield(asyncio.wrap_future(future))
+        return asyncio.shield(asyncio.wrap_future(future))
 
     # -- serialized access -----------------------------------------------------
 

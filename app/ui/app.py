@@ -30,7 +30,8 @@ from app.ui.screens.episodes import EpisodesScreen
 from app.ui.screens.live import LiveScreen
 from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import TasksScreen
-from app.ui.session import DesktopPool, EpisodeSession, LibvirtDesktops
+from app.ui.services.desktops import DesktopPool, LibvirtDesktops
+from app.ui.services.episode import EpisodeSession
 
 SCREEN_KEYS = """
 **Screens** (from anywhere, when the cursor is not in a text box):
@@ -161,13 +162,14 @@ class DeskLoopApp(App[None]):
     # -- episodes -------------------------------------------------------------------
 
     def start_episode(self, task: Task, agent_spec: str, user_mode: UserMode) -> EpisodeSession:
-        """Start an episode on a new desktop and show it on the Live screen."""
+        """Start an episode on the task's desktop (`DesktopPool.for_task`) and show it on
+        the Live screen."""
         if self.session is not None and not self.session.ended:
             raise DeskLoopError("an episode is already running; abort it or wait for its end")
         from app.agents.factory import make_agent
 
         agent = make_agent(agent_spec, task)  # a bad spec fails here, before a desktop starts
-        entry = self.pool.new()
+        entry, started_here = self.pool.for_task(task)
         session = EpisodeSession(
             task=task,
             agent_spec=agent_spec,
@@ -187,7 +189,9 @@ class DeskLoopApp(App[None]):
             finally:
                 entry.busy = None
                 entry.episode = None
-                await entry.desktop.close()
+                # A desktop the person started before stays as they left it.
+                if started_here:
+                    await entry.desktop.close()
 
         def note_episode(_event: object) -> None:
             entry.episode = session.episode_id

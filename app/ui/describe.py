@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from app.checks.tree import CheckGroup, CheckLeaf, EvalNode
@@ -77,3 +78,10 @@ def task_markdown(task: Task) -> str:
     out.append(f"Reference solution: {task.reference or 'none'}  ")
     out.append(f"File: {task.source}")
     return "\n".join(out)
+
+
+def flow(text: str) -> str:
+    """Task text with the YAML file's line breaks undone (blank lines kept), for
+    panes that wrap text themselves."""
+    paragraphs = re.split(r"\n\s*\n", text.strip())
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)

@@ -10,7 +10,7 @@ import pytest
 from textual.message import Message
 from textual.widgets import Input, Select
 
-from app.episode.runner import WaitingEvent
+from app.episode.events import WaitingEvent
 from app.store import Store
 from app.ui.app import DeskLoopApp
 from app.ui.halfblock import HalfBlockView

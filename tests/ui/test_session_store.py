@@ -12,7 +12,7 @@ from pathlib import Path
 from app.agents.null import NullAgent
 from app.store import Store
 from app.tasks.loader import load_task
-from app.ui.session import EpisodeSession
+from app.ui.services.episode import EpisodeSession
 from tests.still_desktop import StillDesktop
 
 TASK = """\

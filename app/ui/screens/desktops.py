@@ -20,7 +20,13 @@ from app.desktops.inventory import SavedState, VmListing
 from app.rfb.client import VncEndpoint
 from app.ui.modals import ChoiceScreen
 from app.ui.screens.base import LabScreen
-from app.ui.session import DesktopPool, LibvirtDesktops, open_viewer, snapshot_key, viewer_command
+from app.ui.services.desktops import (
+    DesktopPool,
+    LibvirtDesktops,
+    open_viewer,
+    snapshot_key,
+    viewer_command,
+)
 
 LIST_EVERY = 3.0
 """Seconds between listings of the libvirt desktops while the screen shows."""

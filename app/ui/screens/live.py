@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Header, Input, RichLog, Select, S
 
 from app.core.conversation import Message as ChatMessage
 from app.core.vocabulary import UserKind
-from app.episode.runner import (
+from app.episode.events import (
     EndedEvent,
     EpisodeResult,
     MessageEvent,
@@ -28,10 +28,12 @@ from app.episode.runner import (
     WaitingEvent,
 )
 from app.rfb.client import VncEndpoint
+from app.ui.describe import flow
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
 from app.ui.screens.base import LabScreen
-from app.ui.session import EpisodeSession, StepLine, flow, frame_feed
+from app.ui.services.episode import EpisodeSession, StepLine
+from app.ui.services.frame_feed import frame_feed
 
 FEED_FPS = 12.0
 """Redraw cap: FIELD_NOTES measured 17 fps full-frame half-block redraws; 10-15 fps

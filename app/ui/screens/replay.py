@@ -15,9 +15,9 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from app.core.outcomes import CheckOutcome
 from app.store import EpisodeRecord, MessageRecord, StepRecord
+from app.ui.describe import flow
 from app.ui.halfblock import HalfBlockView, Pixels, mark_point
 from app.ui.screens.base import LabScreen
-from app.ui.session import flow
 
 POINT_KINDS = ("click", "move", "scroll", "drag")
 

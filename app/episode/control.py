@@ -1,0 +1,82 @@
+"""How an episode is steered from outside its loop: `RunOptions`, fixed when it starts,
+and `EpisodeControl`, a person's hand on it while it runs.
+
+A cancellation (Ctrl-C, a batch's time limit) ends an episode as an abort unless
+`RunOptions.cancel_reason` names an infrastructure reason; an `EpisodeControl.abort`
+ends it at the next step boundary. The runner (`app.episode.runner`) reads both; the
+CLI, the TUI, a batch and the Gymnasium environment set them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.core.vocabulary import UserKind
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    settle_timeout: float = 3.0
+    """Upper bound on waiting for the screen to settle after an action."""
+    settle_quiet: float = 0.1
+    """The screen must stay unchanged this long to count as settled."""
+    settle_change_wait: float = 0.3
+    """How long to wait for an action's first visible effect."""
+    store_frames: bool = True
+    batch_id: str | None = None
+    extra_config: dict[str, Any] = field(default_factory=dict)
+    """Added to the episode's recorded `config` (a batch records its desktop's host)."""
+    cancel_reason: Callable[[], str | None] | None = None
+    """Asked when the episode is cancelled: a reason (a batch's time limit ran out)
+    makes it end as an infrastructure error with that reason; None, as an abort."""
+
+
+class EpisodeControl:
+    """How a person steers a running episode. Call from the event loop's thread.
+
+    Injected messages are delivered before the agent's next decision; pausing takes
+    effect between steps (an action in flight completes); abort ends the episode as
+    `aborted` at the next step boundary, or at once while paused or waiting.
+    """
+
+    def __init__(self) -> None:
+        self._injections: list[tuple[str, UserKind]] = []
+        self._running = asyncio.Event()
+        self._running.set()
+        self._abort = asyncio.Event()
+
+    def inject(self, text: str, kind: UserKind) -> None:
+        if not text.strip():
+            raise ValueError("an injected message needs text")
+        self._injections.append((text, kind))
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def abort(self) -> None:
+        self._abort.set()
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    @property
+    def abort_requested(self) -> bool:
+        return self._abort.is_set()
+
+    def take_injections(self) -> list[tuple[str, UserKind]]:
+        taken, self._injections = self._injections, []
+        return taken
+
+    async def wait_while_paused(self) -> None:
+        await self._running.wait()
+
+    async def until_abort(self) -> None:
+        await self._abort.wait()

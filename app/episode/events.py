@@ -1,0 +1,85 @@
+"""What a running episode reports: the `RunnerEvent`s and the `EpisodeResult`.
+
+The runner emits each event on the event loop's thread as it happens; the TUI's episode
+session, the CLI's `human` command, a batch (to tag its slot) and the Gymnasium
+environment consume them. They are plain frozen dataclasses, apart from the loop that
+makes them, so a consumer depends on what an episode says, not on how it runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from app.core.actions import Action
+from app.core.conversation import Message
+from app.core.outcomes import CheckOutcome
+
+
+@dataclass
+class EpisodeResult:
+    episode_id: int
+    task_id: str
+    status: str
+    end_reason: str | None
+    passed: bool | None
+    score: float | None
+    steps: int
+    error: str | None = None
+    checks: list[CheckOutcome] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "episode": self.episode_id,
+            "task": self.task_id,
+            "status": self.status,
+            "end_reason": self.end_reason,
+            "passed": bool(self.passed),
+            "score": self.score if self.score is not None else 0.0,
+            "steps": self.steps,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class StatusEvent:
+    text: str
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    idx: int
+    action: Action | None
+    """None when the agent's answer was rejected before it became an action."""
+    description: str
+    agent_seconds: float
+    act_seconds: float
+    settle_seconds: float
+    error: str | None
+
+
+@dataclass(frozen=True)
+class MessageEvent:
+    message: Message
+
+
+@dataclass(frozen=True)
+class PhaseEvent:
+    index: int
+    step: int
+
+
+@dataclass(frozen=True)
+class WaitingEvent:
+    """The runner waits for the user: an answer to an ASK, or a review of a DONE."""
+
+    what: Literal["answer", "review"]
+    question: str | None = None
+
+
+@dataclass(frozen=True)
+class EndedEvent:
+    result: EpisodeResult
+
+
+RunnerEvent = StatusEvent | StepEvent | MessageEvent | PhaseEvent | WaitingEvent | EndedEvent

@@ -1,0 +1,206 @@
+"""The composition root: what an episode is made of, decided in one place.
+
+Six entry points start episodes: `deskloop run` (and `demo`), `deskloop human`,
+`deskloop tasks verify`, the TUI's episode session, the Gymnasium environment and a
+batch. Each hands `launch` a task, a backend, an agent spec, a user spec, the store and
+the run's options, and gets back an `Episode` wired up and ready to run: the desktop of
+the task's VM image, the agent (`app.agents.factory`), the user (simulated, a person or
+an LLM), and the runner that records it in the store. Callers that keep desktops of
+their own (the TUI's pool, a batch's pool, the environment between resets) pass their
+desktop in, and ask `desktop_spec` which desktop a task needs, so no caller can boot the
+wrong image: four of them once started the GIMP image for every task on libvirt.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.agents.base import Agent
+from app.agents.factory import make_agent
+from app.core.errors import DeskLoopError
+from app.desktops.base import Desktop
+from app.desktops.factory import make_desktop
+from app.episode.control import EpisodeControl, RunOptions
+from app.episode.events import EpisodeResult, RunnerEvent
+from app.episode.runner import EpisodeRunner
+from app.store import Store
+from app.tasks.model import Task
+from app.users.person import PersonUser
+from app.users.simulated import SimulatedUser, User
+
+if TYPE_CHECKING:
+    from app.agents.openai import OpenAIConfig
+
+USER_SPECS = ("simulated", "person", "llm")
+"""simulated (the task's phase script) | person (replies from a UI) | llm (app.users.llm)."""
+LLM_USER_CACHE = "llm-user-cache"
+"""The LLM user's answers are cached in this folder beside the database."""
+
+
+@dataclass(frozen=True)
+class DesktopSpec:
+    """The desktop an episode needs (and what a batch asks its desktop factory for)."""
+
+    backend: str
+    uri: str | None = None
+    """The libvirt URI (a batch's pool host); None: the backend's default."""
+    index: int = 0
+    """The desktop's place on its host (0 .. capacity-1). Desktops that run at once
+    on one host differ in it, and so do their VM names."""
+    image: str | None = None
+    """The VM image (libvirt: $DESKLOOP_IMAGE, else the task's app); None elsewhere."""
+    width: int = 1280
+    height: int = 800
+
+
+def task_image(backend: str, task: Task) -> str | None:
+    """The VM image an episode of `task` needs: a VM image per app (gimp, blender,
+    kdenlive); $DESKLOOP_IMAGE overrides (an image with every app, a test image).
+    None: the backend has no images (one local desktop runs every app)."""
+    if backend != "libvirt":
+        return None
+    return os.environ.get("DESKLOOP_IMAGE") or task.app
+
+
+def desktop_spec(
+    backend: str,
+    task: Task,
+    *,
+    uri: str | None = None,
+    index: int = 0,
+    width: int = 1280,
+    height: int = 800,
+) -> DesktopSpec:
+    """What desktop an episode of `task` runs on."""
+    return DesktopSpec(backend, uri, index, task_image(backend, task), width, height)
+
+
+def make_spec_desktop(spec: DesktopSpec) -> Desktop:
+    """A new, not yet started desktop as `spec` says (`app.desktops.factory`)."""
+    return make_desktop(
+        spec.backend,
+        width=spec.width,
+        height=spec.height,
+        image=spec.image,
+        uri=spec.uri,
+        index=spec.index,
+    )
+
+
+def task_desktop(backend: str, task: Task, *, width: int = 1280, height: int = 800) -> Desktop:
+    """A new desktop for episodes of `task` (libvirt: a VM of its image)."""
+    return make_spec_desktop(desktop_spec(backend, task, width=width, height=height))
+
+
+def fits(desktop: Desktop, spec: DesktopSpec) -> bool:
+    """Whether a desktop made earlier may run an episode that needs `spec`: a VM only
+    if it is of the image (the app the task opens is installed only there)."""
+    return spec.image is None or desktop.info().details.get("image") == spec.image
+
+
+def make_user(
+    spec: str,
+    task: Task,
+    *,
+    cache_dir: Path,
+    llm: dict[str, Any] | None = None,
+    choices: Sequence[str] = USER_SPECS,
+) -> User:
+    """The user named by `spec` for `task`. `llm` configures the LLM user
+    (`LLMUserConfig.from_json`), which caches its answers in `cache_dir`; `choices`
+    narrows the specs a caller accepts (a batch has no person to wait for).
+
+    Raises:
+        DeskLoopError: a spec not in `choices`.
+    """
+    if spec not in choices:
+        expected = " or ".join(filter(None, [", ".join(choices[:-1]), choices[-1]]))
+        raise DeskLoopError(f"unknown user {spec!r}; expected {expected}")
+    if spec == "person":
+        return PersonUser()
+    if spec == "llm":
+        # Imported here: only the LLM user needs the endpoint client (httpx, tenacity).
+        from app.users.llm import LLMUser, LLMUserConfig
+
+        return LLMUser(task, LLMUserConfig.from_json(llm or {}), cache_dir=cache_dir)
+    return SimulatedUser()
+
+
+def llm_cache_dir(store: Store) -> Path:
+    """Where the LLM user of episodes recorded in `store` caches its answers."""
+    return store.root / LLM_USER_CACHE
+
+
+@dataclass
+class Episode:
+    """An episode wired up by `launch`; `run()` runs it once."""
+
+    runner: EpisodeRunner
+    desktop: Desktop
+    """The desktop the runner acts on."""
+    closes_desktop: bool
+    """Whether `run` closes the desktop when the episode ends (launch made it)."""
+
+    @property
+    def episode_id(self) -> int | None:
+        """Known once the runner has recorded the episode's start."""
+        return self.runner.episode_id
+
+    async def run(self) -> EpisodeResult:
+        try:
+            return await self.runner.run()
+        finally:
+            if self.closes_desktop:
+                await self.desktop.close()
+
+
+def launch(
+    task: Task,
+    store: Store,
+    *,
+    backend: str,
+    agent: str | Agent,
+    user: str | User = "simulated",
+    desktop: Desktop | None = None,
+    openai: OpenAIConfig | None = None,
+    options: RunOptions | None = None,
+    progress: Callable[[str], None] | None = None,
+    on_event: Callable[[RunnerEvent], None] | None = None,
+    control: EpisodeControl | None = None,
+) -> Episode:
+    """An episode of `task` on `backend`, recorded in `store`, ready to run.
+
+    `agent` is a spec for `app.agents.factory.make_agent` (with `openai` for the model
+    agent) or an agent already built; `user` a spec for `make_user` or a user already
+    built. Without `desktop`, a new one of the task's image is made, and closed when
+    the episode ends; a desktop passed in stays its owner's. The agent and the user are
+    built first, so a bad spec fails before any desktop exists. `options`, `progress`,
+    `on_event` and `control` go to the runner (`EpisodeRunner`).
+
+    Raises:
+        AgentError: a bad agent spec. DeskLoopError: a bad user spec or backend.
+    """
+    if isinstance(agent, str):
+        agent = make_agent(agent, task, openai)
+    if isinstance(user, str):
+        user = make_user(user, task, cache_dir=llm_cache_dir(store))
+    closes = desktop is None
+    if desktop is None:
+        desktop = task_desktop(backend, task)
+    runner = EpisodeRunner(
+        task,
+        desktop,
+        agent,
+        user,
+        store,
+        backend=backend,
+        options=options,
+        progress=progress,
+        on_event=on_event,
+        control=control,
+    )
+    return Episode(runner, desktop, closes)

@@ -1,0 +1,283 @@
+"""The desktops the TUI shows: this session's pool (with their lifecycle operations),
+the libvirt desktops other runs made (listed, and driven through `deskloop vm`), and the
+external VNC viewer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from app.core.errors import DesktopError
+from app.desktops.base import Desktop, DesktopInfo
+from app.desktops.factory import make_desktop
+from app.desktops.inventory import BackendListing, VmListing, vm_command
+from app.episode.launch import desktop_spec, fits, make_spec_desktop
+from app.rfb.client import VncEndpoint
+from app.tasks.model import Task
+
+
+@dataclass
+class DesktopEntry:
+    desktop: Desktop
+    busy: str | None = None
+    """The operation in progress ('starting', 'resetting', ...), if any."""
+    episode: int | None = None
+    """The episode running on it, if any."""
+    error: str | None = None
+    snapshots: list[str] = field(default_factory=list)
+    """Keys of the snapshots taken of it in this session, oldest first."""
+
+    def info(self) -> DesktopInfo:
+        return self.desktop.info()
+
+
+class DesktopPool:
+    """The desktops this TUI session made, by name, with their lifecycle operations.
+
+    The local backend has no snapshots: its reset starts a fresh session from the
+    empty start state, which is what a snapshot restore gives a VM.
+    """
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.entries: dict[str, DesktopEntry] = {}
+
+    def new(self) -> DesktopEntry:
+        """A new desktop of the backend's default (libvirt: $DESKLOOP_IMAGE, else gimp)."""
+        return self._add(make_desktop(self.backend))
+
+    def for_task(self, task: Task) -> tuple[DesktopEntry, bool]:
+        """The desktop an episode of `task` runs on, and whether the episode starts it
+        (and so stops it at its end).
+
+        Local: a new desktop (one runs every app). Libvirt: the VM `run-IMAGE` of the
+        task's image (`app.episode.launch`): this session's own desktop of that name is
+        reused, running or not, since two objects must not drive one VM; a desktop of
+        another image never runs the task.
+
+        Raises:
+            DesktopError: that desktop is busy or runs an episode.
+        """
+        spec = desktop_spec(self.backend, task)
+        desktop = make_spec_desktop(spec)
+        name = desktop.info().name
+        entry = self.entries.get(name)
+        if entry is None:
+            return self._add(desktop), True
+        if not fits(entry.desktop, spec):
+            raise DesktopError(f"desktop {name} is not of the {spec.image} image {task.id} needs")
+        if entry.busy or entry.episode is not None:
+            doing = entry.busy or f"running episode {entry.episode}"
+            raise DesktopError(f"desktop {name} is busy {doing}")
+        return entry, entry.info().state != "running"
+
+    def _add(self, desktop: Desktop) -> DesktopEntry:
+        entry = DesktopEntry(desktop)
+        self.entries[desktop.info().name] = entry
+        return entry
+
+    def get(self, name: str) -> DesktopEntry:
+        try:
+            return self.entries[name]
+        except KeyError:
+            raise DesktopError(f"no desktop named {name!r} in this session") from None
+
+    async def _op(self, name: str, doing: str, call: Callable[[Desktop], object]) -> None:
+        entry = self.get(name)
+        if entry.busy:
+            raise DesktopError(f"desktop {name} is busy {entry.busy}")
+        if entry.episode is not None and doing != "stopping":
+            raise DesktopError(f"desktop {name} runs episode {entry.episode}; abort it first")
+        entry.busy, entry.error = doing, None
+        try:
+            result = call(entry.desktop)
+            if asyncio.iscoroutine(result):
+                await result
+        except DesktopError as exc:
+            entry.error = str(exc)
+            raise
+        finally:
+            entry.busy = None
+
+    async def start(self, name: str) -> None:
+        """Start (or restart) the desktop in a fresh session."""
+        await self._op(name, "starting", lambda d: d.reset())
+
+    async def reset(self, name: str) -> None:
+        """Back to the start state (a fresh session on the local backend)."""
+        await self._op(name, "resetting", lambda d: d.reset())
+
+    async def stop(self, name: str) -> None:
+        await self._op(name, "stopping", lambda d: d.close())
+
+    async def snapshot(self, name: str) -> str:
+        """Save the running desktop as a start state; returns its key.
+
+        Raises:
+            DesktopError: the backend has no snapshots (local), or saving failed.
+        """
+        entry = self.get(name)
+        save = getattr(entry.desktop, "save_state", None)
+        if save is None:
+            raise DesktopError(
+                f"the {self.backend} backend cannot take snapshots: its reset always starts "
+                "a fresh session (snapshots are a libvirt feature)"
+            )
+        key = snapshot_key()
+        await self._op(name, "saving a snapshot", lambda _d: save(key))
+        entry.snapshots.append(key)
+        return key
+
+    async def restore(self, name: str) -> str:
+        """Back to the last snapshot taken here; returns its key.
+
+        Raises:
+            DesktopError: no snapshot was taken of this desktop in this session.
+        """
+        entry = self.get(name)
+        restore = getattr(entry.desktop, "restore_state", None)
+        if restore is None or not entry.snapshots:
+            raise DesktopError(f"no snapshot of {name} was taken in this session (p takes one)")
+        key = entry.snapshots[-1]
+        await self._op(name, f"restoring {key}", lambda _d: restore(key))
+        return key
+
+    async def close_all(self) -> None:
+        for entry in self.entries.values():
+            with contextlib.suppress(Exception):
+                await entry.desktop.close()
+
+
+@dataclass
+class VmOperation:
+    """A `deskloop vm` command running on a libvirt desktop made outside this session."""
+
+    doing: str
+    last: str = ""
+    """The last line it printed (its progress)."""
+
+
+class LibvirtDesktops:
+    """The libvirt desktops that exist beside this session's (other runs made them):
+    the latest listing and the operations running on them.
+
+    Listing is blocking (`refresh` runs in a thread); operations are `deskloop vm`
+    child processes (see `app.desktops.inventory`), so this process never holds a
+    desktop's lock and other DeskLoop processes can use it as soon as one ends.
+    """
+
+    def __init__(self, source: Callable[[], BackendListing]) -> None:
+        self.source = source
+        self.listing: BackendListing | None = None
+        """None until the first listing arrives."""
+        self.operations: dict[str, VmOperation] = {}
+        self.errors: dict[str, str] = {}
+        """The last failed operation's reason, by desktop name (cleared by the next)."""
+
+    def refresh(self) -> BackendListing:
+        """List them now (blocking: call it in a thread); the caller stores the result.
+
+        Never raises: a listing that fails says why in its `error`, which the screen
+        shows in place of the desktops (a periodic refresh must not open a dialog
+        every few seconds).
+        """
+        try:
+            return self.source()
+        except Exception as exc:
+            return BackendListing("libvirt", "", error=f"{type(exc).__name__}: {exc}")
+
+    def get(self, name: str) -> VmListing | None:
+        if self.listing is None:
+            return None
+        return next((vm for vm in self.listing.desktops if vm.name == name), None)
+
+    def check_free(self, name: str) -> VmListing:
+        """The desktop, if this session may start an operation on it now.
+
+        Raises:
+            DesktopError: unknown, busy here, or driven by another DeskLoop process.
+        """
+        vm = self.get(name)
+        if vm is None:
+            raise DesktopError(f"no libvirt desktop {name} (listed again every few seconds)")
+        operation = self.operations.get(name)
+        if operation is not None:
+            raise DesktopError(f"desktop {name} is busy {operation.doing}")
+        if vm.locked_by is not None and vm.locked_by != os.getpid():
+            raise DesktopError(
+                f"desktop {name} is in use by DeskLoop process {vm.locked_by}, which refuses "
+                "other drivers; watching it (v) and a VNC viewer (o) still work"
+            )
+        return vm
+
+    async def run(self, name: str, doing: str, action: str, *args: str) -> None:
+        """`deskloop vm ACTION NAME ARGS`, with `doing` shown until it ends.
+
+        Raises:
+            DesktopError: refused (see `check_free`) or the command failed.
+        """
+        self.check_free(name)
+        operation = VmOperation(doing)
+        self.operations[name] = operation
+        self.errors.pop(name, None)
+
+        def progress(line: str) -> None:
+            operation.last = line
+
+        try:
+            await vm_command(action, name, *args, progress=progress)
+        except DesktopError as exc:
+            self.errors[name] = str(exc)
+            raise
+        finally:
+            del self.operations[name]
+
+
+def snapshot_key() -> str:
+    """The key of a snapshot taken from the TUI (a saved start state)."""
+    return time.strftime("tui-%Y%m%d-%H%M%S")
+
+
+def viewer_command() -> str | None:
+    """The external VNC viewer on PATH (TigerVNC's), if any."""
+    for name in ("vncviewer", "xtigervncviewer"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def open_viewer(endpoint: VncEndpoint) -> subprocess.Popen[bytes]:
+    """Start the external viewer on `endpoint` with a private password file.
+
+    Raises:
+        DesktopError: no viewer installed, or it could not start.
+    """
+    from app.desktops.xvnc import vnc_password_file_bytes
+
+    viewer = viewer_command()
+    if viewer is None:
+        raise DesktopError(
+            "no VNC viewer (vncviewer) is installed; connect any viewer to "
+            f"{endpoint.host}:{endpoint.port} with password {endpoint.password}"
+        )
+    fd, path = tempfile.mkstemp(prefix="deskloop-vncpass-")
+    with os.fdopen(fd, "wb") as file:
+        file.write(vnc_password_file_bytes(endpoint.password))
+    try:
+        return subprocess.Popen(
+            [viewer, "-passwd", path, f"{endpoint.host}::{endpoint.port}"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise DesktopError(f"cannot start {viewer}: {exc}") from exc

@@ -1,0 +1,201 @@
+"""An episode started from the TUI: wired up by the composition root, steered by the
+person (chat, pause, accept, abort), and its state so far as the runner's events
+told it, for the Live screen to show."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from app.agents.base import Agent
+from app.core.conversation import Message
+from app.core.vocabulary import UserKind, UserMode
+from app.desktops.base import Desktop
+from app.episode.control import EpisodeControl
+from app.episode.events import (
+    EndedEvent,
+    EpisodeResult,
+    MessageEvent,
+    PhaseEvent,
+    RunnerEvent,
+    StatusEvent,
+    StepEvent,
+    WaitingEvent,
+)
+from app.episode.launch import launch, llm_cache_dir, make_user
+from app.episode.runner import EpisodeRunner
+from app.store import Store
+from app.tasks.model import Task
+from app.core.triggers import describe_trigger
+from app.users.person import PersonUser
+from app.users.simulated import User
+
+
+@dataclass
+class StepLine:
+    idx: int
+    description: str
+    agent_seconds: float
+    act_seconds: float
+    settle_seconds: float
+    error: str | None
+
+
+@dataclass
+class PhaseLine:
+    index: int
+    message: str
+    trigger: str
+    delivered_step: int | None = None
+
+
+@dataclass
+class EpisodeSession:
+    """One episode started from the TUI and what has happened in it so far."""
+
+    task: Task
+    agent_spec: str
+    user_mode: UserMode
+    store: Store
+    desktop: Desktop
+    backend: str
+    agent: Agent | None = None
+    """The agent built from `agent_spec` (built at run time when None)."""
+    control: EpisodeControl = field(default_factory=EpisodeControl)
+    user: User = field(init=False)
+    runner: EpisodeRunner | None = None
+    status: str = "starting"
+    steps: list[StepLine] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    phases: list[PhaseLine] = field(default_factory=list)
+    waiting: WaitingEvent | None = None
+    """What the runner waits for from the person (set by its event, before the
+    person object itself is asked), or None."""
+    result: EpisodeResult | None = None
+    clock_start: float | None = None
+    """Monotonic time the agent loop began (for the time budget)."""
+    listeners: list[Callable[[RunnerEvent], None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # Built now, not with the runner: the chat pane answers through a person user
+        # from the moment the episode is shown.
+        self.user = make_user(self.user_mode, self.task, cache_dir=llm_cache_dir(self.store))
+        self.phases = [
+            PhaseLine(i, p.message, describe_trigger(p.trigger))
+            for i, p in enumerate(self.task.phases)
+        ]
+
+    @property
+    def episode_id(self) -> int | None:
+        """Known once the runner has recorded the episode's start."""
+        return self.runner.episode_id if self.runner is not None else None
+
+    @property
+    def person(self) -> PersonUser | None:
+        return self.user if isinstance(self.user, PersonUser) else None
+
+    @property
+    def ended(self) -> bool:
+        return self.result is not None
+
+    @property
+    def active_instruction(self) -> str:
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.text
+        return self.task.instruction
+
+    @property
+    def pending_phase(self) -> PhaseLine | None:
+        return next((p for p in self.phases if p.delivered_step is None), None)
+
+    def budget_left(self, now: float | None = None) -> tuple[int, float]:
+        """(steps, seconds) left of the task's budget."""
+        steps = self.task.budget.steps - len(self.steps)
+        seconds = self.task.budget.seconds
+        if self.clock_start is not None:
+            seconds -= (now if now is not None else time.monotonic()) - self.clock_start
+        return steps, max(0.0, seconds)
+
+    def _on_event(self, event: RunnerEvent) -> None:
+        match event:
+            case StatusEvent(text):
+                self.status = text
+            case StepEvent():
+                if self.clock_start is None:
+                    spent = event.agent_seconds + event.act_seconds + event.settle_seconds
+                    self.clock_start = time.monotonic() - spent
+                self.steps.append(
+                    StepLine(
+                        event.idx,
+                        event.description,
+                        event.agent_seconds,
+                        event.act_seconds,
+                        event.settle_seconds,
+                        event.error,
+                    )
+                )
+                self.waiting = None
+            case MessageEvent(message):
+                self.messages.append(message)
+            case PhaseEvent(index, step):
+                self.phases[index].delivered_step = step
+            case WaitingEvent():
+                self.waiting = event
+                self.status = (
+                    "waiting for your answer" if event.what == "answer" else "waiting for review"
+                )
+            case EndedEvent(result):
+                self.result = result
+                self.waiting = None
+                self.status = f"ended: {result.status} ({result.end_reason})"
+        for listener in list(self.listeners):
+            listener(event)
+
+    async def run(self) -> EpisodeResult:
+        """Run the episode on `desktop`, which stays the caller's (the pool's)."""
+        episode = launch(
+            self.task,
+            self.store,
+            backend=self.backend,
+            agent=self.agent or self.agent_spec,
+            user=self.user,
+            desktop=self.desktop,
+            on_event=self._on_event,
+            control=self.control,
+        )
+        self.runner = episode.runner
+        return await episode.run()
+
+    def send(self, text: str, kind: UserKind) -> str:
+        """The chat pane's Enter: answers a waiting ASK, gives feedback on a waiting
+        DONE, else injects `text` as `kind`. Returns what was done, for the UI."""
+        person = self.person
+        if self.ended:
+            raise ValueError("the episode has ended")
+        if person is not None and person.waiting == "answer":
+            person.provide_answer(text)
+            self.waiting = None
+            return "answer sent"
+        if person is not None and person.waiting == "review":
+            person.give_feedback(text)
+            self.waiting = None
+            return "feedback sent: the episode continues"
+        self.control.inject(text, kind)
+        return f"{kind} queued for the agent's next step"
+
+    def accept(self) -> None:
+        person = self.person
+        if person is None or person.waiting != "review":
+            raise ValueError("nothing to accept: the agent has not said DONE")
+        person.accept()
+        self.waiting = None
+
+    def toggle_pause(self) -> bool:
+        """Pause or resume; returns whether the episode is now paused."""
+        if self.control.paused:
+            self.control.resume()
+        else:
+            self.control.pause()
+        return self.control.paused
