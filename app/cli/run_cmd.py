@@ -13,7 +13,7 @@ from app.cli.common import INTERRUPT, run_async, table
 
 if TYPE_CHECKING:
     # Imported where episodes run: the command line starts without the runner.
-    from app.episode.runner import EpisodeResult
+    from app.episode.events import EpisodeResult
 
 DEMO_TASKS = ("gimp-flip-export", "gimp-poster-resize", "gimp-badge-interactive")
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from app.agents.base import Agent
 from app.core.conversation import Message
+from app.core.triggers import describe_trigger
 from app.core.vocabulary import UserKind, UserMode
 from app.desktops.base import Desktop
 from app.episode.control import EpisodeControl
@@ -27,7 +28,6 @@ from app.episode.launch import launch, llm_cache_dir, make_user
 from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.model import Task
-from app.core.triggers import describe_trigger
 from app.users.person import PersonUser
 from app.users.simulated import User
 
