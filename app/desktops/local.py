@@ -28,14 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from app.core.actions import GuiAction, Wait
 from app.core.errors import DesktopError, GuestError, VNCError
-from app.core.frames import Frame, SettleResult
 from app.core.procfs import process_start_time
 from app.desktops import reaper
 from app.desktops.base import DesktopInfo
 from app.desktops.local_guest import LocalGuest, _die_with_parent
 from app.desktops.reaper import reap_orphans
+from app.desktops.vnc_screen import VncScreen
 from app.desktops.xvnc import (
     XVNC,
     free_port,
@@ -86,12 +85,14 @@ class _Session:
     children: list[asyncio.subprocess.Process] = field(default_factory=list)
 
 
-class LocalDesktop:
+class LocalDesktop(VncScreen):
     """A `Desktop` on this host: Xvnc + openbox, fresh HOME per `reset()`.
 
     Several can run at once (each has its own display, port and HOME). Use
     `async with LocalDesktop() as desktop:` or call `reset()` and `close()`.
     """
+
+    backend_label = "local desktop"
 
     def __init__(
         self,
@@ -171,33 +172,6 @@ class LocalDesktop:
                 raise
             self._state = "running"
 
-    async def frame(self, timeout: float = 5.0) -> Frame:
-        vnc = self._vnc()
-        try:
-            return await vnc.frame(timeout)
-        except VNCError as exc:
-            raise DesktopError(f"local desktop {self.name}: {exc}") from exc
-
-    async def act(self, action: GuiAction) -> None:
-        """Deliver one action over VNC (ActionError for a malformed one, e.g. off-screen)."""
-        if isinstance(action, Wait):
-            await asyncio.sleep(action.seconds)
-            return
-        vnc = self._vnc()
-        try:
-            await vnc.perform(action)
-        except VNCError as exc:
-            raise DesktopError(f"local desktop {self.name}: {exc}") from exc
-
-    async def settle(
-        self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
-    ) -> SettleResult:
-        vnc = self._vnc()
-        try:
-            return await vnc.settle(timeout, quiet, change_wait)
-        except VNCError as exc:
-            raise DesktopError(f"local desktop {self.name}: {exc}") from exc
-
     async def close(self) -> None:
         async with self._lock:
             await self._stop(state="closed")
@@ -221,7 +195,7 @@ class LocalDesktop:
             raise DesktopError(f"local desktop {self.name} is {self._state}; call reset() first")
         return self._session
 
-    def _vnc(self) -> VNCSession:
+    def _vnc_session(self) -> VNCSession:
         session = self._running()
         assert session.vnc is not None
         return session.vnc

@@ -20,24 +20,23 @@ import contextlib
 import os
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 
 import libvirt
 
-from app.core.actions import GuiAction, Wait
-from app.core.errors import DesktopError, VNCError
-from app.core.frames import Frame, SettleResult
+from app.core.errors import DesktopError
 from app.desktops.base import DesktopInfo
 from app.desktops.libvirt.config import DEFAULT_IMAGE, LibvirtConfig, validate_name
 from app.desktops.libvirt.link import GuestLink
 from app.desktops.libvirt.machine import Machine
 from app.desktops.libvirt.states import BOOT_STATE, StartState, state_key, state_keys
 from app.desktops.ssh_guest import SSHGuest, lab_key
+from app.desktops.vnc_screen import VncScreen
 from app.rfb.client import VncEndpoint, VNCSession
 
 
-class LibvirtDesktop:
+class LibvirtDesktop(VncScreen):
     """A `Desktop` that is a libvirt domain (`deskloop-NAME`).
 
     `ephemeral=True` (tests, one-off runs): `close()` removes everything. Otherwise
@@ -45,6 +44,8 @@ class LibvirtDesktop:
     `remove()` deletes it all. While a process uses a desktop it holds a lock on its
     folder, so two processes never drive one domain.
     """
+
+    backend_label = "libvirt desktop"
 
     def __init__(
         self,
@@ -148,23 +149,6 @@ class LibvirtDesktop:
         async with self._lock:
             return await self._reset_to(setup_key, setup)
 
-    async def frame(self, timeout: float = 5.0) -> Frame:
-        with self._vnc_errors():
-            return await self._vnc_session().frame(timeout)
-
-    async def act(self, action: GuiAction) -> None:
-        if isinstance(action, Wait):
-            await asyncio.sleep(action.seconds)
-            return
-        with self._vnc_errors():
-            await self._vnc_session().perform(action)
-
-    async def settle(
-        self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
-    ) -> SettleResult:
-        with self._vnc_errors():
-            return await self._vnc_session().settle(timeout, quiet, change_wait)
-
     async def close(self) -> None:
         """Stop the domain (ephemeral desktops: remove everything). Safe to call twice."""
         async with self._lock:
@@ -257,13 +241,6 @@ class LibvirtDesktop:
         if self._link.vnc is None or self._state != "running":
             raise DesktopError(f"libvirt desktop {self.name} is {self._state}; call reset() first")
         return self._link.vnc
-
-    @contextlib.contextmanager
-    def _vnc_errors(self) -> Iterator[None]:
-        try:
-            yield
-        except VNCError as exc:
-            raise DesktopError(f"libvirt desktop {self.name}: {exc}") from exc
 
     def _on_domain_state(self, state: str) -> None:
         if state in ("shut off", "crashed") and self._state == "running":
