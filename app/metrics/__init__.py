@@ -5,5 +5,6 @@ and the episode that stands for each (`slots`), and reports as text and JSONL
 plots of `plots`).
 
 Reads the store only; the TUI's Results screen and `deskloop report` both take their
-figures from `summary`, and neither computes a rate itself.
+figures from `summary`, and neither computes a rate itself. May import the store and
+core (and jinja2 and matplotlib, only for the HTML page).
 """
