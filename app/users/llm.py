@@ -57,6 +57,7 @@ class UserUnavailable(AgentUnavailable):
     infrastructure error, which a batch retries)."""
 
     title = "User unavailable"
+    kind = "user_unavailable"
 
 
 class UserError(DeskLoopError):
@@ -64,6 +65,7 @@ class UserError(DeskLoopError):
     again would get the same, so a batch does not retry the episode."""
 
     title = "User error"
+    kind = "user"
 
 
 @dataclass(frozen=True)
