@@ -43,7 +43,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from app.core.conversation import Message
-from app.core.errors import AgentUnavailable, DeskLoopError, EndpointRefused, EndpointUnavailable
+from app.core.errors import (
+    AgentUnavailable,
+    DeskLoopError,
+    EndpointRefused,
+    EndpointUnavailable,
+    describe_error,
+)
 from app.core.vocabulary import Source, UserMode
 from app.endpoints.client import EndpointClient, EndpointConfig, message_text
 from app.tasks.model import Task
@@ -239,7 +245,7 @@ class LLMUser:
                 await asyncio.to_thread(self._write_cache, key, entry)
         except DeskLoopError as exc:
             # The phase still comes when its trigger holds; only the wording is lost.
-            reason = f"{exc.title}: {exc}"
+            reason = describe_error(exc)
             return PhaseWording(index, scripted, scripted, "scripted", reason)
         lost = lost_details(scripted, text)
         if lost:
