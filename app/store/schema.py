@@ -243,8 +243,8 @@ _LEGACY_TITLES = {
     "Store error": "store",
     "DeskLoop error": "other",
 }
-# The errors of those versions that had no title: the batch's time limit, the store's
-# record of a runner that died, and an abort.
+# The errors of those versions that had no title: the batch's time limit and the
+# store's record of a runner that died. An abort is told by its end reason.
 _LEGACY_STARTS = {"batch time limit": "time_limit", "interrupted:": "interrupted"}
 
 
