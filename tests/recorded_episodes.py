@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from app.core.vocabulary import EndReason, UserMode
+from app.core.vocabulary import EndReason, ErrorKind, UserMode
 from app.store import Store
 from tests.check_outcomes import outcome
 
@@ -21,6 +21,7 @@ def add_episode(
     status: Literal["finished", "error", "running"] = "finished",
     end_reason: EndReason | None = None,
     error: str = "Desktop error: did not start",
+    error_kind: ErrorKind | None = None,
     passed: bool = True,
     score: float = 1.0,
     steps: int = 3,
@@ -30,7 +31,9 @@ def add_episode(
 ) -> int:
     """An episode with its instruction, `steps` steps (one frame), `asks` questions and,
     when finished, two checks. It ends `done` (finished) or `error` (error) unless
-    `end_reason` says otherwise; `running` leaves it running."""
+    `end_reason` says otherwise; an error records `error` and `error_kind` (by default
+    `aborted` for an abort, else `desktop`, as the default words say). `running` leaves
+    it running."""
     eid = store.start_episode(
         task_id=task,
         task_path=f"tasks/{app}/{task}.yaml",
@@ -99,11 +102,14 @@ def add_episode(
         )
     if status == "running":
         return eid
+    if status == "error" and error_kind is None:
+        error_kind = "aborted" if end_reason == "aborted" else "desktop"
     store.finish_episode(
         eid,
         status=status,
         end_reason=end_reason or ("done" if status == "finished" else "error"),
         steps=steps,
         error=None if status == "finished" else error,
+        error_kind=None if status == "finished" else error_kind,
     )
     return eid

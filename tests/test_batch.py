@@ -27,9 +27,26 @@ from app.batch import (
     start_batch,
 )
 from app.batch.progress import Progress
-from app.batch.retry import is_infrastructure_error
+from app.batch.retry import TimeLimitExceeded, is_retried
 from app.core.actions import Action, Ask, Done, Type
-from app.core.errors import AgentUnavailable, DeskLoopError, StoreError, TaskError
+from app.core.errors import (
+    ActionError,
+    AgentError,
+    AgentRefused,
+    AgentUnavailable,
+    DeskLoopError,
+    DesktopError,
+    EndpointRefused,
+    EndpointUnavailable,
+    FileTooLarge,
+    GuestError,
+    MalformedAction,
+    StoreError,
+    TaskError,
+    VNCError,
+    error_kind,
+)
+from app.core.vocabulary import ERROR_KINDS, ErrorKind
 from app.desktops.base import Desktop
 from app.episode.launch import make_spec_desktop
 from app.metrics.report import write_jsonl
@@ -38,6 +55,7 @@ from app.metrics.summary import summarize
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
+from app.users.llm import UserError, UserUnavailable
 from tests.xterm_task import write_xterm_task
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,15 +88,82 @@ def test_suite_file_and_task_references(tmp_path: Path) -> None:
         resolve_tasks([str(tmp_path / "none" / "*.yaml")], REPO / "tasks")
 
 
-def test_infrastructure_errors_are_told_apart() -> None:
-    assert is_infrastructure_error("Desktop error: local desktop did not start within 60 s")
-    assert is_infrastructure_error("Agent unavailable: model endpoint failed after 4 retries")
-    assert is_infrastructure_error("scoring failed: Guest error: timed out")
-    assert is_infrastructure_error("User unavailable: LLM user endpoint failed")
-    assert is_infrastructure_error("batch time limit of 30 s exceeded")
-    assert not is_infrastructure_error("Agent error: scripted agent file x not found")
-    assert not is_infrastructure_error("Invalid task: bad")
-    assert not is_infrastructure_error(None)
+# Every error kind, and whether a try that ended in it is retried on a fresh desktop.
+RETRIED: dict[ErrorKind, bool] = {
+    "desktop": True,
+    "vnc": True,
+    "guest": True,
+    "endpoint": True,
+    "agent_unavailable": True,
+    "user_unavailable": True,
+    "time_limit": True,
+    "interrupted": True,
+    "agent": False,
+    "action": False,
+    "task": False,
+    "user": False,
+    "endpoint_refused": False,
+    "check": False,
+    "image": False,
+    "store": False,
+    "other": False,
+    "aborted": False,
+    "internal": False,
+}
+
+
+def test_every_error_kind_is_decided() -> None:
+    assert set(RETRIED) == set(ERROR_KINDS)
+
+
+@pytest.mark.parametrize("kind", ERROR_KINDS)
+def test_each_error_kind_is_retried_or_not(kind: ErrorKind) -> None:
+    assert is_retried("error", kind) is RETRIED[kind]
+    # Only a try that ended in an error is retried.
+    assert not is_retried("finished", kind)
+
+
+def test_an_error_of_unknown_kind_is_not_retried() -> None:
+    # An episode recorded before kinds were, in words migration 0005 could not place.
+    assert not is_retried("error", None)
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (DesktopError("did not start"), "desktop"),
+        (VNCError("no frame"), "vnc"),
+        (GuestError("timed out"), "guest"),
+        (FileTooLarge("too big", size=9, limit=8), "guest"),
+        (EndpointUnavailable("HTTP 503"), "endpoint"),
+        (AgentUnavailable("HTTP 503"), "agent_unavailable"),
+        (UserUnavailable("HTTP 503"), "user_unavailable"),
+        (TimeLimitExceeded(30), "time_limit"),
+        (AgentError("scripted agent file x not found"), "agent"),
+        (MalformedAction("no tool call"), "agent"),
+        (ActionError("unknown key"), "action"),
+        (AgentRefused("HTTP 401"), "endpoint_refused"),
+        (EndpointRefused("HTTP 404"), "endpoint_refused"),
+        (UserError("no text"), "user"),
+        (TaskError("bad"), "task"),
+        (StoreError("disk I/O error"), "store"),
+        (DeskLoopError("unknown user"), "other"),
+        (KeyError("frame"), "internal"),  # not raised on purpose: a bug
+    ],
+)
+def test_each_error_says_its_kind_and_whether_it_is_infrastructure(
+    error: BaseException, kind: ErrorKind
+) -> None:
+    assert error_kind(error) == kind
+    if isinstance(error, DeskLoopError):
+        assert error.infrastructure is RETRIED[kind]
+        assert error.of_the_desktop is (kind in ("desktop", "vnc", "guest"))
+        assert error.agents_own is (kind in ("agent", "action"))
+
+
+def test_the_time_limit_error_reads_as_before() -> None:
+    assert str(TimeLimitExceeded(30)) == "batch time limit of 30 s exceeded"
+    assert str(TimeLimitExceeded(2.5)) == "batch time limit of 2.5 s exceeded"
 
 
 def test_progress_line_counts_and_eta() -> None:
@@ -264,7 +349,9 @@ async def test_infrastructure_errors_retry_on_a_fresh_desktop(tmp_path: Path) ->
     tries = sorted(store.list_episodes(batch_id="retry", limit=None), key=lambda r: r.id)
     assert [t.status for t in tries] == ["error", "error", "finished"]
     assert tries[0].error is not None and tries[0].error.startswith("Agent unavailable")
+    assert tries[0].error_kind == "agent_unavailable"
     assert tries[1].error == "batch time limit of 25 s exceeded during the episode"
+    assert tries[1].error_kind == "time_limit"
     assert tries[1].end_reason == "error"
     assert len(made) == 3 and len({id(d) for d in made}) == 3  # a fresh desktop each retry
     assert all(d.info().state != "running" for d in made)  # every desktop closed

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app.agents.base import AgentContext, Observation
 from app.batch import (
     BatchOptions,
     DesktopSpec,
@@ -29,10 +30,17 @@ from app.batch import (
 from app.batch.hosts import parse_host
 from app.batch.pool import DesktopPool, pool_hosts
 from app.batch.retry import failed_at_startup
-from app.core.actions import GuiAction
+from app.core.actions import Action, Done, GuiAction
 from app.core.commands import CommandResult
-from app.core.errors import DeskLoopError, DesktopError, GuestError
+from app.core.errors import (
+    AgentError,
+    AgentUnavailable,
+    DeskLoopError,
+    DesktopError,
+    GuestError,
+)
 from app.core.frames import Frame, SettleResult
+from app.core.vocabulary import ERROR_KINDS, ErrorKind
 from app.desktops.base import DesktopInfo
 from app.desktops.factory import libvirt_desktop_name
 from app.store import Store
@@ -295,13 +303,14 @@ async def test_a_retry_prefers_another_host_but_does_not_wait_for_one() -> None:
     assert second.uri == "a:///x" and second.desktop is not first.desktop
 
 
-def test_startup_failures_are_told_from_other_errors() -> None:
-    assert failed_at_startup("error", 0, "Desktop error: cannot connect to libvirt at x")
-    assert failed_at_startup("error", 0, "VNC error: no frame")
-    assert not failed_at_startup("error", 3, "Desktop error: the VM stopped")
-    assert not failed_at_startup("error", 0, "Agent unavailable: HTTP 503")
-    assert not failed_at_startup("error", 0, "batch time limit of 5 s exceeded")
-    assert not failed_at_startup("finished", 0, None)
+@pytest.mark.parametrize("kind", ERROR_KINDS)
+def test_startup_failures_are_told_from_other_errors(kind: ErrorKind) -> None:
+    # Only the desktop side failing before the agent's first step takes a host down.
+    of_the_desktop = kind in ("desktop", "vnc", "guest")
+    assert failed_at_startup("error", 0, kind) is of_the_desktop
+    assert not failed_at_startup("error", 3, kind)  # the desktop had come up
+    assert not failed_at_startup("finished", 0, kind)
+    assert not failed_at_startup("error", 0, None)  # an error of unknown kind
 
 
 # -- a batch over a pool with a host down ---------------------------------------------
@@ -362,8 +371,69 @@ async def test_a_batch_fails_over_from_a_host_that_cannot_start_desktops(
     assert len(tries) == 7
     failed = [e for e in tries if e.status == "error"]
     assert [e.config["libvirt_uri"] for e in failed] == [DOWN]
-    assert failed[0].error == failure
+    assert failed[0].error == failure and failed[0].error_kind == "desktop"
     assert all(e.config["libvirt_uri"] == UP for e in tries if e.status == "finished")
+    store.close()
+
+
+class BrokenAgent:
+    """Raises `error`, when it has one, at its first decision; else says DONE."""
+
+    name = "broken"
+
+    def __init__(self, error: DeskLoopError | None) -> None:
+        self.error = error
+
+    async def start(self, context: AgentContext) -> None:
+        return None
+
+    async def decide(self, observation: Observation) -> Action:
+        if self.error is not None:
+            raise self.error
+        return Done()
+
+    def step_info(self) -> dict[str, Any] | None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+def broken_agents(error: DeskLoopError, fails: int) -> Any:
+    """An agent factory whose first `fails` episodes' agents raise `error`."""
+    made: list[BrokenAgent] = []
+
+    def factory(spec: str, task: Task, openai: object) -> BrokenAgent:
+        # The first call is start_batch's check that the spec builds.
+        agent = BrokenAgent(error if 1 <= len(made) <= fails else None)
+        made.append(agent)
+        return agent
+
+    return factory
+
+
+@pytest.mark.parametrize(
+    ("error", "tries"),
+    [
+        (AgentUnavailable("model endpoint failed after 4 retries"), 2),  # retried
+        (AgentError("the scripted agent's file is gone"), 1),  # would fail again
+    ],
+)
+async def test_an_agent_error_before_the_first_step_leaves_the_host_up(
+    tmp_path: Path, error: DeskLoopError, tries: int
+) -> None:
+    task = tiny_task(tmp_path)
+    world = World()
+    store = Store(tmp_path / "db.sqlite")
+    options = BatchOptions(backend="libvirt", concurrency=1, retries=2, hosts=(Host(UP, 1),))
+    kwargs = run_kwargs(world, agent_factory=broken_agents(error, 1))
+    runner = start_batch(store, [task], ["broken"], 1, options, **kwargs)
+    (row,) = await runner.run()
+    tries_ = sorted(store.list_episodes(limit=None), key=lambda e: e.id)
+    assert len(tries_) == tries and row.attempts == tries
+    assert (tries_[0].steps, tries_[0].error_kind) == (0, error.kind)
+    # Not the desktop's failure: the host stays in the pool.
+    assert runner.host_failures == {} and not runner.pool.is_down(0)
     store.close()
 
 

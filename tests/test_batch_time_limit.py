@@ -62,6 +62,7 @@ async def test_the_time_limit_is_named_in_the_record_the_log_and_the_table(
     message = "batch time limit of 1 s exceeded during the episode"
     tries = sorted(store.list_episodes(batch_id="slow", limit=None), key=lambda e: e.id)
     assert [(t.status, t.end_reason, t.error) for t in tries] == [("error", "error", message)] * 2
+    assert [t.error_kind for t in tries] == ["time_limit"] * 2  # what the retry decided by
     assert row.status == "error" and row.attempts == 2
     assert table_json([row])[0]["error"] == message
     assert logged == [
@@ -89,6 +90,7 @@ async def test_a_limit_that_strikes_during_scoring_says_so(tmp_path: Path) -> No
     (row,) = await runner.run()
     assert row.episode is not None
     assert row.episode.error == "batch time limit of 1 s exceeded during scoring"
+    assert row.episode.error_kind == "time_limit"
     store.close()
 
 
@@ -119,5 +121,6 @@ async def test_other_cancellations_stay_aborts(tmp_path: Path) -> None:
         "aborted",
         "aborted during episode",
     )
+    assert episode.error_kind == "aborted"
     assert all(d.state == "closed" for d in world.desktops)
     store.close()

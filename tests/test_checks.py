@@ -27,6 +27,9 @@ from app.checks import (
 )
 from app.checks.base import GuestPath, Probe, ProbeResult
 from app.checks.files import FileExistsParams
+from app.core.errors import FileTooLarge, GuestError
+from app.episode.scoring import score_task
+from app.tasks.loader import load_task
 
 OUT = "~/Desktop/out.png"
 REF = "assets/in.png"
@@ -95,6 +98,56 @@ def test_file_exists_passes_for_a_file_too_large_to_fetch() -> None:
     assert "larger than 64 MiB" in result.evidence
 
 
+class BigFileGuest:
+    """A guest whose files exist and cannot be read: too large, or refused."""
+
+    home = "/home/user"
+
+    def __init__(self, error: GuestError) -> None:
+        self.error = error
+
+    async def exists(self, path: str) -> bool:
+        return True
+
+    async def read_file(self, path: str, max_bytes: int = 64 * 1024 * 1024) -> bytes:
+        raise self.error
+
+
+SIZE_TASK = """\
+id: big-file
+app: gimp
+level: L1
+title: Export a picture
+instruction: Export the picture to ~/Desktop/out.png.
+budget: {steps: 5, seconds: 60}
+evaluate:
+  all:
+    - {check: file_exists, path: ~/Desktop/out.png}
+    - {check: image_size, path: ~/Desktop/out.png, width: 512, height: 512}
+"""
+
+
+async def test_a_file_too_large_to_read_is_typed_and_fails_with_its_size(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "big-file.yaml").write_text(SIZE_TASK)
+    task = load_task(tmp_path / "big-file.yaml")
+    limit = 64 * 1024 * 1024
+    # The guest's words say nothing of "larger than": scoring goes by the error's type.
+    too_large = FileTooLarge(
+        "out.png is 70000000 bytes, over the limit", size=70_000_000, limit=limit
+    )
+    score = await score_task(task, BigFileGuest(too_large))  # type: ignore[arg-type]
+    exists, size = score.checks
+    assert exists.passed and "70000000 bytes, larger than 64 MiB" in exists.evidence
+    assert not size.passed and not score.passed
+    assert size.evidence == f"{OUT} could not be read (70000000 bytes, larger than 64 MiB)"
+    # Any other guest error leaves the file's existence unknown.
+    refused = await score_task(task, BigFileGuest(GuestError("permission denied")))  # type: ignore[arg-type]
+    assert [c.passed for c in refused.checks] == [False, False]
+    assert "unreadable: permission denied" in refused.checks[1].evidence
+
+
 @pytest.mark.parametrize(
     "state",
     [
@@ -113,6 +166,9 @@ def test_file_state_requires_exactly_one_of_data_and_error() -> None:
         FileState(path=OUT, data=b"x", error="not found")
     with pytest.raises(ValueError, match="exactly one"):
         FileState(path=OUT, data=None, error=None)
+    # The words alone do not make a missing file: checks decide on the problem.
+    with pytest.raises(ValueError, match="needs its problem"):
+        FileState(path=OUT, data=None, error="not found")
 
 
 @pytest.mark.parametrize("path", ["out.png", "Desktop/out.png", "~", "~/", "/", ""])
@@ -578,7 +634,9 @@ def stat_state(
 ) -> CheckState:
     probe = Probe("stat", OUT)
     result = (
-        ProbeResult.failure(error)
+        ProbeResult.not_found()
+        if error == "missing"
+        else ProbeResult.failure(error)
         if error
         else ProbeResult({"size": 3, "mtime": mtime, "type": "regular file"})
     )
@@ -599,8 +657,10 @@ def test_file_modified_after_start_compares_mtime_with_the_episode_start() -> No
     ("state", "message"),
     [
         (stat_state(1001.0, None), "start time is unknown"),
-        (stat_state(None, 1000.0, error="not found"), "does not exist"),
+        (stat_state(None, 1000.0, error="missing"), "does not exist"),
         (stat_state(None, 1000.0, error="stat failed: EIO"), "could not stat"),
+        # Only the probe's flag says missing, not its words.
+        (stat_state(None, 1000.0, error="not found"), "could not stat"),
         (CheckState(files={}, assets={}, started_at=1000.0), "not gathered"),
         (stat_state(None, 1000.0), "no modification time"),
     ],

@@ -263,10 +263,11 @@ async def test_both_stop_at_the_bound(
     call, _, _, unavailable, _ = CALLERS[who]
     with (
         FakeEndpoint([error_reply(500)] * 5) as endpoint,
-        pytest.raises(unavailable, match="failed after 2 retries"),
+        pytest.raises(unavailable, match="failed after 2 retries") as caught,
     ):
         await call(endpoint.base_url, tmp_path, {"max_retries": 2})
     assert len(endpoint.received) == 3 and len(spied) == 1
+    assert caught.value.infrastructure  # a batch retries the episode on a fresh desktop
 
 
 @pytest.mark.parametrize("who", CALLERS)
@@ -280,7 +281,8 @@ async def test_neither_retries_a_refusal(
     ):
         await call(endpoint.base_url, tmp_path, {})
     # Not an infrastructure error: a batch does not run the episode again.
-    assert not isinstance(caught.value, unavailable)
+    assert not isinstance(caught.value, unavailable) and not caught.value.infrastructure
+    assert caught.value.kind == {"agent": "endpoint_refused", "user": "user"}[who]
     assert "refused the request: HTTP 400" in str(caught.value)
     assert len(endpoint.received) == 1 and len(spied) == 1
 

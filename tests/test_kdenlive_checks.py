@@ -284,7 +284,7 @@ def test_media_info_on_a_silent_clip_and_failures(tmp_path: Path) -> None:
     no_audio = media(state, audio=True)
     assert not no_audio.passed and "no audio stream" in no_audio.evidence
     probe = Probe("ffprobe", "~/Videos/out.mp4")
-    gone = CheckState(files={}, assets={}, probes={probe: ProbeResult.failure("not found")})
+    gone = CheckState(files={}, assets={}, probes={probe: ProbeResult.not_found()})
     assert "does not exist" in media(gone, audio=True).evidence
 
 

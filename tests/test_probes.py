@@ -28,6 +28,6 @@ async def test_stat_probe_reads_size_and_mtime_and_reports_missing() -> None:
         assert found.data["size"] == 5 and found.data["type"] == "regular file"
         assert before - 1 <= found.data["mtime"] <= time.time() + 1
         missing = await gather_probe(desktop.guest, Probe("stat", "~/Desktop/none.txt"))
-        assert missing.data is None and missing.error == "not found"
+        assert missing.data is None and missing.error == "not found" and missing.missing
         unknown = await gather_probe(desktop.guest, Probe("nope", "~/x"))
         assert unknown.error is not None and "no prober for 'nope'" in unknown.error

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.vocabulary import EndReason
+from app.core.vocabulary import ERROR_KINDS, EndReason, ErrorKind
 from app.metrics.slots import counted_episodes
 from app.metrics.summary import cells, outcome, summarize
 from app.store import Store
@@ -78,6 +78,47 @@ def test_every_finished_episode_is_an_attempt(
     with Store.memory() as store:
         episode = add_episode(store, passed=passed, score=float(passed), end_reason=end_reason)
         assert outcome(store.get_episode(episode)) == expected
+
+
+@pytest.mark.parametrize("kind", ERROR_KINDS)
+def test_an_error_is_a_failure_only_when_it_is_the_agents_own(kind: ErrorKind) -> None:
+    """The agent could not run, answered with nothing usable or asked for an action
+    that cannot be done: its attempt failed. Any other error says nothing of it."""
+    with Store.memory() as store:
+        end_reason: EndReason = "aborted" if kind == "aborted" else "error"
+        episode = add_episode(store, status="error", end_reason=end_reason, error_kind=kind)
+        expected = {"agent": "failed", "action": "failed", "aborted": "aborted"}
+        assert outcome(store.get_episode(episode)) == expected.get(kind, "error")
+
+
+def test_an_error_of_unknown_kind_is_an_error() -> None:
+    # Recorded before kinds were, in words migration 0005 could not place.
+    with Store.memory() as store:
+        episode = add_episode(store, status="running")
+        store.finish_episode(episode, status="error", end_reason="error", error="boom", steps=1)
+        assert store.get_episode(episode).error_kind is None
+        assert outcome(store.get_episode(episode)) == "error"
+
+
+def test_the_agents_own_errors_count_in_every_rate_with_no_credit() -> None:
+    with Store.memory() as store:
+        add_episode(store, score=1.0, steps=4)
+        broke = add_episode(
+            store,
+            status="error",
+            error="Agent error: the model answered with no action",
+            error_kind="agent",
+            steps=2,
+            asks=1,
+        )
+        add_episode(store, status="error", error_kind="agent_unavailable", steps=1)
+        summary = summarize(store)
+    (group,) = summary.groups
+    assert (group.passed, group.failed, group.errors, group.finished) == (1, 1, 1, 2)
+    assert group.success_rate == 0.5 and group.mean_score == 0.5 and group.mean_steps == 3.0
+    assert group.ask_rate == 0.5 and group.asks == 1
+    # Only what the rates leave out is listed as unscored.
+    assert broke not in [e.id for e in summary.unscored] and len(summary.unscored) == 1
 
 
 def test_running_episodes_are_left_out() -> None:

@@ -142,6 +142,20 @@ async def test_unavailable_agent_ends_episode_as_error(task: Task, tmp_path: Pat
         assert result.error is not None and "503" in result.error
         stored = store.get_episode(result.episode_id)
         assert stored.status == "error" and stored.passed is None
+        # What failed is recorded beside the words: a batch retries by it.
+        assert result.error_kind == stored.error_kind == "agent_unavailable"
+
+
+async def test_a_bug_is_recorded_as_an_internal_error(task: Task, tmp_path: Path) -> None:
+    agent = ListAgent([KeyError("frame")])
+    with Store(tmp_path / "db") as store:
+        result = await run(task, agent, store)
+        stored = store.get_episode(result.episode_id)
+        assert (stored.status, stored.error, stored.error_kind) == (
+            "error",
+            "KeyError: 'frame'",
+            "internal",
+        )
 
 
 async def test_injected_message_becomes_active_before_next_decision(
@@ -206,4 +220,5 @@ async def test_abort_while_paused_records_aborted(task: Task, tmp_path: Path) ->
         assert len(agent.seen) == 1  # nothing decided after the pause
         stored = store.get_episode(result.episode_id)
         assert stored.end_reason == "aborted" and stored.steps == 1
+        assert result.error_kind == stored.error_kind == "aborted"
     assert any(isinstance(e, MessageEvent) for e in events)

@@ -34,6 +34,7 @@ from app.core.vocabulary import (
     AGENT_KINDS,
     END_REASONS,
     EPISODE_STATUSES,
+    ERROR_KINDS,
     PHASE_KINDS,
     PHASE_STATUSES,
     ROLES,
@@ -41,6 +42,7 @@ from app.core.vocabulary import (
     USER_KINDS,
     USER_MODES,
     EpisodeStatus,
+    ErrorKind,
     PhaseKind,
 )
 from app.store import Store, encode_png
@@ -218,6 +220,7 @@ VOCABULARY_CHECKS = {
     ("episodes", "user_mode"): [USER_MODES],
     ("episodes", "status"): [EPISODE_STATUSES],
     ("episodes", "end_reason"): [END_REASONS],
+    ("episodes", "error_kind"): [ERROR_KINDS],
     ("phases", "kind"): [PHASE_KINDS],
     ("phases", "status"): [PHASE_STATUSES],
     ("messages", "role"): [ROLES],
@@ -287,6 +290,89 @@ def test_a_database_made_before_opens_reads_back_and_takes_writes(tmp_path: Path
         episode = new_episode(store)
         step(store, episode, 0, messages=[Message("agent", "fail", "no", 1, "agent")])
         assert store.integrity_ok()
+
+
+# The errors the store held before kinds were recorded, as their runner worded them,
+# and the kind migration 0005 gives each (None: the words do not say).
+LEGACY_ERRORS: list[tuple[str, str, ErrorKind | None]] = [
+    ("error", "Desktop error: cannot connect to libvirt at qemu+ssh://lab2/system", "desktop"),
+    ("error", "VNC error: no frame within 5 s", "vnc"),
+    ("error", "scoring failed: Guest error: reading '~/out.png' timed out", "guest"),
+    ("error", "Agent unavailable: model endpoint failed after 4 retries", "agent_unavailable"),
+    ("error", "User unavailable: LLM user endpoint failed", "user_unavailable"),
+    ("error", "Endpoint unavailable: HTTP 503", "endpoint"),
+    ("error", "batch time limit of 30 s exceeded during the episode", "time_limit"),
+    ("error", "interrupted: runner process 41 ended without finishing the episode", "interrupted"),
+    ("error", "Agent error: scripted agent file x not found", "agent"),
+    ("error", "Malformed action: no tool call in the answer", "agent"),
+    ("error", "Invalid action: unknown key 'hyper'", "action"),
+    ("error", "Invalid task: tasks/gimp/x.yaml: budget: field required", "task"),
+    ("error", "User error: the LLM user answered without text", "user"),
+    ("error", "Store error: disk I/O error", "store"),
+    ("aborted", "aborted during episode", "aborted"),
+    ("aborted", "aborted by the person in the loop", "aborted"),
+    ("error", "KeyError: 'frame'", None),
+    ("error", "boom", None),
+]
+
+
+def test_legacy_error_rows_get_their_kind_from_their_words_once(tmp_path: Path) -> None:
+    db = old_database(tmp_path / "old.db")
+    conn = sqlite3.connect(db)
+    try:
+        for end_reason, error, _ in LEGACY_ERRORS:
+            conn.execute(
+                """INSERT INTO episodes (task_id, task_path, task_sha256, app, level,
+                       interactive, agent, user_mode, backend, status, end_reason, error,
+                       steps, started_at, ended_at, pid, hostname)
+                   SELECT task_id, task_path, task_sha256, app, level, interactive, agent,
+                       user_mode, backend, 'error', ?, ?, 0, started_at, ended_at, pid,
+                       hostname
+                   FROM episodes WHERE id = 1""",
+                (end_reason, error),
+            )
+        conn.commit()
+    finally:
+        conn.close()
+    with Store(db) as store:
+        assert "0005_episode_error_kind" in store.applied_migrations()
+        by_id = sorted(store.list_episodes(limit=None), key=lambda e: e.id)
+        finished, *errors = by_id
+        assert (finished.status, finished.error_kind) == ("finished", None)
+        assert [(e.error, e.error_kind) for e in errors] == [
+            (error, kind) for _, error, kind in LEGACY_ERRORS
+        ]
+        # A row of unknown kind is still read, and the text stays as it was written.
+        assert errors[-1].status == "error" and errors[-1].error == "boom"
+
+
+def test_the_error_kind_is_recorded_beside_the_error(tmp_path: Path) -> None:
+    with Store(tmp_path / "lab.db") as store:
+        for kind in ERROR_KINDS:
+            episode = new_episode(store)
+            store.finish_episode(
+                episode, status="error", end_reason="error", error="x", error_kind=kind, steps=0
+            )
+            assert store.get_episode(episode).error_kind == kind
+        unknown = new_episode(store)
+        store.finish_episode(unknown, status="error", end_reason="error", error="x", steps=0)
+        assert store.get_episode(unknown).error_kind is None
+        # Only an episode that ended in an error has a kind, and only a word of the
+        # vocabulary is one.
+        finished = new_episode(store)
+        with pytest.raises(StoreError, match="CHECK constraint failed"):
+            store.finish_episode(
+                finished, status="finished", end_reason="done", error_kind="desktop", steps=0
+            )
+        with pytest.raises(StoreError, match="CHECK constraint failed"):
+            store.finish_episode(
+                finished,
+                status="error",
+                end_reason="error",
+                error_kind="oops",  # type: ignore[arg-type]
+                steps=0,
+            )
+        assert store.get_episode(finished).status == "running"
 
 
 # -- a whole episode -----------------------------------------------------------
@@ -701,6 +787,7 @@ def test_killed_runner_leaves_committed_steps_and_is_recovered(tmp_path: Path) -
         assert ep.error == (
             f"interrupted: runner process {child.pid} ended without finishing the episode"
         )
+        assert ep.error_kind == "interrupted"  # a batch reruns it
         assert ep.steps == len(stored)
         steps = store.steps(episode)
         # The last thing recorded: the last step's message, written with the step.

@@ -4,8 +4,9 @@ one, and `BatchRunner.run` runs its slots without a finished episode.
 N workers take slots from one queue. Each try of a slot gets a desktop from the run's
 `DesktopPool`, runs one episode on it under the batch's time limit, and tags the episode
 with its slot (`batch_agent`, `batch_repeat`, `batch_attempt`) at its first event, while
-it is still running. A try that ends in an infrastructure error (`app.batch.retry`) is
-retried on a fresh desktop, up to `retries` more times.
+it is still running. A try that ends in an infrastructure error (`app.batch.retry`, from
+the error kind the episode recorded) is retried on a fresh desktop, up to `retries` more
+times.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from app.batch.hosts import Host
 from app.batch.options import BatchOptions
 from app.batch.pool import DesktopFactory, DesktopPool, Lease, pool_hosts
 from app.batch.progress import Progress
-from app.batch.retry import failed_at_startup, is_infrastructure_error, time_limit_error
-from app.core.errors import DeskLoopError, StoreError, TaskError
+from app.batch.retry import TimeLimitExceeded, failed_at_startup, is_retried
+from app.core.errors import DeskLoopError, StoreError, TaskError, describe_error
+from app.core.vocabulary import ErrorKind
 from app.episode.control import RunOptions
 from app.episode.events import EpisodeResult, RunnerEvent
 from app.episode.launch import (
@@ -179,22 +181,20 @@ class BatchRunner:
             progress.running += 1
             progress.show()
             try:
-                last, infrastructure = await self._run_episode(
-                    task, slot, attempt + try_index, lease
-                )
+                last = await self._run_episode(task, slot, attempt + try_index, lease)
             except BaseException:
                 # Cancelled (or the store failed): the desktop is closed with the pool.
                 self.pool.give_back(lease, host_ok=False)
                 raise
             finally:
                 progress.running -= 1
-            if last.status == "finished" or not infrastructure:
+            if not is_retried(last.status, last.error_kind):
                 self.pool.give_back(lease)
                 break
             # A fresh desktop for the retry, on another host where one has room: the
             # old desktop, or its host, may be what failed.
             where = lease.where(self.options.backend)
-            startup = failed_at_startup(last.status, last.steps, last.error)
+            startup = failed_at_startup(last.status, last.steps, last.error_kind)
             await self.pool.discard(lease, host_error=last.error if startup else None)
             failed_on.add(lease.host)
             if startup:
@@ -208,7 +208,7 @@ class BatchRunner:
 
     async def _run_episode(
         self, task: Task, slot: Slot, attempt: int, lease: Lease
-    ) -> tuple[EpisodeResult, bool]:
+    ) -> EpisodeResult:
         agent = self._agent_factory(slot.agent, task, self.options.openai)
         user = self._user_factory(task)
         bind = getattr(user, "bind_conversation", None)
@@ -233,10 +233,11 @@ class BatchRunner:
                 attempt=attempt,
             )
 
-        def cancel_reason() -> str | None:
+        def cancel_reason() -> DeskLoopError | None:
             # The runner runs in this task, so a cancellation it sees is the window's
             # when the window has expired, and a Ctrl-C (an abort) otherwise.
-            return time_limit_error(limit) if window is not None and window.expired() else None
+            expired = window is not None and window.expired()
+            return TimeLimitExceeded(limit) if expired else None
 
         def on_event(event: RunnerEvent) -> None:
             nonlocal tagging
@@ -277,9 +278,18 @@ class BatchRunner:
                 raise
             except DeskLoopError as exc:
                 # Raised outside the runner's own handling (closing the agent, say).
-                error = f"{exc.title}: {exc}"
                 episode_id = episode.episode_id if episode.episode_id is not None else -1
-                result = EpisodeResult(episode_id, task.id, "error", "error", None, None, 0, error)
+                result = EpisodeResult(
+                    episode_id,
+                    task.id,
+                    "error",
+                    "error",
+                    None,
+                    None,
+                    0,
+                    describe_error(exc),
+                    error_kind=exc.kind,
+                )
         finally:
             # Written on the store's thread even when this task was cancelled meanwhile
             # (off_loop runs a call to its end); awaited so that a failed tag raises.
@@ -289,24 +299,26 @@ class BatchRunner:
             # No event came before the end (cannot happen with today's runner, which
             # reports the reset first); tag now so the slot is not run again.
             await tag(result.episode_id)
-        return result, result.status == "error" and is_infrastructure_error(result.error)
+        return result
 
-    async def _timed_out(
-        self, episode: Episode, task: Task, limit: float
-    ) -> tuple[EpisodeResult, bool]:
+    async def _timed_out(self, episode: Episode, task: Task, limit: float) -> EpisodeResult:
         """The result of a try that ran past the batch's time limit."""
         episode_id = episode.episode_id if episode.episode_id is not None else -1
-        if episode_id < 0:
-            error, steps = time_limit_error(limit), 0
-        else:
+        timed_out = TimeLimitExceeded(limit)
+        error, steps = str(timed_out), 0
+        kind: ErrorKind = timed_out.kind
+        if episode_id >= 0:
             record = await self.store.off_loop(self.store.get_episode, episode_id)
             if record.status == "finished":
                 # The limit struck after the episode was recorded as finished
                 # (closing the agent): the finished record stands.
-                return _result_of(record), False
-            error = record.error or time_limit_error(limit)
+                return _result_of(record)
+            # What the runner recorded (the limit, where it struck), if it could.
+            error, kind = record.error or error, record.error_kind or kind
             steps = record.steps
-        return EpisodeResult(episode_id, task.id, "error", "error", None, None, steps, error), True
+        return EpisodeResult(
+            episode_id, task.id, "error", "error", None, None, steps, error, error_kind=kind
+        )
 
 
 def _result_of(record: EpisodeRecord) -> EpisodeResult:
@@ -319,6 +331,7 @@ def _result_of(record: EpisodeRecord) -> EpisodeResult:
         record.score,
         record.steps,
         record.error,
+        error_kind=record.error_kind,
     )
 
 

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 
 NOT_FOUND = "not found"
-"""`FileState.error` when the file does not exist in the guest."""
+"""The words of a file or probe target that does not exist in the guest."""
 
-TOO_LARGE_PREFIX = "larger than"
-"""`FileState.error` starts with this when the file exists but was too big to fetch."""
-
-UNREADABLE_PREFIX = "unreadable:"
-"""`FileState.error` starts with this when the guest could not say or read the file."""
+FileProblem = Literal["missing", "too_large", "unreadable"]
+"""Why a `FileState` has no bytes: the file does not exist, it exists but was too big
+to fetch, or the guest could not say or read it."""
 
 
 @dataclass(frozen=True)
@@ -57,19 +55,25 @@ def verdict(ok: bool, evidence: str) -> CheckResult:
 class FileState:
     """One guest file as scoring found it: its bytes, or why there are none.
 
-    `error` is None exactly when `data` is not None. Build instances with the
-    class methods so the error wording stays one vocabulary the checks understand.
+    `error` is None exactly when `data` is not None, and then `problem` says why, as a
+    word checks decide on; `error` is its wording, for the evidence. Build instances
+    with the class methods.
     """
 
     path: str
     data: bytes | None
     error: str | None
+    problem: FileProblem | None = None
+    size: int | None = None
+    """The size in bytes of a file too large to fetch, when the guest said it."""
 
     def __post_init__(self) -> None:
         if (self.data is None) == (self.error is None):
             raise ValueError(
                 f"FileState for {self.path}: exactly one of data and error must be set"
             )
+        if (self.error is None) != (self.problem is None):
+            raise ValueError(f"FileState for {self.path}: an error needs its problem")
 
     @classmethod
     def found(cls, path: str, data: bytes) -> FileState:
@@ -77,27 +81,26 @@ class FileState:
 
     @classmethod
     def missing(cls, path: str) -> FileState:
-        return cls(path=path, data=None, error=NOT_FOUND)
+        return cls(path=path, data=None, error=NOT_FOUND, problem="missing")
 
     @classmethod
-    def too_large(cls, path: str, limit: str) -> FileState:
-        """The file exists but is bigger than `limit` (e.g. '64 MiB'), so it was not read."""
-        return cls(path=path, data=None, error=f"{TOO_LARGE_PREFIX} {limit}")
+    def too_large(cls, path: str, limit: str, size: int | None = None) -> FileState:
+        """The file exists but is bigger than `limit` (e.g. '64 MiB'), so it was not read;
+        `size` is its size in bytes when known."""
+        error = f"{size} bytes, larger than {limit}" if size is not None else f"larger than {limit}"
+        return cls(path=path, data=None, error=error, problem="too_large", size=size)
 
     @classmethod
     def unreadable(cls, path: str, reason: str) -> FileState:
-        return cls(path=path, data=None, error=f"{UNREADABLE_PREFIX} {reason}")
+        return cls(path=path, data=None, error=f"unreadable: {reason}", problem="unreadable")
 
     @property
     def exists(self) -> bool | None:
         """True or False when known; None when the guest could not tell."""
-        if self.data is not None:
+        if self.data is not None or self.problem == "too_large":
             return True
-        assert self.error is not None
-        if self.error == NOT_FOUND:
+        if self.problem == "missing":
             return False
-        if self.error.startswith(TOO_LARGE_PREFIX):
-            return True
         return None
 
 
@@ -119,10 +122,18 @@ class ProbeResult:
 
     data: Any
     error: str | None = None
+    missing: bool = False
+    """The probe's target does not exist in the guest (checks decide on this, not on
+    the words of `error`)."""
 
     @classmethod
     def failure(cls, reason: str) -> ProbeResult:
         return cls(data=None, error=reason)
+
+    @classmethod
+    def not_found(cls) -> ProbeResult:
+        """The probe's target does not exist in the guest."""
+        return cls(data=None, error=NOT_FOUND, missing=True)
 
 
 @dataclass

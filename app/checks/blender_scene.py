@@ -69,7 +69,7 @@ def scene_dump(state: CheckState, path: str) -> dict[str, Any] | CheckResult:
     """The dump of `path`, or the failed result that says why there is none."""
     result = state.probe(Probe(PROBE, path))
     if result.error is not None:
-        if result.error == "not found":
+        if result.missing:
             return failed(f"{path} does not exist")
         return failed(f"cannot read the Blender scene {path}: {result.error}")
     if not isinstance(result.data, dict) or not isinstance(result.data.get("objects"), list):

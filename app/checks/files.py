@@ -73,7 +73,7 @@ def file_modified_after_start(state: CheckState, params: FileModifiedParams) -> 
         return failed(f"cannot compare {params.path}: the episode's start time is unknown")
     stat = state.probe(Probe("stat", params.path))
     if stat.error is not None:
-        if stat.error == "not found":
+        if stat.missing:
             return failed(f"{params.path} does not exist")
         return failed(f"could not stat {params.path}: {stat.error}")
     mtime = stat.data.get("mtime") if isinstance(stat.data, dict) else None

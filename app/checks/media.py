@@ -102,7 +102,7 @@ def media_info(state: CheckState, params: MediaInfoParams) -> CheckResult:
     video size, frame rate, codecs and presence or absence of audio and video."""
     probe = state.probe(Probe("ffprobe", params.path))
     if probe.error is not None:
-        if probe.error == "not found":
+        if probe.missing:
             return failed(f"{params.path} does not exist")
         return failed(f"{params.path}: {probe.error}")
     data = probe.data if isinstance(probe.data, dict) else {}

@@ -45,6 +45,7 @@ class CheckDefinitionError(DeskLoopError):
     """A check was registered wrongly (a programming error, found at import time)."""
 
     title = "Check definition error"
+    kind = "check"
 
 
 @dataclass(frozen=True)

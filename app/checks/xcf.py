@@ -112,6 +112,7 @@ class XcfError(DeskLoopError):
     """The bytes are not a readable XCF file; the message says where and why."""
 
     title = "XCF error"
+    kind = "check"
 
 
 @dataclass(frozen=True)

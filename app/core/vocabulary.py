@@ -1,5 +1,5 @@
-"""The episode's vocabulary: statuses, end reasons, message roles, kinds and sources,
-phase kinds and statuses, user modes.
+"""The episode's vocabulary: statuses, end reasons, error kinds, message roles, kinds and
+sources, phase kinds and statuses, user modes.
 
 The single source of these words. The protocol engine, the agents and users, the TUI
 and the store name them with the Literal types below (so mypy refuses a misspelt
@@ -20,6 +20,40 @@ EpisodeStatus = Literal["running", "finished", "error"]
 EndReason = Literal["done", "fail", "step_budget", "time_budget", "error", "aborted"]
 """Why an episode ended: the agent's DONE or FAIL, a spent budget, an error, or an
 abort by the person in the loop."""
+DesktopErrorKind = Literal["desktop", "vnc", "guest"]
+"""The desktop side failed: the desktop itself, its VNC connection or its guest channel.
+Before the agent's first step this means the desktop never came up on its host."""
+InfrastructureErrorKind = Literal[
+    DesktopErrorKind,
+    "endpoint",
+    "agent_unavailable",
+    "user_unavailable",
+    "time_limit",
+    "interrupted",
+]
+"""Not the agent's fault, and a retry on a fresh desktop may succeed: the desktop side,
+a model endpoint that stayed unavailable (the agent's, the LLM user's, or one called
+directly), the batch's time limit, a runner that died."""
+AgentErrorKind = Literal["agent", "action"]
+"""The agent's own doing: it could not run or answered with what cannot be acted on."""
+ErrorKind = Literal[
+    InfrastructureErrorKind,
+    AgentErrorKind,
+    "task",
+    "user",
+    "endpoint_refused",
+    "check",
+    "image",
+    "store",
+    "other",
+    "aborted",
+    "internal",
+]
+"""What failed in an episode that ended in an error: the infrastructure, the agent, or
+something a retry would meet again and that says nothing of the agent: the task file,
+the LLM user, a refused endpoint request, a check, a VM image, the store, another
+DeskLoop error (a refused setting), an abort by a person or a signal, or a bug
+(`internal`: an exception DeskLoop did not raise on purpose)."""
 UserMode = Literal["simulated", "person"]
 """Who plays the user: a simulated user (scripted or a model) or a person."""
 
@@ -38,6 +72,12 @@ PhaseStatus = Literal["pending", "delivered", "never_delivered"]
 
 EPISODE_STATUSES: Final[tuple[EpisodeStatus, ...]] = get_args(EpisodeStatus)
 END_REASONS: Final[tuple[EndReason, ...]] = get_args(EndReason)
+ERROR_KINDS: Final[tuple[ErrorKind, ...]] = get_args(ErrorKind)
+INFRASTRUCTURE_ERROR_KINDS: Final[tuple[InfrastructureErrorKind, ...]] = get_args(
+    InfrastructureErrorKind
+)
+DESKTOP_ERROR_KINDS: Final[tuple[DesktopErrorKind, ...]] = get_args(DesktopErrorKind)
+AGENT_ERROR_KINDS: Final[tuple[AgentErrorKind, ...]] = get_args(AgentErrorKind)
 USER_MODES: Final[tuple[UserMode, ...]] = get_args(UserMode)
 ROLES: Final[tuple[Role, ...]] = get_args(Role)
 PHASE_KINDS: Final[tuple[PhaseKind, ...]] = get_args(PhaseKind)

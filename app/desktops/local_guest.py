@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from app.core.commands import CommandResult
-from app.core.errors import GuestError
+from app.core.errors import FileTooLarge, GuestError
 
 _T = TypeVar("_T")
 
@@ -200,9 +200,11 @@ class LocalGuest:
             if not stat.S_ISREG(info.st_mode):
                 raise GuestError(f"{path!r} in the local desktop is not a regular file")
             if info.st_size > max_bytes:
-                raise GuestError(
+                raise FileTooLarge(
                     f"{path!r} in the local desktop is {info.st_size} bytes, over the "
-                    f"{max_bytes}-byte limit"
+                    f"{max_bytes}-byte limit",
+                    size=info.st_size,
+                    limit=max_bytes,
                 )
             os.set_blocking(fd, True)
             chunks: list[bytes] = []
@@ -215,8 +217,10 @@ class LocalGuest:
                 chunks.append(chunk)
                 total += len(chunk)
             if total > max_bytes:
-                raise GuestError(
-                    f"{path!r} in the local desktop grew over the {max_bytes}-byte limit"
+                raise FileTooLarge(
+                    f"{path!r} in the local desktop grew over the {max_bytes}-byte limit",
+                    size=None,
+                    limit=max_bytes,
                 )
             return b"".join(chunks)
         finally:

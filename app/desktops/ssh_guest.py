@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.core.commands import CommandResult
-from app.core.errors import GuestError
+from app.core.errors import FileTooLarge, GuestError
 
 GUEST_USER = "user"
 GUEST_HOME = "/home/user"
@@ -335,9 +335,11 @@ class SSHGuest:
                 if info.st_mode is not None and not stat.S_ISREG(info.st_mode):
                     raise GuestError(f"{path!r} in {self._where} is not a regular file")
                 if info.st_size is not None and info.st_size > max_bytes:
-                    raise GuestError(
+                    raise FileTooLarge(
                         f"{path!r} in {self._where} is {info.st_size} bytes, "
-                        f"over the {max_bytes}-byte limit"
+                        f"over the {max_bytes}-byte limit",
+                        size=info.st_size,
+                        limit=max_bytes,
                     )
                 data = f.read(max_bytes + 1)
         except FileNotFoundError:
@@ -347,7 +349,11 @@ class SSHGuest:
         except (OSError, paramiko.SSHException) as exc:
             raise GuestError(f"cannot read {path!r} in {self._where}: {exc}") from exc
         if len(data) > max_bytes:
-            raise GuestError(f"{path!r} in {self._where} grew over the {max_bytes}-byte limit")
+            raise FileTooLarge(
+                f"{path!r} in {self._where} grew over the {max_bytes}-byte limit",
+                size=None,
+                limit=max_bytes,
+            )
         return bytes(data)
 
     async def write_file(self, path: str, data: bytes) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core.errors import DeskLoopError
 from app.core.vocabulary import UserKind
 
 
@@ -29,9 +30,9 @@ class RunOptions:
     batch_id: str | None = None
     extra_config: dict[str, Any] = field(default_factory=dict)
     """Added to the episode's recorded `config` (a batch records its desktop's host)."""
-    cancel_reason: Callable[[], str | None] | None = None
-    """Asked when the episode is cancelled: a reason (a batch's time limit ran out)
-    makes it end as an infrastructure error with that reason; None, as an abort."""
+    cancel_reason: Callable[[], DeskLoopError | None] | None = None
+    """Asked when the episode is cancelled: an error (a batch's time limit ran out)
+    makes it end as that error, its kind recorded; None, as an abort."""
 
 
 class EpisodeControl:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from app.core.actions import Action
 from app.core.conversation import Message
 from app.core.outcomes import CheckOutcome
+from app.core.vocabulary import ErrorKind
 
 
 @dataclass
@@ -27,6 +28,8 @@ class EpisodeResult:
     steps: int
     error: str | None = None
     checks: list[CheckOutcome] = field(default_factory=list)
+    error_kind: ErrorKind | None = None
+    """What failed, when the episode ended in an error (see app.core.errors)."""
 
     def as_json(self) -> dict[str, Any]:
         return {

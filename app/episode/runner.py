@@ -36,8 +36,15 @@ from app.core.actions import (
 )
 from app.core.commands import CommandResult
 from app.core.conversation import Message
-from app.core.errors import ActionError, AgentUnavailable, DeskLoopError, MalformedAction
+from app.core.errors import (
+    ActionError,
+    AgentUnavailable,
+    MalformedAction,
+    describe_error,
+    error_kind,
+)
 from app.core.frames import Frame
+from app.core.vocabulary import ErrorKind
 from app.desktops.base import Desktop, SavesStartStates
 from app.desktops.xwindows import active_window_title
 from app.episode.control import EpisodeControl, RunOptions
@@ -180,24 +187,41 @@ class EpisodeRunner:
             during = "during the episode" if stage == "episode" else "during scoring"
             protocol.end("error" if why else "aborted")
             error = f"{why} {during}" if why else f"aborted during {stage}"
-            await self._finish(episode_id, protocol, "error", error, final_frame)
+            kind: ErrorKind = error_kind(why) if why else "aborted"
+            await self._finish(episode_id, protocol, "error", error, final_frame, kind)
             raise
         except _Aborted:
             protocol.end("aborted")
             reason = "aborted by the person in the loop"
-            await self._finish(episode_id, protocol, "error", reason, final_frame)
+            await self._finish(episode_id, protocol, "error", reason, final_frame, "aborted")
             return EpisodeResult(
-                episode_id, task.id, "error", "aborted", None, None, protocol.steps, reason
+                episode_id,
+                task.id,
+                "error",
+                "aborted",
+                None,
+                None,
+                protocol.steps,
+                reason,
+                error_kind="aborted",
             )
         except Exception as exc:
-            reason = _describe_error(exc)
+            reason, kind = describe_error(exc), error_kind(exc)
             if stage == "scoring":
                 reason = f"scoring failed: {reason}"
             log.debug("episode %s failed", episode_id, exc_info=True)
             protocol.end("error")
-            await self._finish(episode_id, protocol, "error", reason, final_frame)
+            await self._finish(episode_id, protocol, "error", reason, final_frame, kind)
             return EpisodeResult(
-                episode_id, task.id, "error", "error", None, None, protocol.steps, reason
+                episode_id,
+                task.id,
+                "error",
+                "error",
+                None,
+                None,
+                protocol.steps,
+                reason,
+                error_kind=kind,
             )
         finally:
             await self.agent.close()
@@ -460,6 +484,7 @@ class EpisodeRunner:
         status: Literal["finished", "error"],
         error: str | None,
         final_frame: str | None,
+        error_kind: ErrorKind | None = None,
     ) -> None:
         await self.store.off_loop(
             self.store.finish_episode,
@@ -467,6 +492,7 @@ class EpisodeRunner:
             status=status,
             end_reason=protocol.ended or "error",
             error=error,
+            error_kind=error_kind,
             steps=protocol.steps,
             final_frame=final_frame,
         )
@@ -490,9 +516,3 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return repr(value)
-
-
-def _describe_error(exc: BaseException) -> str:
-    if isinstance(exc, DeskLoopError):
-        return f"{exc.title}: {exc}"
-    return f"{type(exc).__name__}: {exc}"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from app.checks.base import CheckResult, CheckState, FileState, Probe, ProbeResult
 from app.checks.registry import run_check
 from app.checks.tree import CheckLeaf, EvalNode, evaluate, leaves
-from app.core.errors import GuestError
+from app.core.errors import FileTooLarge, GuestError
 from app.core.outcomes import CheckOutcome
 from app.desktops.base import Guest
 from app.probes import gather_probe
@@ -36,11 +36,10 @@ async def _gather_file(guest: Guest, path: str) -> FileState:
         if not await guest.exists(path):
             return FileState.missing(path)
         return FileState.found(path, await guest.read_file(path, MAX_FILE_BYTES))
+    except FileTooLarge as exc:
+        return FileState.too_large(path, f"{exc.limit // (1024 * 1024)} MiB", exc.size)
     except GuestError as exc:
-        text = str(exc)
-        if "larger than" in text:
-            return FileState.too_large(path, f"{MAX_FILE_BYTES // (1024 * 1024)} MiB")
-        return FileState.unreadable(path, text)
+        return FileState.unreadable(path, str(exc))
 
 
 async def gather_state(

@@ -115,11 +115,11 @@ def _success(ax: Axes, groups: Sequence[GroupStats]) -> None:
         high.append(hi - rate)
     ax.barh(rows, rates, color=COLORS["passed"], xerr=[low, high], capsize=3)
     for row, g in zip(rows, groups, strict=True):
-        shown = f"{g.passed}/{g.finished}" if g.finished else "no finished episodes"
+        shown = f"{g.passed}/{g.finished}" if g.finished else "no attempts"
         ax.text(1.02, row, shown, va="center", fontsize=9)
     ax.set_xlim(0, 1)
     ax.xaxis.set_major_formatter(PercentFormatter(1.0))
-    ax.set_xlabel("success rate over finished episodes (bars: 95% Wilson interval)")
+    ax.set_xlabel("success rate over the attempts (bars: 95% Wilson interval)")
 
 
 def _outcomes(ax: Axes, groups: Sequence[GroupStats]) -> None:
@@ -143,7 +143,7 @@ def _credit_and_asks(ax: Axes, groups: Sequence[GroupStats]) -> None:
         shown = [v or 0.0 for v in values]
         ax.barh(rows, shown, height=height, color=COLORS[name], label=name)
     ax.set_xlim(0, 1)
-    ax.set_xlabel("mean partial credit and ask rate, over finished episodes")
+    ax.set_xlabel("mean partial credit and ask rate, over the attempts")
     ax.legend(**LEGEND, ncols=2)
 
 

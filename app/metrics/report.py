@@ -72,6 +72,7 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
         "status": record.status,
         "end_reason": record.end_reason,
         "error": record.error,
+        "error_kind": record.error_kind,
         "outcome": outcome(record),
         "passed": record.passed,
         "score": record.score,

@@ -12,21 +12,26 @@ nowhere else. Episodes outside a batch count one each.
 
 - *passed*: finished and scored R = 1 (every required check passed);
 - *failed*: finished and scored R = 0. This is the agent's failure, whatever ended the
-  episode: DONE on a wrong result, FAIL, the step or the time budget;
-- *error*: ended in an error (status `error`, end reason `error`): the desktop, VNC,
-  the guest channel or an endpoint failed, the batch's time limit struck, the runner
-  died. The store does not tell these from the errors a retry would not cure (a
-  broken script, a refused request), and neither were scored: all are errors, since
-  none says anything about the agent;
+  episode: DONE on a wrong result, FAIL, the step or the time budget. An episode that
+  ended in an error of the agent's own (its kind `agent` or `action`: the agent could
+  not run, answered with nothing usable, or asked for an action that cannot be
+  carried out) is a failure too, with no credit: it was the agent's attempt, and
+  leaving it out would reward an agent for breaking instead of failing;
+- *error*: ended in any other error (status `error`, end reason `error`), told by the
+  error kind the episode recorded (app.core.errors): the infrastructure (the desktop,
+  VNC, the guest channel or an endpoint failed, the batch's time limit struck, the
+  runner died), or something that says nothing about the agent either (a broken task
+  file, a refused endpoint request, the LLM user, a bug, an error of unknown kind
+  recorded before kinds were). None was the agent's attempt;
 - *aborted*: a person or a signal stopped it (end reason `aborted`). Not an attempt
   either.
 
-**Rates.** The success rate is passed / (passed + failed): over the *finished*
-episodes, the scored attempts. Errors and aborts are given as their own counts and
-are left out of every rate and mean. Mean partial credit, mean steps, the ask rate
-(share of finished episodes in which the agent asked at least once) and asks per
-episode are over the finished episodes too. A group with no finished episode has no
-rates (None, shown as "-"), never 0%.
+**Rates.** The success rate is passed / (passed + failed): over the attempts, the
+finished episodes and the agent's own errors. Other errors and aborts are given as
+their own counts and are left out of every rate and mean. Mean partial credit, mean
+steps, the ask rate (share of attempts in which the agent asked at least once) and
+asks per episode are over the attempts too. A group with no attempt has no rates
+(None, shown as "-"), never 0%.
 
 **Groups.** app × level × kind (interactive: the task has phases; standard) × agent ×
 user (simulated or person); then the same figures per agent over every app, level,
@@ -41,6 +46,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+from app.core.errors import is_agents_own
 from app.metrics.slots import counted_episodes
 from app.store import EpisodeRecord, Store
 
@@ -58,7 +64,14 @@ def outcome(record: EpisodeRecord) -> Outcome | None:
         return None
     if record.status == "finished":
         return "passed" if record.passed else "failed"
-    return "aborted" if record.end_reason == "aborted" else "error"
+    if record.end_reason == "aborted":
+        return "aborted"
+    return "failed" if is_agents_own(record.error_kind) else "error"
+
+
+def is_attempt(record: EpisodeRecord) -> bool:
+    """Whether an episode counts in the rates: it passed or failed."""
+    return outcome(record) in ("passed", "failed")
 
 
 def kind(record: EpisodeRecord) -> str:
@@ -81,12 +94,12 @@ class GroupStats:
     retries: int
     """Batch tries replaced by their slot's episode (not in `episodes`)."""
     mean_score: float | None
-    """Mean partial credit in [0, 1] over the finished episodes."""
+    """Mean partial credit in [0, 1] over the attempts (an agent's error gets none)."""
     mean_steps: float | None
     asked: int
-    """Finished episodes in which the agent asked at least once."""
+    """Attempts in which the agent asked at least once."""
     asks: int
-    """Questions the agent asked over the finished episodes."""
+    """Questions the agent asked over the attempts."""
 
     @property
     def episodes(self) -> int:
@@ -94,6 +107,8 @@ class GroupStats:
 
     @property
     def finished(self) -> int:
+        """The attempts the rates are over: passed + failed (the failed include the
+        agent's own errors, which did not finish)."""
         return self.passed + self.failed
 
     @property
@@ -160,8 +175,8 @@ def _stats(
     asks: Mapping[int, int],
 ) -> GroupStats:
     outcomes = [outcome(e) for e in episodes]
-    finished = [e for e in episodes if e.status == "finished"]
-    counts = [asks.get(e.id, 0) for e in finished]
+    attempts = [e for e in episodes if is_attempt(e)]
+    counts = [asks.get(e.id, 0) for e in attempts]
     return GroupStats(
         *key,
         passed=outcomes.count("passed"),
@@ -169,8 +184,8 @@ def _stats(
         errors=outcomes.count("error"),
         aborted=outcomes.count("aborted"),
         retries=retries,
-        mean_score=_mean([e.score or 0.0 for e in finished]),
-        mean_steps=_mean([float(e.steps) for e in finished]),
+        mean_score=_mean([e.score or 0.0 for e in attempts]),
+        mean_steps=_mean([float(e.steps) for e in attempts]),
         asked=sum(1 for n in counts if n > 0),
         asks=sum(counts),
     )
@@ -219,7 +234,7 @@ def summarize(store: Store, batch_id: str | None = None) -> Summary:
         ),
         by_agent=_grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, e.agent, ALL)),
         overall=overall[0] if overall else None,
-        unscored=[e for e in episodes if e.status == "error"],
+        unscored=[e for e in episodes if outcome(e) in ("error", "aborted")],
     )
 
 
@@ -276,8 +291,9 @@ def cells(g: GroupStats) -> list[str]:
 
 
 POLICY_NOTE = (
-    "success = passed / finished (passed + failed); credit, steps and asks are over "
-    "finished episodes; errors (infrastructure) and aborted episodes are counted apart "
-    "and left out of every rate; a batch slot counts once, its other tries are retries."
+    "success = passed / attempts (passed + failed); credit, steps and asks are over "
+    "the attempts; an error of the agent's own is a failure, other errors "
+    "(infrastructure and the like) and aborted episodes are counted apart and left out "
+    "of every rate; a batch slot counts once, its other tries are retries."
 )
 """The policy in one line, under every table of figures."""

@@ -54,7 +54,7 @@ def _tail(data: bytes, limit: int = 400) -> str:
 @prober("blender_scene")
 async def blender_scene(guest: Guest, path: str) -> ProbeResult:
     if not await guest.exists(path):
-        return ProbeResult.failure("not found")
+        return ProbeResult.not_found()
     workdir = f"~/.cache/deskloop-probe-{secrets.token_hex(8)}"
     script = f"{workdir}/dump.py"
     out = f"{workdir}/scene.json"

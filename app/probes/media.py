@@ -30,7 +30,7 @@ FFPROBE_ARGS = [
 async def ffprobe_file(guest: Guest, path: str) -> ProbeResult:
     # A missing file gives an ffprobe error that varies by version: ask first.
     if not await guest.exists(path):
-        return ProbeResult.failure("not found")
+        return ProbeResult.not_found()
     result = await guest.run([*FFPROBE_ARGS, "--", path], timeout=30)
     if not result.ok:
         message = result.stderr.decode("utf-8", "replace").strip()

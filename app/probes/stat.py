@@ -16,7 +16,7 @@ async def stat_file(guest: Guest, path: str) -> ProbeResult:
     if not result.ok:
         message = result.stderr.decode("utf-8", "replace").strip()
         if "No such file" in message:
-            return ProbeResult.failure("not found")
+            return ProbeResult.not_found()
         return ProbeResult.failure(f"stat failed: {message or result.returncode}")
     size, mtime, kind = result.stdout_text().strip().split(" ", 2)
     return ProbeResult({"size": int(size), "mtime": float(mtime), "type": kind})

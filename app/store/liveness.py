@@ -15,7 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.core.procfs import process_start_time
+from app.core.vocabulary import ErrorKind
 from app.store.base import StoreBase, end_pending_phases
+
+INTERRUPTED: ErrorKind = "interrupted"
+"""The error kind of an episode whose runner died: infrastructure, so a batch reruns it."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,7 @@ class Liveness(StoreBase):
                 # interrupted episode is never a pass, even if it was scored early.
                 cursor = conn.execute(
                     """UPDATE episodes SET status = 'error', end_reason = 'error', error = :error,
+                           error_kind = :kind,
                            passed = CASE WHEN passed = 1 THEN 0 ELSE passed END,
                            steps = (SELECT COUNT(*) FROM steps WHERE episode_id = :id),
                            ended_at = MAX(started_at,
@@ -110,6 +115,7 @@ class Liveness(StoreBase):
                        WHERE id = :id AND status = 'running'""",
                     {
                         "id": episode_id,
+                        "kind": INTERRUPTED,
                         "error": f"interrupted: runner process {pid} ended without "
                         "finishing the episode",
                     },

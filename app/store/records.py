@@ -19,6 +19,7 @@ from app.core.triggers import Trigger, parse_trigger
 from app.core.vocabulary import (
     EndReason,
     EpisodeStatus,
+    ErrorKind,
     MessageKind,
     PhaseKind,
     PhaseStatus,
@@ -71,6 +72,10 @@ class EpisodeRecord:
     """For a batch episode: the repeat index of its slot."""
     batch_attempt: int | None = None
     """For a batch episode: 0 for the first try of its slot, then 1, 2... on retries."""
+    error_kind: ErrorKind | None = None
+    """What failed, for an episode that ended in an error (app.core.errors); None for
+    one that did not, and for an error of unknown kind (recorded before kinds were,
+    in words migration 0005 could not place)."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Self:
@@ -101,6 +106,7 @@ class EpisodeRecord:
             batch_agent=row["batch_agent"],
             batch_repeat=row["batch_repeat"],
             batch_attempt=row["batch_attempt"],
+            error_kind=cast(ErrorKind | None, row["error_kind"]),
         )
 
 

@@ -9,11 +9,11 @@ Tables are STRICT (SQLite checks column types) and carry CHECK constraints for t
 words of `app.core.vocabulary`, so a runner bug is refused at the write instead of
 surfacing as a puzzling row in the TUI weeks later. The CHECK lists are built from
 the vocabulary's tuples (`_one_of`), never written out, which makes the vocabulary
-part of migration 0001: a word added there is a schema change, and needs a new
-migration that rebuilds the CHECK constraints of the tables holding it (the fresh
-databases get the new word from 0001 already). tests/test_store.py fails until
-there is one: it compares the CHECK lists of a database made before with the
-vocabulary.
+part of the migration that made the column (0001; 0005 for the error kinds): a word
+added there is a schema change, and needs a new migration that rebuilds the CHECK
+constraints of the tables holding it (fresh databases get the new word from the
+column's own migration already). tests/test_store.py fails until there is one: it
+compares the CHECK lists of a database made before with the vocabulary.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from app.core.vocabulary import (
     AGENT_KINDS,
     END_REASONS,
     EPISODE_STATUSES,
+    ERROR_KINDS,
     PHASE_KINDS,
     PHASE_STATUSES,
     ROLES,
@@ -217,6 +218,66 @@ def _v4(db: Database) -> None:
     # system daemon after a reboot, and that kept a crashed episode "running" for ever.
     # NULL for episodes recorded before this migration: those are judged by pid alone.
     db.execute("ALTER TABLE episodes ADD COLUMN runner_start TEXT")
+
+
+# The error titles DeskLoop wrote before error kinds were recorded, and their kinds.
+# Written out, never taken from the error classes: this migration is frozen, and the
+# titles of later versions must not change how it reads the rows of earlier ones.
+_LEGACY_TITLES = {
+    "Desktop error": "desktop",
+    "VNC error": "vnc",
+    "Guest error": "guest",
+    "Endpoint unavailable": "endpoint",
+    "Agent unavailable": "agent_unavailable",
+    "User unavailable": "user_unavailable",
+    "Invalid task": "task",
+    "Invalid action": "action",
+    # Also the words of a refused agent request then: the two cannot be told apart.
+    "Agent error": "agent",
+    "Malformed action": "agent",
+    "User error": "user",
+    "Endpoint refused": "endpoint_refused",
+    "XCF error": "check",
+    "Check definition error": "check",
+    "Image error": "image",
+    "Store error": "store",
+    "DeskLoop error": "other",
+}
+# The errors of those versions that had no title: the batch's time limit and the
+# store's record of a runner that died. An abort is told by its end reason.
+_LEGACY_STARTS = {"batch time limit": "time_limit", "interrupted:": "interrupted"}
+
+
+def _legacy_error_kind(end_reason: str | None, error: str | None) -> str | None:
+    """The kind of an error recorded as text only; None where the text does not say."""
+    if end_reason == "aborted":
+        return "aborted"
+    text = (error or "").removeprefix("scoring failed: ")
+    for start, kind in _LEGACY_STARTS.items():
+        if text.startswith(start):
+            return kind
+    title, sep, _ = text.partition(": ")
+    return _LEGACY_TITLES.get(title) if sep else None
+
+
+@MIGRATIONS(name="0005_episode_error_kind")
+def _v5(db: Database) -> None:
+    # What failed, beside the error's text, so that a batch's retries and the figures
+    # decide from a word of the vocabulary instead of reading the text back. Errors
+    # recorded before get their kind from their text here, once; one the text does
+    # not place (an exception's type name, a reason no title starts) stays NULL, the
+    # unknown kind: counted as an error and never retried, as before.
+    db.execute(
+        "ALTER TABLE episodes ADD COLUMN error_kind TEXT CHECK (error_kind IS NULL"
+        f" OR (status = 'error' AND {_one_of('error_kind', ERROR_KINDS)}))"
+    )
+    rows = db.execute(
+        "SELECT id, end_reason, error FROM episodes WHERE status = 'error'"
+    ).fetchall()
+    for episode_id, end_reason, error in rows:
+        kind = _legacy_error_kind(end_reason, error)
+        if kind is not None:
+            db.execute("UPDATE episodes SET error_kind = ? WHERE id = ?", (kind, episode_id))
 
 
 def migrate(db: Database) -> None:

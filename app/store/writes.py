@@ -23,6 +23,7 @@ from app.core.triggers import Trigger, trigger_to_raw
 from app.core.vocabulary import (
     EndReason,
     EpisodeStatus,
+    ErrorKind,
     MessageKind,
     PhaseKind,
     Role,
@@ -264,20 +265,33 @@ class Writes(StoreBase):
         status: EpisodeStatus,
         end_reason: EndReason,
         error: str | None = None,
+        error_kind: ErrorKind | None = None,
         steps: int,
         final_frame: str | None = None,
         ended_at: Timestamp | None = None,
     ) -> None:
-        """End a running episode; its phases still pending become never_delivered."""
+        """End a running episode; its phases still pending become never_delivered.
+
+        `error_kind` says what failed when the status is `error` (the runner always
+        gives it; None records the kind as unknown)."""
         doing = f"finishing episode {episode_id}"
         if status == "running":
             raise StoreError(f"{self.path}: {doing}: status must be 'finished' or 'error'")
         with self._write(doing) as conn:
             cursor = conn.execute(
-                """UPDATE episodes SET status = ?, end_reason = ?, error = ?, steps = ?,
-                       final_frame = ?, ended_at = ?
+                """UPDATE episodes SET status = ?, end_reason = ?, error = ?, error_kind = ?,
+                       steps = ?, final_frame = ?, ended_at = ?
                    WHERE id = ? AND status = 'running'""",
-                (status, end_reason, error, steps, final_frame, _iso(ended_at), episode_id),
+                (
+                    status,
+                    end_reason,
+                    error,
+                    error_kind,
+                    steps,
+                    final_frame,
+                    _iso(ended_at),
+                    episode_id,
+                ),
             )
             if cursor.rowcount == 1:
                 end_pending_phases(conn, episode_id)

@@ -43,7 +43,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from app.core.conversation import Message
-from app.core.errors import AgentUnavailable, DeskLoopError, EndpointRefused, EndpointUnavailable
+from app.core.errors import (
+    AgentUnavailable,
+    DeskLoopError,
+    EndpointRefused,
+    EndpointUnavailable,
+    describe_error,
+)
 from app.core.vocabulary import Source, UserMode
 from app.endpoints.client import EndpointClient, EndpointConfig, message_text
 from app.tasks.model import Task
@@ -57,6 +63,7 @@ class UserUnavailable(AgentUnavailable):
     infrastructure error, which a batch retries)."""
 
     title = "User unavailable"
+    kind = "user_unavailable"
 
 
 class UserError(DeskLoopError):
@@ -64,6 +71,7 @@ class UserError(DeskLoopError):
     again would get the same, so a batch does not retry the episode."""
 
     title = "User error"
+    kind = "user"
 
 
 @dataclass(frozen=True)
@@ -237,7 +245,7 @@ class LLMUser:
                 await asyncio.to_thread(self._write_cache, key, entry)
         except DeskLoopError as exc:
             # The phase still comes when its trigger holds; only the wording is lost.
-            reason = f"{exc.title}: {exc}"
+            reason = describe_error(exc)
             return PhaseWording(index, scripted, scripted, "scripted", reason)
         lost = lost_details(scripted, text)
         if lost:

@@ -30,6 +30,7 @@ class ImageError(DeskLoopError):
     """A recipe is malformed or an image could not be built or found."""
 
     title = "Image error"
+    kind = "image"
 
 
 # ---------------------------------------------------------------- recipes

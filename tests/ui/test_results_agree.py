@@ -2,10 +2,11 @@
 JSONL and HTML) and a hand computation agree.
 
 The database holds every case the policy decides (app.metrics.summary): passed and
-failed episodes (DONE on a wrong result, the agent's FAIL, a spent step budget), an
-infrastructure error, an abort, batch retries, a running episode; two agents, two
-users. The TUI once counted errors as failures and every retry, and `report` had no
-user in its groups: with either policy these figures differ.
+failed episodes (DONE on a wrong result, the agent's FAIL, a spent step budget, an
+error of the agent's own), an infrastructure error, an abort, batch retries, a running
+episode; two agents, two users. The TUI once counted errors as failures and every
+retry, and `report` had no user in its groups, and every figure once left the agent's
+own errors out: with any of those policies these figures differ.
 """
 
 from __future__ import annotations
@@ -39,17 +40,18 @@ EXPECTED = [
     # ep 5 passed, ep 6 aborted (out of the rates)
     "gimp L1 standard openai:m person 2 1 0 0 1 0 100% 1.00 6.0 100% 2.0",
     # slot (openai:m, 0) failed at 0.5 after one ask; slot (openai:m, 1) two errors
-    "gimp L1 standard openai:m simulated 2 0 1 1 0 1 0% 0.50 4.0 100% 1.0",
+    # (infrastructure); ep 10 the agent's own error: a failure, credit 0, 3 steps
+    "gimp L1 standard openai:m simulated 3 0 2 1 0 1 0% 0.25 3.5 50% 0.5",
     # slot (reference, 0) passed on its retry, slot (reference, 1) passed, ep 8 budget
     "gimp L1 standard reference simulated 3 2 1 0 0 1 67% 0.67 7.7 0% 0.0",
     # ep 7: the agent's FAIL, credit 0.35
     "gimp L2 interactive reference person 1 0 1 0 0 0 0% 0.35 3.0 0% 0.0",
-    # 1 + 0.5 over 2; steps (6 + 4) / 2; 3 asks over 2 finished
-    "all all all openai:m all 4 1 1 1 1 1 50% 0.75 5.0 100% 1.5",
+    # 1 + 0.5 + 0 over 3 attempts; steps (6 + 4 + 3) / 3; 2 of 3 asked, 3 asks / 3
+    "all all all openai:m all 5 1 2 1 1 1 33% 0.50 4.3 67% 1.0",
     # (1 + 1 + 0 + 0.35) / 4 = 0.5875; steps (5 + 8 + 10 + 3) / 4
     "all all all reference all 4 2 2 0 0 1 50% 0.59 6.5 0% 0.0",
-    # 3.85 / 6 = 0.642; 36 steps / 6; 2 of 6 finished asked, 3 asks / 6
-    "all all all all all 8 3 3 1 1 2 50% 0.64 6.0 33% 0.5",
+    # 3 of 7 attempts passed; 3.85 / 7 = 0.55; 39 steps / 7; 2 of 7 asked, 3 asks / 7
+    "all all all all all 9 3 4 1 1 2 43% 0.55 5.6 29% 0.4",
 ]
 
 
@@ -116,6 +118,16 @@ def build_database(path: Path) -> dict[str, list[int]]:
         )
         counted.append(
             add_episode(store, passed=False, score=0.0, end_reason="step_budget", steps=10)
+        )
+        counted.append(
+            add_episode(
+                store,
+                agent="openai:m",
+                status="error",
+                error="Agent error: the model answered with no usable action",
+                error_kind="agent",
+                steps=3,
+            )
         )
         left_out.append(add_episode(store, status="running"))
     return {"counted": counted, "left_out": left_out}

@@ -18,6 +18,7 @@ from app.core.actions import Action, describe_action
 from app.core.errors import (
     ActionError,
     AgentError,
+    AgentRefused,
     AgentUnavailable,
     EndpointRefused,
     EndpointUnavailable,
@@ -106,7 +107,7 @@ class OpenAIAgent:
         except EndpointUnavailable as exc:
             raise AgentUnavailable(exc.message) from exc
         except EndpointRefused as exc:
-            raise AgentError(exc.message) from exc
+            raise AgentRefused(exc.message) from exc
 
     def _rejected(self, observation: Observation, exc: MalformedAction) -> MalformedAction:
         self._history.append(Turn(observation.steps_taken, "(rejected answer)", exc.message))

@@ -49,13 +49,15 @@ all. The figures and their policy are `deskloop report`'s.
 
 - **episodes**: a batch slot counts once (its finished try, else its last);
   **retries** are the slot's other tries and count nowhere else.
-- **passed** / **failed**: finished and scored R=1 / R=0. An agent's FAIL or
-  running out of budget is a failure.
-- **errors** (infrastructure: desktop, VNC, endpoint, time limit) and
-  **aborted** episodes are counted apart and left out of every rate.
-- **success**: passed / (passed + failed); **credit**: mean partial credit;
-  **steps**; **asked**: share of finished episodes with a question;
-  **asks/ep**. All over finished episodes; "-" where none finished.
+- **passed** / **failed**: finished and scored R=1 / R=0. An agent's FAIL,
+  running out of budget or an error of its own (kind agent or action) is a
+  failure.
+- **errors** (infrastructure: desktop, VNC, endpoint, time limit; and other
+  errors that are not the agent's) and **aborted** episodes are counted apart
+  and left out of every rate.
+- **success**: passed / (passed + failed), the attempts; **credit**: mean
+  partial credit; **steps**; **asked**: share of attempts with a question;
+  **asks/ep**. All over the attempts; "-" where there is none.
 - The chart draws success (green) and credit (blue) per group.
 - **g** reload.
 """
