@@ -210,7 +210,7 @@ async def main() -> None:
             runs[label] = await run_once(
                 tasks_dir, root / "db" / "bench.db", task_id, args.agent, (cols, rows), fps
             )
-        frames = sorted((root / "db" / "frames").glob("*/*.png"))
+        frames = sorted((root / "db" / "frames").glob("*/*/*.png"))
         capacity, cpu_ms = await render_capacity(frames[-1], (cols, rows)) if frames else (0, 0)
     print(f"terminal {cols}x{rows}, task {task_id}, agent {args.agent}")
     print(

@@ -978,15 +978,16 @@ def test_encode_png_is_lossless() -> None:
 
 def test_identical_frames_share_a_file_within_an_episode(tmp_path: Path) -> None:
     with Store(tmp_path / "lab.db") as store:
+        folder = store.frames.root.relative_to(tmp_path).as_posix()
         one, two = new_episode(store), new_episode(store)
         first = store.save_frame(one, 0, png_of(1))
-        assert first == f"frames/{one}/0.png"
+        assert first == f"{folder}/{one}/0.png"
         assert store.save_frame(one, 1, png_of(1)) == first
-        assert store.save_frame(one, 2, png_of(2)) == f"frames/{one}/2.png"
+        assert store.save_frame(one, 2, png_of(2)) == f"{folder}/{one}/2.png"
         assert store.save_frame(one, 3, png_of(1)) == first
-        assert store.save_frame(one, "final", png_of(3)) == f"frames/{one}/final.png"
-        assert store.save_frame(two, 0, png_of(1)) == f"frames/{two}/0.png"
-        assert sorted(p.name for p in (tmp_path / "frames" / str(one)).iterdir()) == [
+        assert store.save_frame(one, "final", png_of(3)) == f"{folder}/{one}/final.png"
+        assert store.save_frame(two, 0, png_of(1)) == f"{folder}/{two}/0.png"
+        assert sorted(p.name for p in (tmp_path / folder / str(one)).iterdir()) == [
             "0.png",
             "2.png",
             "final.png",
@@ -1044,7 +1045,7 @@ def test_unwritable_frames_directory_names_the_frame(tmp_path: Path) -> None:
         (tmp_path / "frames").write_text("a file where the frames directory should be")
         with pytest.raises(StoreError, match="cannot write frame") as err:
             store.save_frame(episode, 0, png_of(1))
-        assert str(tmp_path / "frames" / str(episode) / "0.png") in str(err.value)
+        assert str(store.frames.root / str(episode) / "0.png") in str(err.value)
 
 
 def test_agent_info_round_trips_and_old_databases_migrate(tmp_path: Path) -> None:
@@ -1066,3 +1067,43 @@ def test_agent_info_round_trips_and_old_databases_migrate(tmp_path: Path) -> Non
     with Store(tmp_path / "v1.db") as store:
         (only,) = store.steps(episode)
         assert only.agent_info is None and only.description == "key(ctrl+s)"
+
+
+def test_two_databases_in_one_folder_keep_their_own_frames(tmp_path: Path) -> None:
+    # Both databases' first episode has id 1: each must read back its own frames.
+    with Store(tmp_path / "a.db") as a, Store(tmp_path / "b.db") as b:
+        in_a, in_b = new_episode(a), new_episode(b)
+        assert in_a == in_b
+        frame_a, frame_b = a.save_frame(in_a, 0, png_of(10)), b.save_frame(in_b, 0, png_of(20))
+        assert frame_a != frame_b
+    with Store(tmp_path / "a.db") as a, Store(tmp_path / "b.db") as b:
+        assert a.frame_path(frame_a).read_bytes() == png_of(10)
+        assert b.frame_path(frame_b).read_bytes() == png_of(20)
+        assert re.fullmatch(r"frames/[0-9a-f]{12}/1/0\.png", frame_a), frame_a
+
+
+def test_an_older_database_keeps_its_frames_and_gets_a_folder_of_its_own(
+    tmp_path: Path,
+) -> None:
+    db = old_database(tmp_path / "lab.db")
+    legacy = tmp_path / "frames" / "1" / "0.png"  # where frames were written before 0006
+    legacy.parent.mkdir(parents=True)
+    legacy.write_bytes(png_of(5))
+    with Store(db) as store:
+        assert store.frame_path("frames/1/0.png").read_bytes() == png_of(5)
+        episode = new_episode(store)
+        frame = store.save_frame(episode, 0, png_of(6))
+        assert not frame.startswith(f"frames/{episode}/")
+        assert store.frame_path(frame).read_bytes() == png_of(6)
+    assert legacy.read_bytes() == png_of(5)
+
+
+def test_a_frames_folder_outside_the_database_folder_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    Store(db).close()
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE store_info SET value = '../elsewhere' WHERE key = 'frames_folder'")
+    conn.close()
+    with pytest.raises(StoreError, match=re.escape("frames_folder is '../elsewhere'")):
+        Store(db)

@@ -29,7 +29,7 @@ from typing import Any, ParamSpec, Self, TypeVar
 from sqlite_utils import Database
 
 from app.core.errors import StoreError
-from app.store.frames import FrameDir
+from app.store.frames import FRAMES_FOLDER, FrameDir
 from app.store.schema import migrate
 
 MEMORY = ":memory:"
@@ -98,10 +98,10 @@ class StoreBase:
                 raise StoreError(
                     f"{self.path}: cannot create its directory {self.root}: {exc.strerror or exc}"
                 ) from None
-        self.frames = FrameDir(self.root / "frames", self.root)
         self._conn: sqlite3.Connection | None = None
         try:
             self._conn = self._open()
+            self.frames = FrameDir(self.root / self._frames_folder(self._conn), self.root)
         except BaseException:
             self.close()
             raise
@@ -133,6 +133,19 @@ class StoreBase:
             conn.close()
             raise
         return conn
+
+    def _frames_folder(self, conn: sqlite3.Connection) -> str:
+        """This database's own frames folder, relative to its folder (migration 0006)."""
+        row = conn.execute("SELECT value FROM store_info WHERE key = 'frames_folder'").fetchone()
+        folder = row[0] if row else None
+        # Checked, not trusted: the path comes from a file anyone may have edited, and a
+        # frame must never be written outside the database's folder.
+        if not isinstance(folder, str) or not FRAMES_FOLDER.fullmatch(folder):
+            raise StoreError(
+                f"{self.path}: store_info.frames_folder is {folder!r}; "
+                "expected 'frames/' and 12 hex digits"
+            )
+        return folder
 
     # -- lifecycle -----------------------------------------------------------
 

@@ -26,6 +26,8 @@ from app.core.errors import StoreError
 PNG_COMPRESS_LEVEL = 1
 
 FRAME_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# A database's frames folder, relative to the database's folder (migration 0006).
+FRAMES_FOLDER = re.compile(r"frames/[0-9a-f]{12}")
 
 
 def encode_png(pixels: npt.NDArray[np.uint8]) -> bytes:
@@ -45,7 +47,8 @@ def encode_png(pixels: npt.NDArray[np.uint8]) -> bytes:
 
 
 class FrameDir:
-    """The frames of one database: `<root>/<episode id>/<name>.png`.
+    """The frames of one database: `<root>/<episode id>/<name>.png`, where `root` is
+    the database's own folder, `frames/<id>/` beside it.
 
     Remembers the sha256 of every frame written per episode during this process's
     life, so a repeated image (the screen did not change) is stored once and later

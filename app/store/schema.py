@@ -280,6 +280,20 @@ def _v5(db: Database) -> None:
             db.execute("UPDATE episodes SET error_kind = ? WHERE id = ?", (kind, episode_id))
 
 
+@MIGRATIONS(name="0006_frames_folder")
+def _v6(db: Database) -> None:
+    # Each database keeps its frames in a folder of its own, `frames/<random id>/`. All
+    # databases of one folder wrote to `frames/<episode id>/` before, so episode 1 of a
+    # second database overwrote the frames of the first's episode 1. Frames recorded
+    # before stay where they are: steps record their frame's path, relative to the
+    # database's folder.
+    db.execute("CREATE TABLE store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT")
+    db.execute(
+        "INSERT INTO store_info (key, value)"
+        " VALUES ('frames_folder', 'frames/' || lower(hex(randomblob(6))))"
+    )
+
+
 def migrate(db: Database) -> None:
     """Apply pending migrations, in order, all in one IMMEDIATE transaction.
 

@@ -17,7 +17,8 @@ from app.store.writes import Writes
 
 
 class Store(Writes, Queries, Liveness):
-    """The episode database at `path` and its frames under `<path's dir>/frames/`.
+    """The episode database at `path` and its frames under `<path's dir>/frames/<id>/`,
+    a folder of this database's own (`id` is random, recorded in the database).
 
     `Store(':memory:')` (or `Store.memory()`) keeps the database in memory and its
     frames in a temporary directory removed by `close()`. A Store may be used from
