@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from app.cli import build_parser, main
+from app.episode.events import EpisodeResult
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def subcommand_paths() -> list[list[str]]:
@@ -66,3 +71,26 @@ def test_bad_script_file_names_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     err = capsys.readouterr().err
     assert code == 2
     assert f"{script}: steps[0]" in err and "escpe" in err
+
+
+def test_run_json_of_an_errored_episode_has_no_score() -> None:
+    errored = EpisodeResult(7, "gimp-flip-export", "error", "error", None, None, 0, "VNC error: x")
+    payload = errored.as_json()
+    assert payload["passed"] is None and payload["score"] is None
+    finished = EpisodeResult(8, "gimp-flip-export", "finished", "done", False, 0.0, 3)
+    assert (finished.as_json()["passed"], finished.as_json()["score"]) == (False, 0.0)
+
+
+def test_a_closed_pipe_ends_a_command_quietly() -> None:
+    # `deskloop tasks show ID | head`: the reader is gone before the command writes.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "tasks", "show", "gimp-flip-export"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141, stderr
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -87,10 +88,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.func = tui_cmd.cmd_tui
     try:
         code: int = args.func(args)
+        # Inside the try: a reader that went away is noticed here, not in the flush at
+        # exit, where Python can only print a traceback.
+        sys.stdout.flush()
         return code
     except DeskLoopError as exc:
         print_err(f"{exc.title}:\n{exc}")
         return 2
+    except BrokenPipeError:
+        # `deskloop episodes show 3 | head`: the reader has what it wanted. Stop quietly,
+        # as other command-line tools do, with the status of a process ended by SIGPIPE;
+        # stdout goes to /dev/null so that the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

@@ -37,8 +37,10 @@ class EpisodeResult:
             "task": self.task_id,
             "status": self.status,
             "end_reason": self.end_reason,
-            "passed": bool(self.passed),
-            "score": self.score if self.score is not None else 0.0,
+            # An episode that ended in an error has no score: null, as the store keeps
+            # it, never a 0 that reads like the agent's failure.
+            "passed": self.passed,
+            "score": self.score,
             "steps": self.steps,
             "error": self.error,
         }
