@@ -12,6 +12,8 @@ are `TaskError`s (the default); the other formats raise their own subsystem's er
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,23 +33,114 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# Limits that keep a hostile file from turning the loader against the lab. The largest
+# shipped file (a reference script) is 17 KB and the deepest nests 9 levels.
+MAX_YAML_BYTES = 1 << 20
+MAX_YAML_DEPTH = 32
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """A YAML construct DeskLoop's files may not use (an alias, a duplicate key...)."""
+
+
+class _GuardedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without what a hostile file could abuse: anchors and
+    aliases (a few hundred bytes of nested aliases expand to gigabytes), duplicate keys
+    (YAML keeps the last one silently: a second `evaluate:` replaced a task's checks)
+    and nesting past MAX_YAML_DEPTH (deep trees end in a RecursionError further on)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise _Refused(
+                problem="anchors and aliases (&name, *name) are not allowed; write the value out",
+                problem_mark=event.start_mark,
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise _Refused(
+                    problem=f"nested more than {MAX_YAML_DEPTH} levels deep",
+                    problem_mark=event.start_mark,
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base class says so
+                break
+            if first is not None:
+                raise _Refused(
+                    problem=f"duplicate key {key!r} (first at line {first.start_mark.line + 1})",
+                    problem_mark=key_node.start_mark,
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+def _read_regular_file(source: Path) -> bytes:
+    """The bytes of `source`, which must be a regular file of at most MAX_YAML_BYTES.
+
+    Opened without blocking and checked before it is read: a FIFO named as a task once
+    hung `run` for ever."""
+    fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_size > MAX_YAML_BYTES:
+            raise ValueError(f"{info.st_size} bytes; the limit is {MAX_YAML_BYTES}")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(MAX_YAML_BYTES + 1)
+        if len(data) > MAX_YAML_BYTES:  # it grew after the check
+            raise ValueError(f"more than {MAX_YAML_BYTES} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
 def read_yaml(source: Path, what: str, error: type[DeskLoopError] = TaskError) -> tuple[Any, bytes]:
     """The parsed YAML document in `source` and the file's bytes (for a hash).
 
     Raises:
-        error: unreadable file, or a YAML syntax error with its line and column.
+        error: an unreadable, non-regular or too large file; text that is not UTF-8; a
+            YAML syntax error; an anchor, alias, duplicate key or too deep nesting —
+            each with its line and column where there is one.
     """
     try:
-        data = source.read_bytes()
+        data = _read_regular_file(source)
     except OSError as exc:
         raise error(f"{source}: cannot read {what} file: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise error(f"{source}: cannot read {what} file: {exc}") from None
     try:
-        return yaml.safe_load(data), data
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise error(f"{source}: line {line}: not UTF-8 text ({exc.reason})") from None
+    try:
+        return yaml.load(text, Loader=_GuardedLoader), data
+    except _Refused as exc:
+        raise error(f"{source}: YAML error{_where(exc)}: {exc.problem}") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise error(f"{source}: YAML syntax error{where}: {problem}") from None
+        raise error(f"{source}: YAML syntax error{_where(exc)}: {problem}") from None
+
+
+def _where(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    return f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
 
 
 def field_path(loc: Sequence[int | str]) -> str:
