@@ -162,3 +162,14 @@ def test_phase_check_assets_are_validated_at_load(tmp_path: Path) -> None:
     )
     problems = problems_of(tmp_path, text)
     assert "phases[0].checks.reference" in problems and "not found" in problems
+
+
+@pytest.mark.parametrize("budget", ["{steps: true}", "{steps: '10'}", "{seconds: '30'}"])
+def test_budget_numbers_are_numbers(tmp_path: Path, budget: str) -> None:
+    text = problems_of(tmp_path, GOOD + f"budget: {budget}\n")
+    assert "budget." in text and "valid" in text, text
+
+
+def test_a_whole_number_of_seconds_is_a_number(tmp_path: Path) -> None:
+    task = load_task(write_task(tmp_path, GOOD + "budget: {steps: 10, seconds: 30}\n"))
+    assert (task.budget.steps, task.budget.seconds) == (10, 30.0)

@@ -33,7 +33,9 @@ MESSAGE_KINDS = ("clarification", "interruption", "feedback", "answer")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a number is a number and a flag a flag. Lax pydantic took `steps: true`
+    # as 1 step and `steps: "10"` as 10; an unknown key is an error, never a default.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class UploadSpec(_Strict):
