@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import textwrap
 from pathlib import Path
@@ -173,3 +174,36 @@ def test_budget_numbers_are_numbers(tmp_path: Path, budget: str) -> None:
 def test_a_whole_number_of_seconds_is_a_number(tmp_path: Path) -> None:
     task = load_task(write_task(tmp_path, GOOD + "budget: {steps: 10, seconds: 30}\n"))
     assert (task.budget.steps, task.budget.seconds) == (10, 30.0)
+
+
+def test_validating_an_empty_library_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["tasks", "validate", str(tmp_path)]) == 1
+    assert f"no task files in {tmp_path}" in capsys.readouterr().err
+
+
+def test_one_id_in_two_files_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    app_dir = tmp_path / "gimp"
+    app_dir.mkdir()
+    first = write_task(app_dir, GOOD)
+    second = write_task(app_dir, GOOD, name="demo-task.yml")
+    assert main(["tasks", "validate", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"{first}: id: task id 'demo-task' is also claimed by {second}" in out
+    assert "0 valid, 2 invalid" in out
+    with pytest.raises(TaskError, match="claimed by more than one file"):
+        find_task("demo-task", [tmp_path])
+
+
+def test_a_fifo_named_as_a_task_is_listed_and_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app_dir = tmp_path / "gimp"
+    app_dir.mkdir()
+    write_task(app_dir, GOOD)
+    os.mkfifo(app_dir / "stuck.yaml")
+    assert main(["tasks", "validate", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "stuck.yaml: cannot read task file: not a regular file" in out
+    assert "1 valid, 1 invalid" in out

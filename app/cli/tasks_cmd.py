@@ -73,21 +73,36 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from app.tasks.loader import load_task, task_files
+    from app.tasks.loader import duplicate_ids, load_task, task_files
+    from app.tasks.model import Task
 
+    targets = args.paths or [args.tasks_dir]
     paths: list[Path] = []
-    for target in args.paths or [args.tasks_dir]:
+    for target in targets:
         paths.extend(task_files(target))
-    bad = 0
+    if not paths:
+        where = ", ".join(str(target) for target in targets)
+        print_err(f"no task files in {where} (a task is <app>/<task-id>.yaml)")
+        return 1
+    problems: dict[Path, list[str]] = {}
+    loaded: list[Task] = []
     for path in paths:
         try:
-            load_task(path)
-            print(f"ok       {path}")
+            loaded.append(load_task(path))
         except DeskLoopError as exc:
-            bad += 1
+            problems[path] = str(exc).splitlines()
+    for task_id, files in duplicate_ids(loaded).items():
+        for path in files:
+            others = ", ".join(str(other) for other in files if other != path)
+            problems[path] = [f"{path}: id: task id {task_id!r} is also claimed by {others}"]
+    for path in paths:
+        if path in problems:
             print(f"INVALID  {path}")
-            for line in str(exc).splitlines():
+            for line in problems[path]:
                 print(f"  {line}")
+        else:
+            print(f"ok       {path}")
+    bad = len(problems)
     print(f"\n{len(paths) - bad} valid, {bad} invalid")
     return 1 if bad else 0
 

@@ -156,13 +156,28 @@ def task_files(root: Path | str) -> list[Path]:
     if not base.is_dir():
         raise TaskError(f"{base}: no such task file or folder")
     found: list[Path] = []
-    direct = [p for p in base.iterdir() if p.is_file() and p.suffix in TASK_SUFFIXES]
+    direct = [p for p in base.iterdir() if _is_task_entry(p)]
     if direct:
         found.extend(direct)
     else:
         for app_dir in sorted(p for p in base.iterdir() if p.is_dir()):
-            found.extend(p for p in app_dir.iterdir() if p.is_file() and p.suffix in TASK_SUFFIXES)
+            found.extend(p for p in app_dir.iterdir() if _is_task_entry(p))
     return sorted(found)
+
+
+def _is_task_entry(path: Path) -> bool:
+    # Anything named like a task but a folder: a FIFO or a device named x.yaml is
+    # listed, so that loading it refuses it by name instead of it being skipped silently.
+    return path.suffix in TASK_SUFFIXES and not path.is_dir()
+
+
+def duplicate_ids(tasks: Iterable[Task]) -> dict[str, list[Path]]:
+    """Task ids that more than one file claims (`x.yaml` and `x.yml`, or one id in two
+    app folders), with the files; a run could not tell which one is meant."""
+    files: dict[str, list[Path]] = {}
+    for task in tasks:
+        files.setdefault(task.id, []).append(task.source)
+    return {task_id: paths for task_id, paths in files.items() if len(paths) > 1}
 
 
 def load_tasks(root: Path | str) -> tuple[list[Task], list[TaskError]]:
@@ -182,13 +197,16 @@ def find_task(ref: str, roots: Iterable[Path | str]) -> Task:
     as_path = Path(ref)
     if as_path.suffix in TASK_SUFFIXES or as_path.is_file():
         return load_task(as_path)
-    known: dict[str, Path] = {}
+    known: dict[str, list[Path]] = {}
     for root in roots:
         if Path(root).exists():
             for path in task_files(root):
-                known.setdefault(path.stem, path)
+                known.setdefault(path.stem, []).append(path)
     if ref in known:
-        return load_task(known[ref])
+        if len(known[ref]) > 1:
+            files = ", ".join(str(path) for path in known[ref])
+            raise TaskError(f"task id {ref!r} is claimed by more than one file: {files}")
+        return load_task(known[ref][0])
     close = difflib.get_close_matches(ref, list(known), n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     listing = ", ".join(sorted(known)) or "none"
