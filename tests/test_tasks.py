@@ -207,3 +207,31 @@ def test_a_fifo_named_as_a_task_is_listed_and_refused(
     out = capsys.readouterr().out
     assert "stuck.yaml: cannot read task file: not a regular file" in out
     assert "1 valid, 1 invalid" in out
+
+
+def test_a_setup_step_error_names_its_field_once(tmp_path: Path) -> None:
+    text = problems_of(tmp_path, GOOD.replace("dest: ~/Desktop/a.png}", "dest: ~/a.png, mode: 1}"))
+    assert "setup[0].upload.mode: unknown key" in text and "upload.upload" not in text
+
+
+@pytest.mark.parametrize(
+    ("dest", "why"),
+    [
+        ("/etc/x", "under the desktop's home"),
+        ("~/../../etc/x", "must not contain '..'"),
+        ("~/Desktop/../../x", "must not contain '..'"),
+        ("a.png", "under the desktop's home"),
+    ],
+)
+def test_an_upload_outside_the_home_is_refused_when_validating(
+    tmp_path: Path, dest: str, why: str
+) -> None:
+    text = problems_of(tmp_path, GOOD.replace("dest: ~/Desktop/a.png", f"dest: '{dest}'"))
+    assert "setup[0].upload.dest" in text and why in text, text
+
+
+def test_a_window_pattern_that_cannot_compile_is_refused(tmp_path: Path) -> None:
+    text = problems_of(
+        tmp_path, GOOD.replace("{class: Gimp, timeout: 30}", "{name: '([', timeout: 30}")
+    )
+    assert "setup[2].wait_window.name" in text and "not a regular expression" in text, text

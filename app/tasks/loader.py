@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from app.checks.tree import TreeError, leaves, parse_tree
 from app.core.errors import TaskError
 from app.core.validation import located, read_yaml, validation_problems
-from app.tasks.model import Task, UploadStep
+from app.tasks.model import SETUP_TAGS, Task, UploadStep
 
 TASK_SUFFIXES = (".yaml", ".yml")
 
@@ -118,7 +118,7 @@ def parse_task(raw: Any, source: Path, data: bytes = b"") -> Task:
     except ValidationError as exc:
         problems.extend(
             p
-            for p in validation_problems(exc, "task")
+            for p in validation_problems(exc, "task", hidden=SETUP_TAGS)
             if not (tree is None and p.startswith("evaluate"))
         )
     if task is not None:

@@ -8,7 +8,7 @@ loader, which knows the task's folder.
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -42,7 +42,18 @@ class UploadSpec(_Strict):
     src: str
     """Asset path relative to the task's folder (must stay inside it)."""
     dest: str
-    """Destination in the desktop's session, usually under '~/'."""
+    """Destination in the desktop's session, under its home: '~/...'."""
+
+    @field_validator("dest")
+    @classmethod
+    def _in_the_home(cls, value: str) -> str:
+        # Checked here as well as by the guest at run time, so that `tasks validate`
+        # refuses what a run would (the home's absolute path differs between desktops).
+        if not value.startswith("~/") or value == "~/":
+            raise ValueError(f"{value!r} must be a file under the desktop's home, '~/...'")
+        if ".." in PurePosixPath(value[2:]).parts:
+            raise ValueError(f"{value!r} must not contain '..': it would leave the home")
+        return value
 
 
 class UploadStep(_Strict):
@@ -64,13 +75,25 @@ class LaunchStep(_Strict):
 
 
 class WaitWindowSpec(_Strict):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
     wm_class: str | None = Field(default=None, alias="class")
     """Window class to wait for (as `xdotool search --class`)."""
     name: str | None = None
     """Window title (regular expression) to wait for."""
     timeout: Annotated[float, Field(gt=0, le=600)] = 60.0
     """Seconds to wait before setup fails."""
+
+    @field_validator("wm_class", "name")
+    @classmethod
+    def _a_pattern(cls, value: str | None) -> str | None:
+        # Both are regular expressions (xdotool's); one that cannot compile would fail
+        # only at run time, after the whole timeout.
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"{value!r} is not a regular expression: {exc}") from None
+        return value
 
     @model_validator(mode="after")
     def _one_of(self) -> WaitWindowSpec:
@@ -89,20 +112,27 @@ class SleepStep(_Strict):
     """Pause, in seconds. Prefer wait_window: it waits on meaning, not time."""
 
 
+SETUP_KINDS = ("upload", "launch", "wait_window", "sleep")
+# The union's tags, which pydantic puts in an error's path before the step's own key:
+# distinct words, so that the loader can drop them from the path (it printed
+# `setup[0].upload.upload.mode`) without dropping the key.
+SETUP_TAGS = tuple(f"setup:{kind}" for kind in SETUP_KINDS)
+
+
 def _setup_kind(raw: Any) -> str | None:
     if isinstance(raw, dict) and len(raw) == 1:
         key = next(iter(raw))
-        return key if key in ("upload", "launch", "wait_window", "sleep") else None
+        return f"setup:{key}" if key in SETUP_KINDS else None
     if isinstance(raw, BaseModel):
-        return next(iter(type(raw).model_fields))
+        return f"setup:{next(iter(type(raw).model_fields))}"
     return None
 
 
 SetupStep = Annotated[
-    Annotated[UploadStep, Tag("upload")]
-    | Annotated[LaunchStep, Tag("launch")]
-    | Annotated[WaitWindowStep, Tag("wait_window")]
-    | Annotated[SleepStep, Tag("sleep")],
+    Annotated[UploadStep, Tag("setup:upload")]
+    | Annotated[LaunchStep, Tag("setup:launch")]
+    | Annotated[WaitWindowStep, Tag("setup:wait_window")]
+    | Annotated[SleepStep, Tag("setup:sleep")],
     Discriminator(
         _setup_kind,
         custom_error_type="setup_step",
