@@ -235,3 +235,14 @@ def test_a_window_pattern_that_cannot_compile_is_refused(tmp_path: Path) -> None
         tmp_path, GOOD.replace("{class: Gimp, timeout: 30}", "{name: '([', timeout: 30}")
     )
     assert "setup[2].wait_window.name" in text and "not a regular expression" in text, text
+
+
+def test_validate_reads_the_reference_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(ROOT / "tasks" / "gimp", tmp_path / "gimp")
+    reference = tmp_path / "gimp" / "references" / "gimp-flip-export.yaml"
+    reference.write_text(reference.read_text().replace("- key: alt+i", "- kee: alt+i"))
+    assert main(["tasks", "validate", str(tmp_path / "gimp" / "gimp-flip-export.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert "INVALID" in out and f"{reference}: steps[1]" in out, out

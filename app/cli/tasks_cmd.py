@@ -73,7 +73,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from app.tasks.loader import duplicate_ids, load_task, task_files
+    from app.agents.scripted import load_script
+    from app.tasks.loader import duplicate_ids, load_task, resolve_asset, task_files
     from app.tasks.model import Task
 
     targets = args.paths or [args.tasks_dir]
@@ -88,7 +89,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     loaded: list[Task] = []
     for path in paths:
         try:
-            loaded.append(load_task(path))
+            task = load_task(path)
+            if task.reference is not None:
+                # The reference must parse as a run would read it: the loader below the
+                # agents cannot, so the command does (scripted agents' own validation).
+                load_script(resolve_asset(task.folder, task.reference, "reference"))
+            loaded.append(task)
         except DeskLoopError as exc:
             problems[path] = str(exc).splitlines()
     for task_id, files in duplicate_ids(loaded).items():
