@@ -31,13 +31,11 @@ from app.batch.hosts import parse_host
 from app.batch.pool import DesktopPool, pool_hosts
 from app.batch.retry import failed_at_startup
 from app.core.actions import Action, Done, GuiAction
-from app.core.commands import CommandResult
 from app.core.errors import (
     AgentError,
     AgentUnavailable,
     DeskLoopError,
     DesktopError,
-    GuestError,
 )
 from app.core.frames import Frame, SettleResult
 from app.core.vocabulary import ERROR_KINDS, ErrorKind
@@ -46,6 +44,7 @@ from app.desktops.factory import libvirt_desktop_name
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
+from tests.still_desktop import EmptyGuest
 
 DOWN = "qemu+ssh://down.example/system"
 UP = "qemu+ssh://up.example/system"
@@ -132,23 +131,11 @@ def test_vm_names_tell_hosts_and_places_apart() -> None:
 # -- fakes: desktops whose host may be unreachable ------------------------------------
 
 
-class FakeGuest:
-    home = "/home/user"
+class FakeGuest(EmptyGuest):
+    """A guest with no files whose `exists` hangs while the world says so."""
 
     def __init__(self, world: World) -> None:
         self.world = world
-
-    async def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
-        return CommandResult(tuple(argv), 1, b"", b"fake guest runs nothing")
-
-    async def launch(self, argv: list[str]) -> None:
-        raise GuestError("fake guest launches nothing")
-
-    async def read_file(self, path: str, max_bytes: int = 64 * 1024 * 1024) -> bytes:
-        raise GuestError(f"{path}: no such file")
-
-    async def write_file(self, path: str, data: bytes) -> None:
-        raise GuestError("fake guest writes nothing")
 
     async def exists(self, path: str) -> bool:
         if self.world.guest_hangs:

@@ -16,6 +16,8 @@ from app.core.actions import Action
 from app.core.commands import CommandResult
 from app.core.conversation import Message
 from app.core.frames import Frame
+from app.desktops.base import Desktop
+from app.desktops.xwindows import active_window_title
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,23 @@ class CommandProbe(Protocol):
             GuestError: the program could not start or ran past `timeout`.
         """
         ...
+
+
+class GuestProbe:
+    """The `Probe` and `CommandProbe` of a live desktop, answered through its guest channel:
+    what the runner gives privileged (scripted) agents."""
+
+    def __init__(self, desktop: Desktop) -> None:
+        self._desktop = desktop
+
+    async def active_window_title(self) -> str:
+        return await active_window_title(self._desktop.guest)
+
+    async def file_exists(self, path: str) -> bool:
+        return await self._desktop.guest.exists(path)
+
+    async def run(self, argv: list[str], timeout: float) -> CommandResult:
+        return await self._desktop.guest.run(argv, timeout)
 
 
 @dataclass(frozen=True)

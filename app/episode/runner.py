@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from app.agents.base import Agent, AgentContext, Observation
+from app.agents.base import Agent, AgentContext, GuestProbe, Observation
 from app.core.actions import (
     Action,
     Ask,
@@ -34,7 +34,6 @@ from app.core.actions import (
     describe_action,
     is_gui_action,
 )
-from app.core.commands import CommandResult
 from app.core.conversation import Message
 from app.core.errors import (
     ActionError,
@@ -46,7 +45,6 @@ from app.core.errors import (
 from app.core.frames import Frame
 from app.core.vocabulary import ErrorKind
 from app.desktops.base import Desktop, SavesStartStates
-from app.desktops.xwindows import active_window_title
 from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import (
     EndedEvent,
@@ -73,22 +71,6 @@ T = TypeVar("T")
 
 class _Aborted(Exception):
     """The person aborted the episode."""
-
-
-class GuestProbe:
-    """The privileged probe scripted agents use, answered through the guest channel."""
-
-    def __init__(self, desktop: Desktop) -> None:
-        self._desktop = desktop
-
-    async def active_window_title(self) -> str:
-        return await active_window_title(self._desktop.guest)
-
-    async def file_exists(self, path: str) -> bool:
-        return await self._desktop.guest.exists(path)
-
-    async def run(self, argv: list[str], timeout: float) -> CommandResult:
-        return await self._desktop.guest.run(argv, timeout)
 
 
 class EpisodeRunner:
@@ -193,35 +175,15 @@ class EpisodeRunner:
         except _Aborted:
             protocol.end("aborted")
             reason = "aborted by the person in the loop"
-            await self._finish(episode_id, protocol, "error", reason, final_frame, "aborted")
-            return EpisodeResult(
-                episode_id,
-                task.id,
-                "error",
-                "aborted",
-                None,
-                None,
-                protocol.steps,
-                reason,
-                error_kind="aborted",
-            )
+            return await self._ended_in_error(episode_id, protocol, reason, final_frame, "aborted")
         except Exception as exc:
-            reason, kind = describe_error(exc), error_kind(exc)
+            reason = describe_error(exc)
             if stage == "scoring":
                 reason = f"scoring failed: {reason}"
             log.debug("episode %s failed", episode_id, exc_info=True)
             protocol.end("error")
-            await self._finish(episode_id, protocol, "error", reason, final_frame, kind)
-            return EpisodeResult(
-                episode_id,
-                task.id,
-                "error",
-                "error",
-                None,
-                None,
-                protocol.steps,
-                reason,
-                error_kind=kind,
+            return await self._ended_in_error(
+                episode_id, protocol, reason, final_frame, error_kind(exc)
             )
         finally:
             await self.agent.close()
@@ -495,6 +457,28 @@ class EpisodeRunner:
             error_kind=error_kind,
             steps=protocol.steps,
             final_frame=final_frame,
+        )
+
+    async def _ended_in_error(
+        self,
+        episode_id: int,
+        protocol: Protocol,
+        reason: str,
+        final_frame: str | None,
+        kind: ErrorKind,
+    ) -> EpisodeResult:
+        """Record the episode as ended in an error (the protocol says how it ended)."""
+        await self._finish(episode_id, protocol, "error", reason, final_frame, kind)
+        return EpisodeResult(
+            episode_id,
+            self.task.id,
+            "error",
+            protocol.ended or "error",
+            None,
+            None,
+            protocol.steps,
+            reason,
+            error_kind=kind,
         )
 
     async def _record_score(self, episode_id: int, score: ScoreResult) -> None:
