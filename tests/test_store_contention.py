@@ -9,6 +9,8 @@ waits on what the store reports, never on a guess of how long a wait takes.
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
 import subprocess
 import sys
 import threading
@@ -241,3 +243,132 @@ async def test_an_episode_outlasts_another_process_holding_the_lock(
             ("done", 5),
         ]
         assert [p.status for p in store.phases(result.episode_id)] == ["delivered"]
+
+
+# -- a real `deskloop run` ---------------------------------------------------------------
+
+RUN_TASK = """\
+id: contended-run
+app: gimp
+level: L1
+title: Move the pointer about
+instruction: Move the pointer, then say DONE.
+budget: {steps: 60, seconds: 300}
+evaluate:
+  all:
+    - {check: file_exists, path: ~/never.txt}
+"""
+MOVES = 40
+
+
+class Stderr:
+    """A child's stderr lines as they come, and a way to wait for one."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._proc = proc
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self._proc.stderr is not None
+        for line in self._proc.stderr:
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
+
+    def wait_for(self, text: str, timeout: float = 60.0) -> str:
+        with self._changed:
+            found = self._changed.wait_for(
+                lambda: any(text in line for line in self.lines), timeout
+            )
+            assert found, f"no stderr line with {text!r}:\n{''.join(self.lines)}"
+            return next(line for line in self.lines if text in line)
+
+
+def start_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    task = tmp_path / "tasks" / "gimp" / "contended-run.yaml"
+    task.parent.mkdir(parents=True)
+    task.write_text(RUN_TASK)
+    script = tmp_path / "moves.yaml"
+    script.write_text("".join(f"- move: [{10 + i}, 10]\n" for i in range(MOVES)) + "- done\n")
+    db = tmp_path / "lab.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "--db", str(db), "run", str(task),
+         "--agent", f"scripted:{script}", "--json"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    return proc, db
+
+
+def wait_for_steps(db: Path, proc: subprocess.Popen[str], count: int) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if db.exists():
+            with Store(db) as store:
+                episodes = store.list_episodes()
+                if episodes and len(store.steps(episodes[0].id)) >= count:
+                    return
+        time.sleep(0.05)
+    raise AssertionError(f"the run did not record {count} steps (exit {proc.poll()})")
+
+
+@pytest.mark.desktop
+def test_a_run_outlasts_a_lock_and_prints_its_json_line(tmp_path: Path) -> None:
+    proc, db = start_run(tmp_path)
+    stderr = Stderr(proc)
+    try:
+        wait_for_steps(db, proc, 2)
+        with lock_holder(db) as holder:
+            holder.lock()
+            line = stderr.wait_for("holds the database's write lock")
+            assert str(db) in line and f"pid {holder.pid}" in line
+            assert proc.poll() is None
+            holder.release()
+            holder.close()
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, "".join(stderr.lines)  # finished, not passed
+    payload = json.loads(out.strip().splitlines()[-1])
+    assert (payload["status"], payload["end_reason"], payload["error"]) == (
+        "finished", "done", None,
+    )  # fmt: skip
+    assert payload["steps"] == MOVES + 1
+    # Progress goes to stderr with --json too.
+    assert any("[contended-run] step 0: " in line for line in stderr.lines)
+    with Store(db) as store:
+        (episode,) = store.list_episodes()
+        assert episode.status == "finished" and episode.steps == MOVES + 1
+        assert [s.idx for s in store.steps(episode.id)] == list(range(MOVES + 1))
+
+
+@pytest.mark.desktop
+def test_a_run_stopped_while_locked_prints_its_line_and_is_recovered(tmp_path: Path) -> None:
+    proc, db = start_run(tmp_path)
+    stderr = Stderr(proc)
+    try:
+        wait_for_steps(db, proc, 2)
+        with lock_holder(db) as holder:
+            holder.lock()
+            stderr.wait_for("holds the database's write lock")
+            # The first signal gives the end 10 s to be written; the second stops now.
+            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=30)
+            assert proc.returncode == 130, "".join(stderr.lines)
+            payload = json.loads(out.strip().splitlines()[-1])
+            # The end was not written: the database still says running, and why.
+            assert payload["status"] == "running" and payload["episode"] is not None
+            assert "marked interrupted" in payload["error"]
+            stderr.wait_for("interrupted before the episode's end could be recorded")
+            holder.release()
+            holder.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with Store(db) as store:  # the runner has exited: opening recovers its episode
+        episode = store.get_episode(payload["episode"])
+        assert (episode.status, episode.error_kind) == ("error", "interrupted")
+        assert len(store.steps(episode.id)) >= 2

@@ -87,7 +87,7 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
             raise
         failed = exc  # raised while stopping: the episode's end may be unrecorded
     if cancelled or INTERRUPT.received:
-        if any(store.gave_up for store in INTERRUPT.stores):
+        if any(store.gave_up or store.lock_waiting for store in INTERRUPT.stores):
             print_err(
                 "interrupted before the episode's end could be recorded: the store stayed "
                 "locked by another process; the episode is marked interrupted when the "

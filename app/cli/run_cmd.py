@@ -108,10 +108,10 @@ def unfinished_json(
         # marks it interrupted.
         payload.update(status=record.status, end_reason=record.end_reason, steps=record.steps)
         payload.update(passed=record.passed, score=record.score)
-        if record.status == "running" and error is None:
-            error = (
-                "stopped before the episode's end could be recorded; it is marked "
-                "interrupted when the database is next opened"
+        if record.status == "running":
+            error = (f"{error}; " if error else "") + (
+                "the episode's end was not recorded: it is marked interrupted when the "
+                "database is next opened"
             )
         payload.update(error=error or record.error or "interrupted")
     return payload

@@ -139,6 +139,8 @@ class StoreBase:
         self._give_up_at: float | None = None
         self.gave_up = False
         """Whether a write gave up waiting for a lock (after `stop_waiting`)."""
+        self.lock_waiting = False
+        """Whether a write is waiting for another process's lock now."""
         self.path = MEMORY if self.is_memory else str(Path(path).expanduser())
         self._lock = threading.RLock()
         self._closed = False
@@ -341,7 +343,7 @@ class StoreBase:
                 except sqlite3.OperationalError as exc:
                     if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
                         raise
-                polling = True
+                polling = self.lock_waiting = True
                 now = time.monotonic()
                 if now - tried < LOCK_POLL_SECONDS / 2 and (give_up is None or now < give_up):
                     # SQLite answered busy without waiting: pause instead of spinning.
@@ -359,6 +361,7 @@ class StoreBase:
                     report_at = now + LOCK_REPORT_EVERY_SECONDS
                     self._report(LockWait(self.path, doing, now - started, self._holders()))
         finally:
+            self.lock_waiting = False
             if polling:
                 conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
 
