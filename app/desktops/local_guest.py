@@ -79,6 +79,7 @@ class LocalGuest:
 
     @property
     def launched_pids(self) -> list[int]:
+        """The pids `launch` started: bubblewrap's, whose child is the program."""
         return [p.pid for p in self._launched]
 
     def expand(self, arg: str) -> str:
