@@ -143,9 +143,9 @@ class LocalGuest:
             await asyncio.wait_for(asyncio.shield(proc.wait()), LAUNCH_EXIT_WATCH)
         if proc.returncode is not None and proc.returncode != 0:
             output = log_tail(log_path) or "no output"
+            # The output, not the log's path: the log goes with the session.
             raise GuestError(
-                f"{args!r} exited with status {proc.returncode} right after its launch "
-                f"(log {log_path}): {output}"
+                f"{args!r} exited with status {proc.returncode} right after its launch: {output}"
             )
 
     def resolve(self, path: str) -> Path:
