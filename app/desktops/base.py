@@ -46,7 +46,9 @@ class Guest(Protocol):
         """Start a program in the session and return without waiting for it.
 
         Raises:
-            GuestError: the program could not be started.
+            GuestError: the program could not be started (on the local backend, also
+                one that exits with an error within moments of its start; its output
+                is in the message).
         """
         ...
 
