@@ -132,6 +132,14 @@ class Desktop(Protocol):
         (blinking text cursors) do not count."""
         ...
 
+    async def until_dead(self) -> str:
+        """Return what died (naming the desktop) once the running desktop has died:
+        its process exited, its domain stopped, its VNC server went away. Never
+        returns while it lives, and a dropped connection that reopens is not a death.
+        Cancel it to stop watching; `app.desktops.liveness.while_alive` races it
+        against other work."""
+        ...
+
     async def close(self) -> None:
         """Stop the session and remove everything it made. Safe to call twice."""
         ...

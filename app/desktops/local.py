@@ -24,6 +24,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import uuid
@@ -201,6 +202,17 @@ class LocalDesktop(VncScreen):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+    async def _backend_death(self) -> str:
+        """Xvnc is this desktop's X server and VNC server both: its exit is the death."""
+        xvnc = self._running().xvnc
+        assert xvnc is not None
+        status = await xvnc.wait()
+        if status < 0:
+            how = f"was killed by {signal.Signals(-status).name}"
+        else:
+            how = f"exited with status {status}"
+        return f"its Xvnc (pid {xvnc.pid}) {how}"
 
     # ------------------------------------------------------------ session
 

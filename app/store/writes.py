@@ -30,6 +30,7 @@ from app.core.vocabulary import (
     Source,
     UserMode,
 )
+from app.core.windows import WindowList
 from app.store.base import StoreBase, end_pending_phases
 from app.store.liveness import this_runner
 
@@ -268,19 +269,21 @@ class Writes(StoreBase):
         error_kind: ErrorKind | None = None,
         steps: int,
         final_frame: str | None = None,
+        final_windows: WindowList | None = None,
         ended_at: Timestamp | None = None,
     ) -> None:
         """End a running episode; its phases still pending become never_delivered.
 
         `error_kind` says what failed when the status is `error` (the runner always
-        gives it; None records the kind as unknown)."""
+        gives it; None records the kind as unknown). `final_windows` are the windows
+        open at the end, where the runner saw them (a failed setup)."""
         doing = f"finishing episode {episode_id}"
         if status == "running":
             raise StoreError(f"{self.path}: {doing}: status must be 'finished' or 'error'")
         with self._write(doing) as conn:
             cursor = conn.execute(
                 """UPDATE episodes SET status = ?, end_reason = ?, error = ?, error_kind = ?,
-                       steps = ?, final_frame = ?, ended_at = ?
+                       steps = ?, final_frame = ?, final_windows = ?, ended_at = ?
                    WHERE id = ? AND status = 'running'""",
                 (
                     status,
@@ -289,6 +292,7 @@ class Writes(StoreBase):
                     error_kind,
                     steps,
                     final_frame,
+                    None if final_windows is None else json.dumps(final_windows.to_raw()),
                     _iso(ended_at),
                     episode_id,
                 ),
