@@ -154,8 +154,17 @@ def read_yaml_lines(
         return raw, data, lines
     except _Refused as exc:
         raise error(f"{source}: YAML error{_where(exc)}: {exc.problem}") from None
+    except yaml.reader.ReaderError as exc:
+        # A control character such as NUL: PyYAML's own message spans two lines and
+        # gives an offset, not a line.
+        line = text[: exc.position].count("\n") + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise error(
+            f"{source}: line {line}: character {code:#06x} is not allowed "
+            "in YAML (control characters are refused)"
+        ) from None
     except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         raise error(f"{source}: YAML syntax error{_where(exc)}: {problem}") from None
 
 

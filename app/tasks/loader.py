@@ -91,8 +91,13 @@ def parse_task(raw: Any, source: Path, data: bytes = b"", lines: Lines | None = 
         raise TaskError(f"{source}: the file is empty; a task file is a mapping of fields")
     if not isinstance(raw, dict):
         raise TaskError(f"{source}: a task file is a mapping of fields, got {type(raw).__name__}")
-    fields = dict(raw)
+    fields = {key: value for key, value in raw.items() if isinstance(key, str)}
     problems: list[str] = [
+        f"{key}: unknown key (keys are field names, got {type(key).__name__} {key!r})"
+        for key in raw
+        if not isinstance(key, str)
+    ]
+    problems += [
         f"{key}: unknown key (not part of the task format)"
         for key in ("folder", "source", "sha256")
         if key in fields
@@ -121,7 +126,7 @@ def parse_task(raw: Any, source: Path, data: bytes = b"", lines: Lines | None = 
     except ValidationError as exc:
         problems.extend(
             p
-            for p in validation_problems(exc, "task", hidden=SETUP_TAGS)
+            for p in validation_problems(exc, "task", Task, hidden=SETUP_TAGS)
             if not (tree is None and p.startswith("evaluate"))
         )
     if task is not None:
