@@ -12,6 +12,7 @@ are `TaskError`s (the default); the other formats raise their own subsystem's er
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import stat
@@ -318,3 +319,19 @@ def located(source: Path | str, problems: Iterable[str], lines: Lines | None = N
 def _did_you_mean(key: str, known: Sequence[str]) -> str:
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def positive_seconds(text: str) -> float:
+    """A number of seconds as a person types it (`--agent-timeout 90`, the TUI's field):
+    positive and finite.
+
+    Raises:
+        ValueError: anything else, worded for a message that names the setting first.
+    """
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"must be a positive number of seconds, not {text!r}")
+    return seconds

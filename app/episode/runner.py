@@ -24,7 +24,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
 
-from app.agents.base import Agent, AgentContext, GuestProbe, Observation
+from app.agents.base import Agent, AgentContext, CallsEndpoint, GuestProbe, Observation
 from app.core.actions import (
     Action,
     Ask,
@@ -331,6 +331,11 @@ class EpisodeRunner:
             async with asyncio.timeout(remaining):
                 action = await self.agent.decide(observation)
         except TimeoutError:
+            # The budget bounds the agent's thinking, a slow model's included; but an
+            # endpoint that was already failing in the call is why no answer came:
+            # that is the infrastructure's error (a batch retries it), not a finish.
+            if isinstance(self.agent, CallsEndpoint) and (failed := self.agent.endpoint_failed()):
+                raise failed from None
             protocol.end("time_budget")
             return
         except MalformedAction as exc:
