@@ -209,6 +209,30 @@ async def test_reset_starts_a_desktop_with_frames_of_its_size(desktop: LocalDesk
         await connect(info.vnc.host, info.vnc.port, "wrong-pw")
 
 
+def listening_addresses(port: int) -> set[str]:
+    """The addresses a TCP port listens on, read from the kernel's socket tables."""
+    found = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                raw = bytes.fromhex(address)
+                # The kernel prints each 32-bit word in host (little-endian) order.
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+                found.add(
+                    socket.inet_ntop(socket.AF_INET if width == 8 else socket.AF_INET6, words)
+                )
+    return found
+
+
+@pytest.mark.desktop
+async def test_vnc_listens_on_ipv4_loopback_only(desktop: LocalDesktop) -> None:
+    info = desktop.info()
+    assert info.vnc is not None
+    assert listening_addresses(info.vnc.port) == {"127.0.0.1"}
+
+
 @pytest.mark.desktop
 async def test_other_sizes_are_honoured() -> None:
     async with LocalDesktop(width=800, height=600) as d:

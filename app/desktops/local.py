@@ -404,6 +404,8 @@ class LocalDesktop(VncScreen):
                         "-localhost",
                         "-interface",
                         "127.0.0.1",
+                        # Without it TigerVNC also listens on [::1], whatever -interface says.
+                        "-UseIPv6=0",
                         "-nolisten",
                         "tcp",
                         "-AlwaysShared",
