@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -220,9 +221,7 @@ async def test_an_episode_outlasts_another_process_holding_the_lock(
     reports = Reports()
     with Store(db, on_lock_wait=reports) as store, lock_holder(db) as holder:
         agent = LockingAgent(holder, moves=4, lock_at=2)
-        runner = EpisodeRunner(
-            task, StillDesktop(), agent, SimulatedUser(), store, backend="local"
-        )
+        runner = EpisodeRunner(task, StillDesktop(), agent, SimulatedUser(), store, backend="local")
         episode = asyncio.ensure_future(runner.run())
         report = await asyncio.to_thread(reports.wait_for, LONG_WAIT)
         assert report.doing == f"recording step 2 of episode {runner.episode_id}"
@@ -380,3 +379,47 @@ def test_a_run_stopped_while_locked_prints_its_line_and_is_recovered(tmp_path: P
         episode = store.get_episode(payload["episode"])
         assert (episode.status, episode.error_kind) == ("error", "interrupted")
         assert len(store.steps(episode.id)) >= 2
+
+
+@pytest.mark.desktop
+def test_a_batch_keeps_its_slots_through_another_process_holding_the_lock(
+    tmp_path: Path,
+) -> None:
+    # A real `batch run` of two repeats on the local backend; another process takes the
+    # write lock after the first steps and holds it past both old failure points (5 s,
+    # 10 s). Nothing is aborted or retried: each slot ends with one finished episode.
+    task = tmp_path / "tasks" / "gimp" / "contended-run.yaml"
+    task.parent.mkdir(parents=True)
+    task.write_text(RUN_TASK)
+    script = tmp_path / "moves.yaml"
+    script.write_text("".join(f"- move: [{10 + i}, 10]\n" for i in range(MOVES)) + "- done\n")
+    db = tmp_path / "lab.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "--db", str(db), "batch", "run", "--task", str(task),
+         "--agent", f"scripted:{script}", "--repeats", "2", "--batch-id", "contended"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    stderr = Stderr(proc)
+    try:
+        wait_for_steps(db, proc, 2)
+        with lock_holder(db) as holder:
+            holder.lock()
+            stderr.wait_for("holds the database's write lock")
+            waited = stderr.wait_for("has waited")
+            assert proc.poll() is None, waited
+            # Past the old 10 s abort, still waiting; then the lock goes.
+            with pytest.raises(subprocess.TimeoutExpired):
+                proc.wait(timeout=12)
+            holder.release()
+            holder.close()
+        stdout_of(proc, timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode in (0, 1), "".join(stderr.lines)  # finished (the task fails)
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT batch_repeat, batch_attempt, status, error FROM episodes"
+            " WHERE batch_id = 'contended' ORDER BY batch_repeat, batch_attempt"
+        ).fetchall()
+    assert rows == [(0, 0, "finished", None), (1, 0, "finished", None)], rows
