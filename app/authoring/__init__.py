@@ -1,0 +1,8 @@
+"""Authoring tasks by demonstration: record a person's work once, compile it into a
+reference that replays, diff the desktop's state and propose the task's checks.
+
+Floor: with the batch and the environment (above the episode runner, whose launch
+and verification it reuses); below the CLI and the UI. It never imports Textual.
+
+- `recording`: the recording folder (meta, events written as they happen, frames).
+"""
