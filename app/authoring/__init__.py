@@ -4,5 +4,7 @@ reference that replays, diff the desktop's state and propose the task's checks.
 Floor: with the batch and the environment (above the episode runner, whose launch
 and verification it reuses); below the CLI and the UI. It never imports Textual.
 
-- `recording`: the recording folder (meta, events written as they happen, frames).
+- `recording`: the recording folder (meta, events written as they happen, frames);
+- `recorder`: records a person on a live desktop through the recording proxy (marks, end);
+- `compile`: a recording → a reference script with window and image-anchor guards.
 """

@@ -278,11 +278,13 @@ class ProxyAddress:
 
 class InputTap(Protocol):
     """Sees each raw input event before it is recorded and forwarded (authoring keeps
-    them raw, with their times; see app/authoring/recording.py)."""
+    them raw, with their times; see app/authoring/recording.py). The event waits for
+    the tap, so the tap can note what the screen showed before the event took effect;
+    a tap keeps that short (the person's input waits with it)."""
 
-    def pointer(self, mask: int, x: int, y: int) -> None: ...
+    async def pointer(self, mask: int, x: int, y: int) -> None: ...
 
-    def key(self, down: bool, keysym: int) -> bool:
+    async def key(self, down: bool, keysym: int) -> bool:
         """False swallows the event: neither the recorder nor the desktop sees it (a
         key combination meant for DeskLoop, such as the author's boundary mark)."""
         ...
@@ -453,13 +455,13 @@ class RFBRecordingProxy:
                 data, _ = await wire.read_rest(reader, kind, wire.FRAMEBUFFER_UPDATE_REQUEST)
             elif kind == message.KEY_EVENT:
                 data, (_, down, keysym) = await wire.read_rest(reader, kind, wire.KEY_EVENT)
-                if tap is not None and not tap.key(bool(down), keysym):
+                if tap is not None and not await tap.key(bool(down), keysym):
                     continue
                 recorder.key(bool(down), keysym)
             elif kind == message.POINTER_EVENT:
                 data, (_, mask, x, y) = await wire.read_rest(reader, kind, wire.POINTER_EVENT)
                 if tap is not None:
-                    tap.pointer(mask, x, y)
+                    await tap.pointer(mask, x, y)
                 recorder.pointer(mask, x, y)
             elif kind == message.CLIENT_CUT_TEXT:
                 data, (_, length) = await wire.read_rest(reader, kind, wire.CLIENT_CUT_TEXT)
