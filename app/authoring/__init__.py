@@ -6,5 +6,8 @@ and verification it reuses); below the CLI and the UI. It never imports Textual.
 
 - `recording`: the recording folder (meta, events written as they happen, frames);
 - `recorder`: records a person on a live desktop through the recording proxy (marks, end);
-- `compile`: a recording → a reference script with window and image-anchor guards.
+- `compile`: a recording → a reference script with window and image-anchor guards;
+- `start_state`: the start state a recording begins in (a task's, or the app on some files);
+- `draft`: a compiled recording → a task of the library, its assets and its reference;
+- `prove`: the reference three times, null and untouched, and one skip replay per sub-goal.
 """

@@ -127,9 +127,13 @@ def coalesce(recording: Recording) -> tuple[list[TimedAction], list[Boundary], i
     return actions, boundaries, recorder.ignored
 
 
-def compile_recording(recording: Recording, anchor_dir: str) -> CompiledReference:
+def compile_recording(
+    recording: Recording, anchor_dir: str, expected_messages: list[str] | None = None
+) -> CompiledReference:
     """Compile `recording` into a reference whose anchors live under `anchor_dir`
-    (relative to the script's folder, e.g. ``anchors/gimp-poster-l3``).
+    (relative to the script's folder, e.g. ``anchors/gimp-poster-l3``). After each
+    boundary the reference expects the phase message `expected_messages` gives for it
+    (default: the mark's note, the message's first draft).
 
     Raises:
         RecordingError: the recording holds no action, or a frame it names is not an image.
@@ -137,12 +141,21 @@ def compile_recording(recording: Recording, anchor_dir: str) -> CompiledReferenc
     actions, boundaries, ignored = coalesce(recording)
     if not actions:
         raise RecordingError(f"{recording.folder}: the recording holds no input to compile")
-    compiled = CompiledReference([], actions=actions, boundaries=boundaries,
-                                 ignored_events=ignored)  # fmt: skip
+    compiled = CompiledReference([], actions=actions, boundaries=boundaries, ignored_events=ignored)
     titles = [e for e in recording.events if isinstance(e, WindowEvent)]
     frames = [e for e in recording.events if isinstance(e, FrameEvent)]
     cache: dict[str, npt.NDArray[np.uint8] | None] = {}
     guarded_title: str | None = None
+    if expected_messages is not None:
+        if len(expected_messages) != len(boundaries):
+            raise RecordingError(
+                f"{recording.folder}: {len(expected_messages)} phase messages for "
+                f"{len(boundaries)} boundaries"
+            )
+        boundaries = [
+            Boundary(message, b.t, b.actions_before)
+            for b, message in zip(boundaries, expected_messages, strict=True)
+        ]
     marks = iter(boundaries)
     next_mark = next(marks, None)
     for index, timed in enumerate(actions):
@@ -152,7 +165,7 @@ def compile_recording(recording: Recording, anchor_dir: str) -> CompiledReferenc
         title = _last_before(titles, timed.started)
         if title is not None and title.title != guarded_title:
             guarded_title = title.title
-            pattern = f"^{re.escape(title.title)}$"
+            pattern = f"^{literal(title.title)}$"
             compiled.steps.append({"wait_for": {"window": pattern, "timeout": WINDOW_TIMEOUT}})
         point = _target(timed.action)
         frame = _last_before(frames, timed.started)
@@ -180,8 +193,14 @@ def _boundary_steps(mark: Boundary) -> list[Any]:
     steps: list[Any] = ["done"]
     words = mark.note.strip()[:EXPECT_PREFIX]
     if words:
-        steps.append({"expect": {"message": re.escape(words)}})
+        steps.append({"expect": {"message": literal(words)}})
     return steps
+
+
+def literal(text: str) -> str:
+    """`text` as a regex that matches it literally, escaping only what is special (so
+    a title stays readable: ``\\[photo\\] \\(imported\\)-1\\.0 – GIMP``)."""
+    return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
 
 
 def _target(action: GuiAction) -> tuple[int, int] | None:

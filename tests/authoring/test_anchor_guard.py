@@ -21,14 +21,26 @@ from app.episode.protocol import Protocol
 
 pytestmark = pytest.mark.desktop
 
-XTERM = ["xterm", "-xrm", "*allowTitleOps: false", "-geometry", "40x10+60+60",
-         "-title", "anchor-term", "-e", "sh", "-c", "echo ANCHOR; exec sleep 600"]  # fmt: skip
+XTERM = [
+    "xterm",
+    "-xrm",
+    "*allowTitleOps: false",
+    "-geometry",
+    "40x10+60+60",
+    "-title",
+    "anchor-term",
+    "-e",
+    "sh",
+    "-c",
+    "echo ANCHOR; exec sleep 600",
+]
 
 
 async def observation(desktop: LocalDesktop) -> Observation:
     protocol = Protocol("Do it.", [], max_steps=10, max_seconds=60)
-    return Observation(await desktop.frame(), protocol.active_message,
-                       tuple(protocol.conversation), 0)  # fmt: skip
+    return Observation(
+        await desktop.frame(), protocol.active_message, tuple(protocol.conversation), 0
+    )
 
 
 def write_script(folder: Path, pixels: np.ndarray, at: tuple[int, int], timeout: float) -> Path:
@@ -56,8 +68,7 @@ async def test_the_guard_waits_for_the_region_to_appear(tmp_path: Path) -> None:
         await desktop.settle(timeout=5, quiet=0.5)
 
         agent = ScriptedAgent(load_script(script))
-        await agent.start(AgentContext("t", desktop.width, desktop.height,
-                                       GuestProbe(desktop)))  # fmt: skip
+        await agent.start(AgentContext("t", desktop.width, desktop.height, GuestProbe(desktop)))
         decision = asyncio.create_task(agent.decide(await observation(desktop)))
         await asyncio.sleep(0)
         assert not decision.done()  # the region is not on the screen yet
@@ -71,8 +82,7 @@ async def test_a_region_that_never_appears_fails_naming_the_step(tmp_path: Path)
         white = np.full((32, 32, 3), 255, np.uint8)
         script = write_script(tmp_path, white, (10, 10), timeout=1)
         agent = ScriptedAgent(load_script(script))
-        await agent.start(AgentContext("t", desktop.width, desktop.height,
-                                       GuestProbe(desktop)))  # fmt: skip
+        await agent.start(AgentContext("t", desktop.width, desktop.height, GuestProbe(desktop)))
         started = time.monotonic()
         decision = await agent.decide(await observation(desktop))
         assert isinstance(decision, Fail)
