@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli.agent_options import add_openai_options, openai_config
-from app.cli.common import print_err, run_async, table
+from app.cli.common import open_store, print_err, run_async, table
 from app.core.errors import DeskLoopError
 
 
@@ -23,7 +23,6 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
         resume_batch,
         start_batch,
     )
-    from app.store import Store
 
     def log(text: str) -> None:
         print_err(text)
@@ -44,7 +43,7 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
             retries=args.retries,
             hosts=pool,
         )
-    with Store(args.db) as store:
+    with open_store(args.db) as store:
         if args.resume:
             if args.suite or args.task or args.agent:
                 raise DeskLoopError(

@@ -8,7 +8,7 @@ import sys
 import threading
 from typing import Any
 
-from app.cli.common import print_err, run_async
+from app.cli.common import open_store, print_err, run_async
 
 
 async def run_human(args: argparse.Namespace) -> Any:
@@ -17,7 +17,6 @@ async def run_human(args: argparse.Namespace) -> Any:
     from app.episode.events import MessageEvent, RunnerEvent
     from app.episode.launch import launch, task_desktop
     from app.rfb.proxy import ProxyAddress
-    from app.store import Store
     from app.tasks.loader import find_task
 
     task = find_task(args.task, [args.tasks_dir])
@@ -55,7 +54,7 @@ async def run_human(args: argparse.Namespace) -> Any:
         print(f"sent: {type(action).__name__.upper()}", flush=True)
 
     threading.Thread(target=read_commands, name="human-commands", daemon=True).start()
-    with Store(args.db) as store:
+    with open_store(args.db) as store:
         episode = launch(
             task,
             store,

@@ -9,11 +9,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from app.cli.agent_options import add_openai_options, openai_config
-from app.cli.common import INTERRUPT, run_async, table
+from app.cli.common import INTERRUPT, open_store, run_async, table
+from app.core.errors import DeskLoopError, describe_error
 
 if TYPE_CHECKING:
     # Imported where episodes run: the command line starts without the runner.
     from app.episode.events import EpisodeResult
+    from app.episode.launch import Episode
+    from app.store import Store
 
 DEMO_TASKS = ("gimp-flip-export", "gimp-poster-resize", "gimp-badge-interactive")
 
@@ -34,43 +37,84 @@ def add_desktop_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def run_tasks(args: argparse.Namespace, task_refs: Sequence[str]) -> list[EpisodeResult]:
-    """Run each task once, one after the other, each on a fresh desktop."""
+async def run_tasks(
+    args: argparse.Namespace,
+    task_refs: Sequence[str],
+    store: Store,
+    launched: list[Episode] | None = None,
+) -> list[EpisodeResult]:
+    """Run each task once, one after the other, each on a fresh desktop; progress lines
+    go to stderr. Each episode is appended to `launched` once it is wired up, so a
+    caller can say which episode a failure left."""
     from app.episode.control import EpisodeControl
     from app.episode.launch import launch
-    from app.store import Store
     from app.tasks.loader import find_task
 
     tasks = [find_task(ref, [args.tasks_dir]) for ref in task_refs]
     # `demo` has no model options: it always replays reference solutions.
     model = openai_config(args, [args.agent]) if hasattr(args, "base_url") else None
-    verbose = not args.json
     results = []
-    with Store(args.db) as store:
-        for task in tasks:
+    for task in tasks:
 
-            def progress(text: str, task_id: str = task.id) -> None:
-                if verbose:
-                    print(f"[{task_id}] {text}", file=sys.stderr, flush=True)
+        def progress(text: str, task_id: str = task.id) -> None:
+            print(f"[{task_id}] {text}", file=sys.stderr, flush=True)
 
-            control = EpisodeControl()
-            # A fresh desktop of the task's image, closed when the episode ends.
-            episode = launch(
-                task,
-                store,
-                backend=args.backend,
-                agent=args.agent,
-                user=args.user,
-                openai=model,
-                progress=progress,
-                control=control,
-            )
-            INTERRUPT.hooks.append(control.abort)
-            try:
-                results.append(await episode.run())
-            finally:
-                INTERRUPT.hooks.remove(control.abort)
+        control = EpisodeControl()
+        # A fresh desktop of the task's image, closed when the episode ends.
+        episode = launch(
+            task,
+            store,
+            backend=args.backend,
+            agent=args.agent,
+            user=args.user,
+            openai=model,
+            progress=progress,
+            control=control,
+        )
+        if launched is not None:
+            launched.append(episode)
+        INTERRUPT.hooks.append(control.abort)
+        try:
+            results.append(await episode.run())
+        finally:
+            INTERRUPT.hooks.remove(control.abort)
     return results
+
+
+def unfinished_json(
+    store: Store, task_ref: str, launched: Sequence[Episode], error: str | None
+) -> dict[str, Any]:
+    """The `--json` object of a run that ended without an episode result (an error, a
+    stop): what the database holds of its episode, if one was started, and `error`
+    (else the error the episode recorded; None: the run was stopped by a signal)."""
+    runner = launched[-1].runner if launched else None
+    episode_id = runner.episode_id if runner is not None else None
+    payload: dict[str, Any] = {
+        "episode": episode_id,
+        "task": runner.task.id if runner is not None else task_ref,
+        "status": "error",
+        "end_reason": None,
+        "passed": None,
+        "score": None,
+        "steps": 0,
+        "error": error or "interrupted",
+    }
+    if episode_id is not None:
+        try:
+            record = store.get_episode(episode_id)
+        except DeskLoopError:
+            return payload
+        # 'running' when its end could not be written: the next open of the database
+        # marks it interrupted.
+        payload.update(status=record.status, end_reason=record.end_reason, steps=record.steps)
+        payload.update(passed=record.passed, score=record.score)
+        if record.status == "running":
+            error = (f"{error}; " if error else "") + (
+                "the episode's end was not recorded: it is marked interrupted when the "
+                "database is next opened"
+            )
+        payload.update(error=error or record.error or "interrupted")
+    return payload
 
 
 def print_result(result: EpisodeResult) -> None:
@@ -88,7 +132,18 @@ def print_result(result: EpisodeResult) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    (result,) = run_async(run_tasks(args, [args.task]))
+    launched: list[Episode] = []
+    with open_store(args.db) as store:
+        try:
+            (result,) = run_async(run_tasks(args, [args.task], store, launched))
+        except (DeskLoopError, SystemExit) as exc:
+            if args.json:
+                # The line is printed however the run ended: a stop (130) says why
+                # through the error it ended on, if any.
+                cause = exc.__cause__ if isinstance(exc, SystemExit) else exc
+                error = describe_error(cause) if cause is not None else None
+                print(json.dumps(unfinished_json(store, args.task, launched, error)), flush=True)
+            raise
     if args.json:
         print(json.dumps(result.as_json()))
     else:
@@ -98,8 +153,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     args.agent = "reference"
-    args.json = False
-    results = run_async(run_tasks(args, list(args.tasks or DEMO_TASKS)))
+    with open_store(args.db) as store:
+        results = run_async(run_tasks(args, list(args.tasks or DEMO_TASKS), store))
     print()
     table(
         ["task", "episode", "status", "steps", "passed", "score"],

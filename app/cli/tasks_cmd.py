@@ -118,9 +118,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     import sys
     from collections import Counter
 
-    from app.cli.common import run_async
+    from app.cli.common import open_store, run_async
     from app.episode.verify import MODES, verdict_json, verify_tasks
-    from app.store import Store
     from app.tasks.loader import load_task, task_files
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -142,7 +141,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     def progress(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    with Store(args.db) as store:
+    with open_store(args.db) as store:
         verdicts = run_async(
             verify_tasks(tasks, store, args.backend, modes, None if args.json else progress)
         )

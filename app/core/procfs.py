@@ -42,3 +42,44 @@ def process_environ(pid: int) -> dict[str, str]:
 
 def all_pids() -> list[int]:
     return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def process_name(pid: int) -> str | None:
+    """The command name of `pid` (/proc/PID/comm), or None if it is gone."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def write_lock_holders(path: Path | str, offset: int) -> list[int]:
+    """The pids that hold a POSIX write lock over byte `offset` of the file at `path`.
+
+    Read from /proc/locks, which names each lock's file by device and inode. Empty
+    when the file is gone, nobody holds such a lock, or the holder is in another pid
+    namespace (it shows there as pid 0 or -1, or not at all).
+    """
+    try:
+        stat = os.stat(path)
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return []
+    where = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+    holders: list[int] = []
+    for line in table.splitlines():
+        # "1: POSIX  ADVISORY  WRITE 1234 fe:00:2147010 120 120"; a waiter's line
+        # has "->" after the number and holds nothing.
+        fields = line.split()
+        if len(fields) < 8 or fields[1] == "->":
+            continue
+        _, kind, _, mode, pid, file, start, end = fields[:8]
+        if kind != "POSIX" or mode != "WRITE" or file != where:
+            continue
+        try:
+            first, last = int(start), (None if end == "EOF" else int(end))
+            owner = int(pid)
+        except ValueError:
+            continue
+        if owner > 0 and first <= offset and (last is None or offset <= last):
+            holders.append(owner)
+    return sorted(set(holders))

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -67,6 +67,7 @@ from app.users.simulated import User
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class _Aborted(Exception):
@@ -107,8 +108,24 @@ class EpisodeRunner:
         self._message_ids: dict[int, int] = {}
         self._agent_started_at: float | None = None
         self._last_frame: tuple[Frame, str] | None = None
+        self._store_seconds = 0.0
+        """Seconds this episode has waited on the store (see `_stored`)."""
         self.episode_id: int | None = None
         self.protocol: Protocol | None = None
+
+    async def _stored(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`call` (a store method) run on the store's thread and awaited. The time it
+        takes is the store's, not the agent's: a write that waits for another
+        process's lock on the database must not eat the episode's time budget."""
+        begun = time.monotonic()
+        try:
+            return await self.store.off_loop(call, *args, **kwargs)
+        finally:
+            self._store_seconds += time.monotonic() - begun
+
+    def _elapsed(self, started: float, now: float | None = None) -> float:
+        """The episode's time against its budget: since `started`, less the store's."""
+        return (time.monotonic() if now is None else now) - started - self._store_seconds
 
     def _emit(self, event: RunnerEvent) -> None:
         if self._on_event is not None:
@@ -127,7 +144,7 @@ class EpisodeRunner:
     async def _run(self) -> EpisodeResult:
         task = self.task
         store = self.store
-        episode_id = await store.off_loop(
+        episode_id = await self._stored(
             store.start_episode,
             task_id=task.id,
             task_path=str(task.source),
@@ -148,7 +165,7 @@ class EpisodeRunner:
             batch_id=self.options.batch_id,
         )
         self.episode_id = episode_id
-        await store.off_loop(store.init_phases, episode_id, task.phases)
+        await self._stored(store.init_phases, episode_id, task.phases)
         protocol = Protocol(
             instruction=task.instruction,
             phases=[PhaseSpec(p.message, p.trigger, p.kind) for p in task.phases],
@@ -233,7 +250,7 @@ class EpisodeRunner:
         self._agent_started_at = time.time()
         while protocol.ended is None:
             await self._between_steps(episode_id, protocol)
-            if protocol.check_time(time.monotonic() - started) is not None:
+            if protocol.check_time(self._elapsed(started)) is not None:
                 break
             await self._step(episode_id, protocol, started)
         final = await self.desktop.frame()
@@ -266,7 +283,7 @@ class EpisodeRunner:
         phase_index = protocol.pending_phase
         step_started = time.time()
         t0 = time.monotonic()
-        remaining = task.budget.seconds - (t0 - started)
+        remaining = task.budget.seconds - self._elapsed(started, t0)
         error: str | None = None
         action: Action | None = None
         raw: Any = None
@@ -299,7 +316,7 @@ class EpisodeRunner:
                     change_wait=self.options.settle_change_wait,
                 )
                 settle_seconds = time.monotonic() - t2
-        elapsed = time.monotonic() - started
+        elapsed = self._elapsed(started)
         if error is not None or action is None:
             outcome = protocol.on_rejected(elapsed)
             stored_action = action_to_dict(action) if action else {"kind": "rejected", "raw": raw}
@@ -316,7 +333,7 @@ class EpisodeRunner:
             stored_action = action_to_dict(action)
             kind, description = action_kind(action), describe_action(action)
         new_messages = self._unrecorded(outcome.messages)
-        message_ids = await self.store.off_loop(
+        message_ids = await self._stored(
             self.store.record_step,
             episode_id,
             idx=step,
@@ -361,7 +378,7 @@ class EpisodeRunner:
             self._emit(WaitingEvent("answer", action.question))
             text, source = await self._wait_for_user(self.user.answer(action.question))
             if protocol.awaiting_answer:  # a person may have answered by injection
-                answered = protocol.answer(text, source, time.monotonic() - started)
+                answered = protocol.answer(text, source, self._elapsed(started))
                 await self._record_messages(episode_id, answered.messages)
         if outcome.needs_review:
             assert isinstance(action, Done)
@@ -369,7 +386,7 @@ class EpisodeRunner:
             feedback = await self._wait_for_user(self.user.review())
             if protocol.awaiting_review:
                 source = "person" if self.user.mode == "person" else "simulated"
-                reviewed = protocol.review(feedback, source, time.monotonic() - started)
+                reviewed = protocol.review(feedback, source, self._elapsed(started))
                 await self._record_messages(episode_id, reviewed.messages)
 
     async def _score_phase(self, episode_id: int, index: int) -> None:
@@ -380,7 +397,7 @@ class EpisodeRunner:
         self._say(f"scoring the checks of phase {index + 1}")
         result = await score_phase(self.task, index, self.desktop.guest, self._agent_started_at)
         if result is not None:
-            await self.store.off_loop(
+            await self._stored(
                 self.store.record_phase_checks, episode_id, index, result.checks
             )
 
@@ -402,7 +419,7 @@ class EpisodeRunner:
         """Record the messages not recorded yet (outside a step: the instruction, an
         injection, an answer or review), each in its own transaction."""
         for message in self._unrecorded(messages):
-            message_id = await self.store.off_loop(
+            message_id = await self._stored(
                 self.store.record_message,
                 episode_id,
                 role=message.role,
@@ -435,7 +452,7 @@ class EpisodeRunner:
             ):
                 return last_path
         png = await asyncio.to_thread(encode_png, frame.pixels)
-        path = await self.store.off_loop(self.store.save_frame, episode_id, name, png)
+        path = await self._stored(self.store.save_frame, episode_id, name, png)
         self._last_frame = (frame, path)
         return path
 
@@ -448,7 +465,7 @@ class EpisodeRunner:
         final_frame: str | None,
         error_kind: ErrorKind | None = None,
     ) -> None:
-        await self.store.off_loop(
+        await self._stored(
             self.store.finish_episode,
             episode_id,
             status=status,
@@ -482,7 +499,7 @@ class EpisodeRunner:
         )
 
     async def _record_score(self, episode_id: int, score: ScoreResult) -> None:
-        await self.store.off_loop(
+        await self._stored(
             self.store.record_score,
             episode_id,
             passed=score.passed,

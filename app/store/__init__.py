@@ -8,6 +8,7 @@ frames it saves. The words it stores (statuses, kinds, sources...) are
 `app.core`.
 """
 
+from app.store.base import LockWait
 from app.store.frames import encode_png
 from app.store.records import (
     BatchRecord,
@@ -21,6 +22,7 @@ from app.store.store import Store
 __all__ = [
     "BatchRecord",
     "EpisodeRecord",
+    "LockWait",
     "MessageRecord",
     "PhaseRecord",
     "StepRecord",

@@ -5,15 +5,26 @@ One connection, shared by every thread (check_same_thread=False) and guarded by 
 re-entrant lock, because an in-memory database exists only inside its connection and
 because SQLite admits one writer per database anyway. Callers on an asyncio loop (the
 runner, and with it the TUI and batches) hand their calls to `off_loop`, which runs
-them on the store's own thread: a write may wait up to BUSY_TIMEOUT_SECONDS for
-another process's lock, or on a slow disk, and a loop that waited with it would
-freeze a TUI or every episode of a batch.
+them on the store's own thread: a write may wait for another process's lock, or on a
+slow disk, and a loop that waited with it would freeze a TUI or every episode of a
+batch.
+
+Another process's write lock (a second runner, a TUI recovering episodes, someone's
+`sqlite3` shell in the middle of a transaction) never fails a write: a write waits
+for the lock as long as it is held, because an episode's steps and its end must not
+be lost to someone else's transaction. After LOCK_REPORT_SECONDS it reports the wait
+(`on_lock_wait`: the database, what it is writing, how long, which pids hold the
+lock) and again every LOCK_REPORT_EVERY_SECONDS. The only bound is `stop_waiting`,
+for a process asked to stop: its waits give up then, the episode it ran stays
+'running' while the process lives, and the next open after it exits marks it
+interrupted (`liveness`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import shutil
 import sqlite3
 import tempfile
@@ -22,6 +33,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ParamSpec, Self, TypeVar
@@ -29,13 +41,27 @@ from typing import Any, ParamSpec, Self, TypeVar
 from sqlite_utils import Database
 
 from app.core.errors import StoreError
+from app.core.procfs import process_name, write_lock_holders
 from app.store.frames import FRAMES_FOLDER, FrameDir
 from app.store.schema import migrate
 
 MEMORY = ":memory:"
-# How long a write waits for another process's write lock (a TUI recovering
-# episodes, a second runner) before failing.
+# How long SQLite itself waits for another process's lock (its busy timeout): what a
+# read, opening and migrating wait before failing, and a write's first wait before
+# it is reported and goes on waiting.
 BUSY_TIMEOUT_SECONDS = 5.0
+LOCK_REPORT_SECONDS = BUSY_TIMEOUT_SECONDS
+"""A write that has waited this long for another process's lock says so."""
+LOCK_REPORT_EVERY_SECONDS = 30.0
+"""And then again this often while it still waits."""
+LOCK_POLL_SECONDS = 0.25
+"""Each try for the lock after the first waits this long, so that `stop_waiting` is
+heard within it."""
+# The WAL write lock is this byte of the -shm file (sqlite's WALINDEX_LOCK_OFFSET):
+# whoever holds a write lock on it is in the middle of a write transaction.
+WAL_WRITE_LOCK_BYTE = 120
+
+log = logging.getLogger("app.store")
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -62,6 +88,36 @@ def _switch_to_wal(conn: sqlite3.Connection) -> str:
         pause = min(pause * 2, 0.1)
 
 
+@dataclass(frozen=True)
+class LockWait:
+    """A write waiting for another process's lock on the database, as reported."""
+
+    path: str
+    doing: str
+    """What the write is, e.g. 'recording step 3 of episode 7'."""
+    waited: float
+    """Seconds waited so far."""
+    holders: tuple[int, ...]
+    """The pids holding the write lock, where /proc/locks says (often it does)."""
+
+    def describe(self) -> str:
+        if self.holders:
+            names = ", ".join(f"pid {pid} ({process_name(pid) or '?'})" for pid in self.holders)
+            who = f"another process ({names})"
+        else:
+            who = "another process"
+        return (
+            f"{self.path}: {who} holds the database's write lock; {self.doing} has waited "
+            f"{self.waited:.0f} s and waits on until it is released"
+        )
+
+
+def log_lock_wait(wait: LockWait) -> None:
+    """The default report of a lock wait: a warning on the `app.store` logger (which,
+    with logging not configured, Python prints on stderr)."""
+    log.warning("%s", wait.describe())
+
+
 def end_pending_phases(conn: sqlite3.Connection, episode_id: int) -> None:
     """An ended episode delivers nothing more: its pending phases never will be."""
     conn.execute(
@@ -73,8 +129,18 @@ def end_pending_phases(conn: sqlite3.Connection, episode_id: int) -> None:
 class StoreBase:
     """The database at `path` (or ':memory:') and its frames; see `Store`."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(
+        self, path: Path | str, *, on_lock_wait: Callable[[LockWait], None] | None = None
+    ) -> None:
         self.is_memory = str(path) == MEMORY
+        # Called on the thread whose write waits (the store's, for `off_loop` calls).
+        self.on_lock_wait = on_lock_wait or log_lock_wait
+        # Monotonic time after which waits for a lock give up; None: never.
+        self._give_up_at: float | None = None
+        self.gave_up = False
+        """Whether a write gave up waiting for a lock (after `stop_waiting`)."""
+        self.lock_waiting = False
+        """Whether a write is waiting for another process's lock now."""
         self.path = MEMORY if self.is_memory else str(Path(path).expanduser())
         self._lock = threading.RLock()
         self._closed = False
@@ -166,6 +232,19 @@ class StoreBase:
             if self._tmp_root is not None:
                 shutil.rmtree(self._tmp_root, ignore_errors=True)
 
+    def stop_waiting(self, within: float = 0.0) -> None:
+        """Let waits for another process's lock give up `within` seconds from now (a
+        process asked to stop; callable from any thread, e.g. a signal handler).
+
+        A write that gives up raises StoreError; the episode it was part of stays
+        'running' until this process has exited and the database is opened again,
+        which marks it interrupted. An earlier deadline is kept.
+        """
+        deadline = time.monotonic() + within
+        current = self._give_up_at
+        if current is None or deadline < current:
+            self._give_up_at = deadline
+
     def __enter__(self) -> Self:
         return self
 
@@ -226,7 +305,7 @@ class StoreBase:
     def _write(self, doing: str) -> Iterator[sqlite3.Connection]:
         """One committed transaction; rolled back if anything in the block raises."""
         with self._op(doing) as conn:
-            conn.execute("BEGIN IMMEDIATE")
+            self._begin(conn, doing)
             try:
                 yield conn
             except BaseException:
@@ -240,3 +319,64 @@ class StoreBase:
             cursor = conn.cursor()
             cursor.row_factory = sqlite3.Row
             return cursor.execute(sql, params).fetchall()
+
+    def _begin(self, conn: sqlite3.Connection, doing: str) -> None:
+        """BEGIN IMMEDIATE, waiting for another process's write lock as long as it is
+        held (reported through `on_lock_wait`), until `stop_waiting`'s deadline."""
+        started = time.monotonic()
+        report_at = started + LOCK_REPORT_SECONDS
+        polling = False
+        try:
+            while True:
+                give_up = self._give_up_at
+                if give_up is not None or polling:
+                    # Short tries from now on, so that a stop is heard within one.
+                    left = LOCK_POLL_SECONDS if give_up is None else give_up - time.monotonic()
+                    slice_ms = int(1000 * max(0.0, min(LOCK_POLL_SECONDS, left)))
+                    conn.execute(f"PRAGMA busy_timeout = {slice_ms}")
+                    polling = True
+                tried = time.monotonic()
+                try:
+                    # The first try waits SQLite's own busy timeout, inside SQLite.
+                    conn.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
+                        raise
+                polling = self.lock_waiting = True
+                now = time.monotonic()
+                if now - tried < LOCK_POLL_SECONDS / 2 and (give_up is None or now < give_up):
+                    # SQLite answered busy without waiting: pause instead of spinning.
+                    time.sleep(LOCK_POLL_SECONDS / 2)
+                    now = time.monotonic()
+                give_up = self._give_up_at
+                if give_up is not None and now >= give_up:
+                    self.gave_up = True
+                    raise StoreError(
+                        f"{self.path}: {doing}: gave up waiting {now - started:.0f} s for "
+                        f"the write lock {self._holders_text()} holds: this process is "
+                        "stopping"
+                    )
+                if now >= report_at:
+                    report_at = now + LOCK_REPORT_EVERY_SECONDS
+                    self._report(LockWait(self.path, doing, now - started, self._holders()))
+        finally:
+            self.lock_waiting = False
+            if polling:
+                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+
+    def _holders(self) -> tuple[int, ...]:
+        if self.is_memory:
+            return ()
+        return tuple(write_lock_holders(self.path + "-shm", WAL_WRITE_LOCK_BYTE))
+
+    def _holders_text(self) -> str:
+        holders = self._holders()
+        return "another process" if not holders else "pid " + ", ".join(map(str, holders))
+
+    def _report(self, wait: LockWait) -> None:
+        try:
+            self.on_lock_wait(wait)
+        except Exception:
+            # A report that fails (a closed stderr) must not fail the write it is about.
+            log.debug("reporting a lock wait failed", exc_info=True)

@@ -8,9 +8,10 @@ The dataclasses read back are `records`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from app.store.base import MEMORY
+from app.store.base import MEMORY, LockWait
 from app.store.liveness import Liveness
 from app.store.queries import Queries
 from app.store.writes import Writes
@@ -28,10 +29,17 @@ class Store(Writes, Queries, Liveness):
 
     Opening marks the episodes of runners that died on this host as errors
     (`recover_interrupted`).
+
+    A write waits for another process's write lock as long as it is held, calling
+    `on_lock_wait` (default: a warning on the `app.store` logger) once it has waited
+    LOCK_REPORT_SECONDS and then every LOCK_REPORT_EVERY_SECONDS; `stop_waiting`
+    bounds the waits of a process asked to stop (see `app.store.base`).
     """
 
-    def __init__(self, path: Path | str) -> None:
-        super().__init__(path)
+    def __init__(
+        self, path: Path | str, *, on_lock_wait: Callable[[LockWait], None] | None = None
+    ) -> None:
+        super().__init__(path, on_lock_wait=on_lock_wait)
         try:
             self.recover_interrupted()
         except BaseException:
