@@ -309,15 +309,15 @@ class RecordingWriter:
         self._frames = 0
 
     def open(self) -> None:
-        """Create the folder and write ``meta.json``.
+        """Create the folder and write ``meta.json`` (the start state may be there already).
 
         Raises:
-            RecordingError: the folder exists and is not empty, or cannot be written.
+            RecordingError: the folder holds a recording already, or cannot be written.
         """
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            if any(self.folder.iterdir()):
-                raise RecordingError(f"{self.folder}: already holds files; pick a new folder")
+            if (self.folder / META_FILE).exists() or (self.folder / EVENTS_FILE).exists():
+                raise RecordingError(f"{self.folder}: already holds a recording; pick a new folder")
             (self.folder / FRAMES_DIR).mkdir()
             temporary = self.folder / f".{META_FILE}.tmp"
             temporary.write_text(json.dumps(self.meta.to_json(), indent=2) + "\n", "utf-8")

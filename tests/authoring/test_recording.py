@@ -56,9 +56,9 @@ def test_what_is_written_reads_back_in_order(tmp_path: Path) -> None:
     assert [m.note for m in recording.marks] == ["flipped — now export"]
 
 
-def test_a_writer_refuses_a_folder_that_holds_files(tmp_path: Path) -> None:
-    (tmp_path / "old.txt").write_text("x")
-    with pytest.raises(RecordingError, match="already holds files"):
+def test_a_writer_refuses_a_folder_that_holds_a_recording(tmp_path: Path) -> None:
+    RecordingWriter(tmp_path, META).open()
+    with pytest.raises(RecordingError, match="already holds a recording"):
         RecordingWriter(tmp_path, META).open()
 
 
