@@ -26,7 +26,7 @@ CTRL, ALT, SHIFT = 0xFFE3, 0xFFE9, 0xFFE1
 ENTER = 0xFF0D
 
 
-def deskloop(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+def deskloop(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
         cwd=REPO,
@@ -34,7 +34,7 @@ def deskloop(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         timeout=900,
-        **kwargs,  # type: ignore[call-overload]
+        check=False,
     )
 
 
