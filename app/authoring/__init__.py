@@ -7,4 +7,8 @@ and verification it reuses); below the CLI and the UI. It never imports Textual.
 - `recording`: the recording folder (meta, events written as they happen, frames);
 - `recorder`: records a person on a live desktop through the recording proxy (marks, end);
 - `compile`: a recording → a reference script with window and image-anchor guards.
+- `state`: snapshots of the desktop's home (start, each boundary, end) with copies;
+- `analysis`: the facts of each snapshot's files (images, XCF, Kdenlive, Blender, renders);
+- `diff`: two snapshots' difference, files and facts;
+- `propose`: checks proposed from a diff, valid by construction, with why and assets.
 """

@@ -3,7 +3,8 @@
 Blender builds the scene before and after an edit (the cube moved, a material made
 and assigned, a modifier added, the render size changed); the snapshots' .blend
 copies are dumped by the `blender_scene` probe in the guest, as after a recording.
-A render made by melt is read by ffprobe. One test captures a real local desktop.
+A render made by melt is read by ffprobe; GIMP saves a project before and after a
+layer edit. One test captures a real local desktop.
 """
 
 from __future__ import annotations
@@ -133,3 +134,49 @@ async def test_a_capture_of_a_live_local_desktop(tmp_path: Path) -> None:
     created: list[Any] = [f.path for f in diff.of("created")]
     assert created == ["Desktop/made.txt", "Desktop/prog.txt"]
     assert not any(path.startswith(".") or "/." in path for path in end.files)
+
+
+MAKE_XCF = """
+(let* ((img (car (gimp-image-new 400 300 RGB)))
+       (bg (car (gimp-layer-new img 400 300 RGB-IMAGE "Background" 100 LAYER-MODE-NORMAL)))
+       (box (car (gimp-layer-new img 120 80 RGBA-IMAGE "Box" 100 LAYER-MODE-NORMAL))))
+  (gimp-image-insert-layer img bg 0 0)
+  (gimp-drawable-fill bg FILL-WHITE)
+  (gimp-image-insert-layer img box 0 0)
+  (gimp-xcf-save 0 img bg "BEFORE" "BEFORE")
+  (gimp-layer-set-offsets box 30 40)
+  (gimp-layer-set-opacity box 60)
+  (let ((txt (car (gimp-text-fontname img -1 200 150 "Sale" 0 TRUE 24 PIXELS "Sans"))))
+    (gimp-item-set-name txt "Title"))
+  (gimp-xcf-save 0 img bg "AFTER" "AFTER"))
+"""
+
+
+def test_a_gimp_edit_proposes_its_layers(tmp_path: Path) -> None:
+    import os
+
+    before, after = tmp_path / "before.xcf", tmp_path / "after.xcf"
+    script = MAKE_XCF.replace("BEFORE", str(before)).replace("AFTER", str(after))
+    proc = subprocess.run(
+        ["gimp-console-2.10", "-i", "-d", "-b", script, "-b", "(gimp-quit 0)"],
+        env={**os.environ, "HOME": str(tmp_path)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert after.exists(), proc.stderr  # GIMP's batch mode exits 0 even on errors
+    home, rec = tmp_path / "home", tmp_path / "rec"
+    guest = local_guest(home)
+    put(home, "Desktop/poster.xcf", before)
+
+    async def scenario() -> tuple[StateSnapshot, StateSnapshot]:
+        start = await snapshot(guest, rec, "start")
+        put(home, "Desktop/poster.xcf", after)
+        return start, await snapshot(guest, rec, "end", start)
+
+    start, end = asyncio.run(scenario())
+    proposals = propose_checks(diff_states(start, end), rec)
+    (layers,) = checks_named(proposals, "xcf_layers")
+    assert layers["order"] == ["Title", "Box", "Background"] and layers["count"] == 3
+    by_name = {e["name"]: e for e in checks_named(proposals, "xcf_layer")}
+    assert by_name["Title"]["text"] == "Sale"
+    assert (by_name["Box"]["x"], by_name["Box"]["y"]) == (30, 40)
+    assert by_name["Box"]["opacity"] == pytest.approx(60, abs=0.5)
+    load_as_task(tmp_path, "gimp", proposals)
