@@ -63,7 +63,8 @@ class TaskDraft:
     reference: CompiledReference
     budget: dict[str, Any]
     files: dict[str, bytes] = field(default_factory=dict)
-    """Files for the task's assets folder, by name relative to it (``expected/a.png``)."""
+    """Files of the task, by path relative to its folder (``assets/ID/photo.png``, an
+    expected image ``assets/ID/expected/Desktop/out.png``)."""
     level: str = "L3"
 
     def task_yaml(self) -> dict[str, Any]:
@@ -148,7 +149,7 @@ def draft_task(
         checks=checks,
         reference=compiled,
         budget=budget_for(compiled, seconds),
-        files={**_start_files(start), **(files or {})},
+        files={**_start_files(start, task_id), **(files or {})},
     )
 
 
@@ -168,12 +169,12 @@ def _own_setup(start: StartState, task_id: str) -> list[dict[str, Any]]:
     return steps
 
 
-def _start_files(start: StartState) -> dict[str, bytes]:
+def _start_files(start: StartState, task_id: str) -> dict[str, bytes]:
     files = {}
     for step in start.task.setup:
         if isinstance(step, UploadStep):
             path = resolve_asset(start.task.folder, step.upload.src, "upload.src")
-            files[path.name] = path.read_bytes()
+            files[f"assets/{task_id}/{path.name}"] = path.read_bytes()
     return files
 
 
@@ -205,7 +206,10 @@ def write_draft(draft: TaskDraft, library: Path, *, overwrite: bool = False) -> 
 
     try:
         for name, data in draft.files.items():
-            put(resolve_inside(app_folder / "assets" / draft.task_id, name), data)
+            put(
+                resolve_inside(app_folder / "assets" / draft.task_id, _under_assets(name, draft)),
+                data,
+            )
         for name in draft.reference.anchors:
             written.append(resolve_inside(app_folder / "references", name))
         draft.reference.write_anchors(app_folder / "references")
@@ -220,6 +224,15 @@ def write_draft(draft: TaskDraft, library: Path, *, overwrite: bool = False) -> 
                 path.unlink()
         raise TaskError(f"the drafted task did not validate, nothing was kept: {exc}") from exc
     return WrittenTask(task_path, reference_path, tuple(written))
+
+
+def _under_assets(name: str, draft: TaskDraft) -> str:
+    """A task file's path below the task's own assets folder (refused elsewhere: a
+    draft never writes over another task's files)."""
+    prefix = f"assets/{draft.task_id}/"
+    if not name.startswith(prefix):
+        raise ValueError(f"{name!r}: a drafted task's files go under {prefix}")
+    return name.removeprefix(prefix)
 
 
 def resolve_inside(root: Path, name: str) -> Path:

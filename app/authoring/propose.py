@@ -162,10 +162,12 @@ class Proposals:
     """start → end, then each phase's diff, in the same order."""
 
 
-def propose_recording(folder: Path) -> Proposals:
+def propose_recording(folder: Path, expected_dir: str = "") -> Proposals:
     """Proposals from the snapshots of recording `folder` (start, boundary-N, end),
     analysed beforehand (`app.authoring.analysis.analyse_snapshot`). Pure: reads only
-    the snapshots.
+    the snapshots. Expected images are named under `expected_dir` in the task (default
+    ``assets/expected``; a drafted task uses its own ``assets/ID/expected``), a
+    boundary's under ``EXPECTED_DIR/<label>``.
 
     Raises:
         RecordingError: no start or end snapshot, or one that cannot be read.
@@ -176,9 +178,10 @@ def propose_recording(folder: Path) -> Proposals:
     end = load_snapshot(folder, "end")
     final_diff = diff_states(start, end)
     phase_diffs = [diff_states(a, b) for a, b in itertools.pairwise(snapshots)]
+    root = expected_dir or EXPECTED_DIR
     return Proposals(
-        final=propose_checks(final_diff, folder),
-        phases=[propose_checks(d, folder) for d in phase_diffs],
+        final=propose_checks(final_diff, folder, root),
+        phases=[propose_checks(d, folder, f"{root}/{d.after}") for d in phase_diffs],
         diffs=[final_diff, *phase_diffs],
     )
 

@@ -11,6 +11,12 @@ The author marks sub-goal boundaries with a key combination the proxy swallows (
 desktop never sees it: ctrl+alt+shift+M by default), with `mark()` (the TUI), or by
 appending a line to the folder's ``control.jsonl`` (``deskloop author mark`` from another
 terminal). Ctrl+Alt+Shift+Q, `stop()` or a ``{"end": ...}`` control line ends it.
+
+The desktop's state is captured (`app.authoring.state`) at the start, at each boundary
+and at the end, and analysed (`app.authoring.analysis`) when the recording stops, on
+the recording's own desktop (Blender scenes and media are probed there): the diffs and
+proposals of `app.authoring.propose` come from these snapshots. A capture at a mark
+runs in the background, one after the other, so the person's input is never held up.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from app.authoring.analysis import analyse_snapshot
 from app.authoring.recording import (
     EndEvent,
     Event,
@@ -35,6 +42,7 @@ from app.authoring.recording import (
     RecordingWriter,
     WindowEvent,
 )
+from app.authoring.state import StateSnapshot, boundary_label, capture_state
 from app.core.errors import DeskLoopError, VNCError
 from app.core.frames import Frame
 from app.desktops.base import Desktop
@@ -80,12 +88,19 @@ class DemonstrationRecorder:
         port: int = 0,
         frame_every: float = FRAME_EVERY_SECONDS,
         on_event: Callable[[Event], None] | None = None,
+        capture: bool = True,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
         self._desktop = desktop
         self._writer = writer
         self._port = port
         self._frame_every = frame_every
         self._on_event = on_event
+        self._capture = capture
+        self._progress = progress
+        self._snapshots: list[StateSnapshot] = []
+        self._captures: asyncio.Task[None] | None = None
+        self._marks = 0
         self._start = 0.0
         self._proxy: RFBRecordingProxy | None = None
         self._client: VNCClient | None = None
@@ -119,6 +134,9 @@ class DemonstrationRecorder:
         if endpoint is None:
             raise RecordingError("the desktop has no VNC endpoint to record through")
         self._writer.open()
+        if self._capture:
+            self._say("capturing the start state")
+            await self._capture_state("start")
         self._start = time.monotonic()
         self._client = await connect(endpoint.host, endpoint.port, endpoint.password)
         await self._client.frame()
@@ -145,6 +163,9 @@ class DemonstrationRecorder:
         """A sub-goal boundary now (the TUI's key, the control file)."""
         self._write(MarkEvent(self._now(), note))
         self._writer.sync()
+        self._marks += 1
+        if self._capture:
+            self._after_captures(boundary_label(self._marks))
 
     def end(self, reason: str) -> None:
         if not self._ended.is_set():
@@ -168,6 +189,48 @@ class DemonstrationRecorder:
             self._client = None
             self._write(EndEvent(self._now(), self.end_reason))
             self._writer.close()
+            if self._capture:
+                self._after_captures("end")
+                assert self._captures is not None
+                await self._captures
+                await self._analyse()
+
+    # -- the desktop's state ------------------------------------------------------------
+
+    def _after_captures(self, label: str) -> None:
+        """Capture `label` once the captures before it are done (each builds on the last)."""
+        before = self._captures
+
+        async def chained() -> None:
+            if before is not None:
+                await before
+            await self._capture_state(label)
+
+        self._captures = asyncio.create_task(chained())
+
+    async def _capture_state(self, label: str) -> None:
+        previous = self._snapshots[-1] if self._snapshots else None
+        try:
+            snapshot = await capture_state(
+                self._desktop.guest, self.folder, label, previous=previous
+            )
+        except DeskLoopError as exc:
+            self.problems.append(f"state {label}: {exc}")
+            return
+        self._snapshots.append(snapshot)
+
+    async def _analyse(self) -> None:
+        """The facts of every snapshot, on this desktop (before it is closed)."""
+        for snapshot in self._snapshots:
+            self._say(f"analysing the {snapshot.label} state")
+            try:
+                await analyse_snapshot(self.folder, snapshot, self._desktop.guest)
+            except DeskLoopError as exc:
+                self.problems.append(f"analysis of {snapshot.label}: {exc}")
+
+    def _say(self, text: str) -> None:
+        if self._progress is not None:
+            self._progress(text)
 
     # -- the proxy's tap --------------------------------------------------------------
 

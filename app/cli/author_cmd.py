@@ -56,7 +56,9 @@ async def _record(args: argparse.Namespace) -> Path:
             task=from_task.id if from_task else None,
             assets=start.assets,
         )
-        recorder = DemonstrationRecorder(desktop, RecordingWriter(folder, meta), port=args.port)
+        recorder = DemonstrationRecorder(
+            desktop, RecordingWriter(folder, meta), port=args.port, progress=_progress
+        )
         address = await recorder.start()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -169,9 +171,52 @@ def _parse_check(text: str) -> dict[str, Any]:
     return value
 
 
+def _review(proposals: list[Any], where: str, mode: str) -> list[Any]:
+    """The proposals the researcher keeps: all, none, or each asked (accept, edit as
+    YAML, drop; 'A' accepts the rest)."""
+    import yaml
+
+    from app.authoring.propose import ProposedCheck, check_entry
+
+    if mode == "none" or not proposals:
+        return []
+    if mode == "all":
+        return list(proposals)
+    kept: list[ProposedCheck] = []
+    rest = False
+    for n, proposal in enumerate(proposals, 1):
+        if rest:
+            kept.append(proposal)
+            continue
+        flow = yaml.safe_dump(proposal.entry, default_flow_style=True, width=1000).strip()
+        print(f"\n{where} {n}/{len(proposals)}: {proposal.why}\n  {flow}")
+        while True:
+            answer = input("  [a]ccept, [e]dit, [d]rop, [A]ccept all the rest? ").strip()
+            if answer in ("a", ""):
+                kept.append(proposal)
+                break
+            if answer == "A":
+                kept.append(proposal)
+                rest = True
+                break
+            if answer == "d":
+                break
+            if answer == "e":
+                text = input("  the check as YAML: ")
+                try:
+                    entry = check_entry(_parse_check(text), "edited check")
+                except DeskLoopError as exc:
+                    print_err(str(exc))
+                    continue
+                kept.append(ProposedCheck(entry, proposal.why, proposal.path, proposal.assets))
+                break
+    return kept
+
+
 def cmd_draft(args: argparse.Namespace) -> int:
     from app.authoring.draft import PhaseDraft, draft_task, write_draft
-    from app.authoring.recording import read_recording
+    from app.authoring.propose import propose_recording
+    from app.authoring.recording import RecordingError, read_recording
     from app.authoring.start_state import read_start_state
 
     recording = read_recording(args.folder)
@@ -182,14 +227,36 @@ def cmd_draft(args: argparse.Namespace) -> int:
         if not number.isdigit() or not text:
             raise _usage(f"--message {item!r}: use N=TEXT (N from 1, one per boundary)")
         messages[int(number)] = text
-    phases = [PhaseDraft(messages.get(n, mark.note)) for n, mark in enumerate(recording.marks, 1)]
-    extra = set(messages) - set(range(1, len(phases) + 1))
+    extra = set(messages) - set(range(1, len(recording.marks) + 1))
     if extra:
         raise _usage(
-            f"--message: the recording has {len(phases)} boundaries, not "
+            f"--message: the recording has {len(recording.marks)} boundaries, not "
             f"{', '.join(map(str, sorted(extra)))}"
         )
-    checks = [_parse_check(c) for c in args.check or []]
+    mode = args.proposals or ("ask" if sys.stdin.isatty() else "all")
+    try:
+        proposals = propose_recording(args.folder, f"assets/{args.id}/expected")
+    except RecordingError as exc:
+        print_err(f"no checks proposed: {exc}")
+        final: list[Any] = []
+        per_phase: list[list[Any]] = [[] for _ in recording.marks]
+    else:
+        final = _review(proposals.final, "check", mode)
+        # The last phase diff ends at the end, not at a boundary: only the first
+        # len(marks) phase diffs belong to the phases.
+        per_phase = [
+            _review(p, f"phase {n} check", mode)
+            for n, p in enumerate(proposals.phases[: len(recording.marks)], 1)
+        ]
+    files: dict[str, bytes] = {}
+    for proposal in [*final, *(p for phase in per_phase for p in phase)]:
+        for relative, source in proposal.assets.items():
+            files[relative] = source.read_bytes()
+    phases = [
+        PhaseDraft(messages.get(n, mark.note), checks=[p.entry for p in per_phase[n - 1]])
+        for n, mark in enumerate(recording.marks, 1)
+    ]
+    checks = [p.entry for p in final] + [_parse_check(c) for c in args.check or []]
     draft = draft_task(
         recording,
         start,
@@ -198,8 +265,10 @@ def cmd_draft(args: argparse.Namespace) -> int:
         instruction=args.instruction,
         phases=phases,
         checks=checks,
+        files=files,
     )
     written = write_draft(draft, args.tasks_dir, overwrite=args.force)
+    print(f"{len(checks)} checks, {sum(len(p.checks) for p in phases)} phase checks")
     print(f"wrote {written.task}\nwrote {written.reference}")
     print(f"Next: deskloop author verify {args.id}")
     return 0
@@ -313,9 +382,11 @@ def register(sub: Any) -> None:
     dr = asub.add_parser(
         "draft",
         help="write the task and its reference into the library",
-        description="Write tasks/APP/ID.yaml (setup from the start state, phases from the "
-        "boundaries, the given checks), its assets and references/ID.yaml, and validate "
-        "them; nothing is kept when they do not validate.",
+        description="Propose checks from the recording's state diff (start, each boundary, "
+        "end) and let you accept, edit or drop each; write tasks/APP/ID.yaml (setup from the "
+        "start state, phases from the boundaries with their own checks, the accepted and "
+        "--check checks), its assets and references/ID.yaml, and validate them; nothing "
+        "is kept when they do not validate.",
     )
     dr.add_argument("folder", type=Path)
     dr.add_argument("--id", required=True)
@@ -332,6 +403,12 @@ def register(sub: Any) -> None:
         action="append",
         metavar="YAML",
         help="a check of the task, e.g. '{check: file_exists, path: ~/a.png}'",
+    )
+    dr.add_argument(
+        "--proposals",
+        choices=["ask", "all", "none"],
+        help="the checks proposed from the state diff: ask about each (default at a "
+        "terminal), accept all (default otherwise), or none",
     )
     dr.add_argument("--force", action="store_true", help="replace a task of this id")
     dr.set_defaults(func=cmd_draft)

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from app.authoring.recording import WindowEvent, read_recording
+from app.checks.tree import leaves
 from app.rfb.client import VNCClient, connect
+from app.tasks.loader import load_task
 
 pytestmark = pytest.mark.desktop
 
@@ -137,7 +139,21 @@ async def test_record_draft_and_verify_a_gimp_workflow(tmp_path: Path) -> None:
         "reference: assets/photo-demo/photo.png, transform: flip_horizontal, threshold: 0.95}",
     )
     assert drafted.returncode == 0, drafted.stderr
-    assert (library / "gimp" / "photo-demo.yaml").is_file()
+    task = load_task(library / "gimp" / "photo-demo.yaml")
+    # Checks proposed from the state diff were accepted (not a TTY: all of them),
+    # beside the two given: the export exists, and looks like what was produced.
+    found = [
+        (
+            leaf.spec.name,
+            getattr(leaf.params, "path", None),
+            getattr(leaf.params, "reference", None),
+        )
+        for leaf in leaves(task.evaluate)
+    ]
+    assert ("file_exists", "~/Desktop/photo-flipped.png", None) in produced
+    expected = "assets/photo-demo/expected/Desktop/photo-flipped.png"
+    assert ("image_similarity", "~/Desktop/photo-flipped.png", expected) in produced
+    assert (library / "gimp" / "assets/photo-demo/expected/Desktop/photo-flipped.png").is_file()
     valid = deskloop("tasks", "validate", str(library))
     assert valid.returncode == 0, valid.stdout + valid.stderr
 

@@ -82,7 +82,7 @@ def test_a_draft_is_written_as_a_valid_task_with_its_reference(tmp_path: Path) -
                 "threshold": 0.9,
             }
         ],
-        files={"expected/photo.png": PHOTO.read_bytes()},
+        files={"assets/photo-l3/expected/photo.png": PHOTO.read_bytes()},
     )
     library = tmp_path / "tasks"
     written = write_draft(draft, library)
