@@ -142,7 +142,7 @@ async def test_record_draft_and_verify_a_gimp_workflow(tmp_path: Path) -> None:
     task = load_task(library / "gimp" / "photo-demo.yaml")
     # Checks proposed from the state diff were accepted (not a TTY: all of them),
     # beside the two given: the export exists, and looks like what was produced.
-    found = [
+    produced = [
         (
             leaf.spec.name,
             getattr(leaf.params, "path", None),
