@@ -38,7 +38,7 @@ from app.ui.services.authoring import (
     write_task,
 )
 from app.ui.services.desktops import DesktopPool
-from tests.ui.helpers import wait_until
+from tests.ui.helpers import screen_text, wait_until
 
 pytestmark = pytest.mark.desktop
 
@@ -197,10 +197,9 @@ async def test_the_author_screen_records_marks_and_notices_the_viewers_end(
         await wait_until(pilot, lambda: session.state == "recording", 120, "recording")
         address = session.address
         assert address is not None
-        status = screen.query_one("#author-rec-status")
         await wait_until(
             pilot,
-            lambda: f"{address.port} password {address.password}" in str(status.render()),
+            lambda: f"{address.port} password {address.password}" in screen_text(app),
             5,
             "the viewer's address shown",
         )

@@ -13,6 +13,7 @@ import asyncio
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.console import Group
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -183,9 +184,9 @@ write the task into the library and prove it (what `deskloop author` does).
                     yield Static(
                         "[dim]space accept · enter edit · delete drop · n add by hand[/dim]"
                     )
+                    yield Checkbox("replace a task of this id", id="author-overwrite")
                     with Horizontal(classes="author-row"):
-                        yield Checkbox("replace a task of this id", id="author-overwrite")
-                        yield Label("reference replays")
+                        yield Label("reference replays when verifying", id="author-repeats-label")
                         yield Input(str(DEFAULT_REPEATS), id="author-repeats", type="integer")
                     with Horizontal(classes="author-buttons"):
                         yield Button("Write (F5)", id="author-write", variant="primary")
@@ -231,6 +232,8 @@ write the task into the library and prove it (what `deskloop author` does).
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Each stage's keys show (and work) in their stage only.
         stage = STAGE_KEYS.get(action)
+        if stage == "record" and self.stage == "record":
+            return self.session is not None and self.session.state == "recording"
         return stage is None or stage == self.stage
 
     # -- start ----------------------------------------------------------------------
@@ -316,6 +319,7 @@ write the task into the library and prove it (what `deskloop author` does).
             log.write(line)
         self._lines_shown = session.lines_total
         self.query_one("#author-rec-status", Static).update(self._status_text(session))
+        self.refresh_bindings()  # the record keys work while it records only
         if session.state == "ended" and self.stage == "record" and self.review is None:
             self.workers.cancel_group(self, "author-feed")
             self.notify(f"Recording ended: {session.end_reason}", timeout=4)
@@ -323,25 +327,26 @@ write the task into the library and prove it (what `deskloop author` does).
         elif session.state == "failed":
             self.workers.cancel_group(self, "author-feed")
 
-    def _status_text(self, session: RecordingSession) -> Text:
-        text = Text()
-        text.append(f"{session.request.task_id}", "bold")
-        text.append(f" · {session.folder}\n")
+    def _status_text(self, session: RecordingSession) -> Group:
+        """Three lines, each cut to the width: the viewer's address first."""
+        first = Text(f"{session.request.task_id} ", "bold")
         if session.address is not None:
             a = session.address
-            text.append("viewer: ", "bold")
-            text.append(f"{a.host}:{a.port}", "bold cyan")
-            text.append(" password ")
-            text.append(a.password, "bold cyan")
-            text.append(" · ")
+            first.append("· viewer ")
+            first.append(f"{a.host}:{a.port}", "bold cyan")
+            first.append(" password ")
+            first.append(a.password, "bold cyan")
         counts = session.counts
         color = {"failed": "red", "ended": "green"}.get(session.state, "yellow")
-        text.append(session.status, color)
-        text.append(
+        second = Text(session.status, color)
+        second.append(
             f" · {len(session.marks)} boundaries · {counts['key']} keys, "
             f"{counts['pointer']} pointer events, {counts['frame']} frames"
         )
-        return text
+        third = Text(str(session.folder), "dim")
+        for line in (first, second, third):
+            line.no_wrap, line.overflow = True, "ellipsis"
+        return Group(first, second, third)
 
     def action_mark(self) -> None:
         session = self.session
