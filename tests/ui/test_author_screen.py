@@ -79,10 +79,10 @@ async def test_a_recording_is_reviewed_and_written_with_checks_edited_by_hand(
     lab: DeskLoopApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = make_recording(tmp_path / "rec")
-    # The one function propose.py will feed: two proposals, to drive the list.
+    # The proposals (from app.authoring.propose) replaced by two, to drive the list.
     monkeypatch.setattr(
         "app.ui.screens.author.proposals",
-        lambda _folder: [
+        lambda _folder, _task_id: [
             Proposal({"check": "file_exists", "path": "~/Desktop/photo.png"}, "the photo stays"),
             Proposal({"check": "file_exists", "path": "~/Desktop/gone.png"}, "made, then gone"),
         ],

@@ -134,7 +134,13 @@ async def test_record_review_write_and_verify_through_the_service(tmp_path: Path
     assert [note for _, note in subgoals] == ["Now the second file", None]
     assert "type('echo one > ~/one.txt\\n')" in "\n".join(subgoals[0][0])
     assert "2 events" not in review.summary and "ended normally" in review.summary
-    assert proposals(folder) == []
+    # The recorder captured the home at the start, the boundary and the end: the files
+    # the person made are proposed, for the task and for the phase whose sub-goal made them.
+    proposed = proposals(folder, review.start.task.id)
+    final = [(p.check["check"], p.check.get("path")) for p in proposed if p.phase is None]
+    first = [(p.check["check"], p.check.get("path")) for p in proposed if p.phase == 1]
+    assert ("file_exists", "~/one.txt") in final and ("file_exists", "~/two.txt") in final
+    assert ("file_exists", "~/one.txt") in first and ("file_exists", "~/two.txt") not in first
 
     with pytest.raises(TaskError, match=r"check\.path: file_exists needs this parameter"):
         parse_check("{check: file_exists}")

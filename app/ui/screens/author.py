@@ -398,7 +398,7 @@ write the task into the library and prove it (what `deskloop author` does).
     @work(group="author-load", exclusive=True, exit_on_error=False, description="compiling")
     async def load(self, folder: Path) -> None:
         review = await asyncio.to_thread(load_review, folder)
-        proposed = await asyncio.to_thread(proposals, folder)
+        proposed = await asyncio.to_thread(proposals, folder, review.start.task.id)
         self.review = review
         self.checks = [CheckItem.proposed(p) for p in proposed]
         self.fill_review(review)
@@ -501,6 +501,7 @@ write the task into the library and prove it (what `deskloop author` does).
             messages=messages,
             checks=self.checks,
             overwrite=self.query_one("#author-overwrite", Checkbox).value,
+            proposed_for=review.start.task.id,
         )
 
     @on(Button.Pressed, "#author-write")

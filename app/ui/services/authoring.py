@@ -29,8 +29,9 @@ import yaml
 
 from app.authoring.compile import CompiledReference, compile_recording
 from app.authoring.draft import PhaseDraft, WrittenTask, draft_task, write_draft
+from app.authoring.propose import propose_recording
 from app.authoring.prove import DEFAULT_REPEATS, Proof, prove_task
-from app.authoring.recorder import DemonstrationRecorder
+from app.authoring.recorder import FRAME_EVERY_SECONDS, DemonstrationRecorder
 from app.authoring.recording import (
     EndEvent,
     Event,
@@ -39,6 +40,7 @@ from app.authoring.recording import (
     MarkEvent,
     PointerEvent,
     Recording,
+    RecordingError,
     RecordingMeta,
     RecordingWriter,
     WindowEvent,
@@ -244,13 +246,13 @@ class RecordingSession:
                 task=request.from_task.id if request.from_task else None,
                 assets=start.assets,
             )
-            extra = {} if self._frame_every is None else {"frame_every": self._frame_every}
             recorder = DemonstrationRecorder(
                 desktop,
                 RecordingWriter(self.folder, meta),
                 port=self._port,
+                frame_every=self._frame_every or FRAME_EVERY_SECONDS,
                 on_event=self._on_event,
-                **extra,
+                progress=self._say,
             )
             entry.busy = "recording a demonstration"
             self.address = await recorder.start()
@@ -322,23 +324,46 @@ def load_review(folder: Path) -> Review:
 
 @dataclass(frozen=True)
 class Proposal:
-    """A check proposed for the task: an entry of its evaluate tree, why it is
-    proposed, and files it needs copied into the task's assets (name → source)."""
+    """A check proposed for the task: an entry of its evaluate tree (or of phase
+    `phase`'s checks), why it is proposed, and files it needs copied into the task
+    (path relative to the task's folder → source)."""
 
     check: dict[str, Any]
     why: str
     files: dict[str, Path] = field(default_factory=dict)
+    phase: int | None = None
+    """1-based: a check of the phase delivered at that boundary; None: the task's."""
 
 
-def proposals(folder: Path) -> list[Proposal]:
-    """The checks proposed for the recording in `folder` (blocking: call it in a thread).
-
-    None yet: proposing checks from the desktop's state before and after the
-    demonstration (`app.authoring.propose`, being written) will be wired in here, and
-    the screen shows its list as it is. Until then the researcher adds checks by hand.
+def proposals(folder: Path, task_id: str) -> list[Proposal]:
+    """The checks proposed from the recording's state diff (`app.authoring.propose`):
+    the task's (start → end), then each phase's (its sub-goal's diff); expected files
+    named under the task's own ``assets/TASK_ID/expected``. Blocking: call it in a
+    thread. A recording without state snapshots proposes nothing.
     """
-    del folder
-    return []
+    try:
+        found = propose_recording(folder, f"assets/{task_id}/expected")
+    except RecordingError:
+        return []
+    marks = len(read_recording(folder).marks)
+    out = [Proposal(p.entry, p.why, dict(p.assets)) for p in found.final]
+    for n, phase in enumerate(found.phases[:marks], 1):
+        out += [Proposal(p.entry, f"phase {n}: {p.why}", dict(p.assets), n) for p in phase]
+    return out
+
+
+def retarget(value: Any, old: str, new: str) -> Any:
+    """`value` with task-relative paths under ``assets/OLD/`` moved to ``assets/NEW/``
+    (the id was changed in the review after the checks were proposed)."""
+    if old == new:
+        return value
+    if isinstance(value, str) and value.startswith(f"assets/{old}/"):
+        return f"assets/{new}/" + value.removeprefix(f"assets/{old}/")
+    if isinstance(value, dict):
+        return {k: retarget(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [retarget(v, old, new) for v in value]
+    return value
 
 
 CheckState = Literal["proposed", "accepted", "dropped"]
@@ -352,10 +377,14 @@ class CheckItem:
     why: str
     state: CheckState = "proposed"
     files: dict[str, Path] = field(default_factory=dict)
+    phase: int | None = None
+    """1-based: a check of the phase delivered at that boundary; None: the task's."""
 
     @classmethod
     def proposed(cls, proposal: Proposal) -> CheckItem:
-        return cls(dict(proposal.check), proposal.why, "proposed", dict(proposal.files))
+        return cls(
+            dict(proposal.check), proposal.why, "proposed", dict(proposal.files), proposal.phase
+        )
 
     @property
     def text(self) -> str:
@@ -391,6 +420,8 @@ class DraftForm:
     """One phase message per boundary."""
     checks: list[CheckItem]
     overwrite: bool = False
+    proposed_for: str = ""
+    """The task id the checks were proposed for (their expected files' folder)."""
 
     @property
     def accepted(self) -> list[CheckItem]:
@@ -405,21 +436,33 @@ def write_task(review: Review, form: DraftForm, tasks_dir: Path) -> WrittenTask:
         TaskError: the draft or the written task does not validate (the message names
             the field); then nothing is left in the library.
     """
+    task_id = form.task_id.strip()
+    proposed_for = form.proposed_for or task_id
     files: dict[str, bytes] = {}
     for item in form.accepted:
         for name, source in item.files.items():
             try:
-                files[name] = source.read_bytes()
+                files[retarget(name, proposed_for, task_id)] = source.read_bytes()
             except OSError as exc:
                 raise TaskError(f"{source}: cannot read the file a check needs: {exc}") from None
+
+    def checks_of(phase: int | None) -> list[dict[str, Any]]:
+        return [
+            retarget(item.check, proposed_for, task_id)
+            for item in form.accepted
+            if item.phase == phase
+        ]
+
     draft = draft_task(
         review.recording,
         review.start,
-        task_id=form.task_id.strip(),
-        title=form.title.strip() or form.task_id.strip(),
+        task_id=task_id,
+        title=form.title.strip() or task_id,
         instruction=form.instruction,
-        phases=[PhaseDraft(message) for message in form.messages],
-        checks=[item.check for item in form.accepted],
+        phases=[
+            PhaseDraft(message, checks=checks_of(n)) for n, message in enumerate(form.messages, 1)
+        ],
+        checks=checks_of(None),
         files=files,
     )
     return write_draft(draft, tasks_dir, overwrite=form.overwrite)
