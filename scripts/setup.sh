@@ -35,6 +35,7 @@ APT_PACKAGES=(
   dnsmasq-base                              # DHCP on the isolated libvirt network of VM desktops
   dnsmasq-utils                             # dhcp_release: a removed desktop gives its lease back
   procps                                    # pgrep/ps, used by tests and cleanup
+  bubblewrap                                # bwrap: the local desktop's sandbox (home-only writes)
 )
 
 # Only for the tests, never a user's plain setup.
@@ -103,6 +104,9 @@ if [ "$new_sshd" = 1 ]; then
   fi
   echo "setup: installed openssh-server for the tests; no system sshd is started or enabled"
 fi
+
+# The unprivileged user local desktops run as when DeskLoop runs as root.
+scripts/lab_user.sh
 
 PYTHON="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then

@@ -28,6 +28,10 @@ class Reply:
     hung server does not leave a thread sleeping."""
     drop: bool = False
     """Close the connection without answering (a server that died mid-request)."""
+    trickle: float = 0.0
+    """Send the headers at once, then the body one byte every `trickle` seconds (a
+    server that never lets a per-read timeout strike); cut short when the endpoint
+    closes."""
 
 
 @dataclass
@@ -87,6 +91,11 @@ def text_reply(content: str) -> Reply:
 def hang(seconds: float = 60.0) -> Reply:
     """A server that takes the request and does not answer for `seconds`."""
     return Reply(body=completion(content="too late"), delay=seconds)
+
+
+def trickling(seconds_per_byte: float = 1.0) -> Reply:
+    """A server that answers a byte at a time, `seconds_per_byte` apart."""
+    return Reply(body=completion(content="too late"), trickle=seconds_per_byte)
 
 
 def dropped() -> Reply:
@@ -150,7 +159,14 @@ class FakeEndpoint:
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
                     self.end_headers()
-                    self.wfile.write(data)
+                    if reply.trickle:
+                        for byte in data:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            if outer._closing.wait(reply.trickle):
+                                break
+                    else:
+                        self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 

@@ -6,6 +6,7 @@ about what happens on a screen; every check that reads a file fails on it.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import numpy as np
@@ -55,6 +56,10 @@ class StillDesktop:
         self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
     ) -> SettleResult:
         return SettleResult(False, True, 0.0)
+
+    async def until_dead(self) -> str:
+        await asyncio.Event().wait()  # it never dies
+        return "never"
 
     async def close(self) -> None:
         return None

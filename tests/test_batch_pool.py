@@ -187,6 +187,10 @@ class FakeDesktop:
     ) -> SettleResult:
         return SettleResult(False, True, 0.0)
 
+    async def until_dead(self) -> str:
+        await asyncio.Event().wait()  # it never dies
+        return "never"
+
     async def close(self) -> None:
         self.state = "closed"
         self.world.running.get(self.spec.uri, set()).discard(id(self))

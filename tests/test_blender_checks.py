@@ -109,7 +109,7 @@ def _guest(home: Path) -> LocalGuest:
     env.update(HOME=str(home), TMPDIR=str(home))
     logs = home.parent / "logs"
     logs.mkdir(exist_ok=True)
-    return LocalGuest(home, env, logs)
+    return LocalGuest(home, env, logs, sandbox=None)
 
 
 @pytest.fixture(scope="module")

@@ -385,7 +385,7 @@ def test_a_bad_phase_check_is_reported_under_the_phase(tmp_path: Any) -> None:
     source.write_text(PHASE_TASK.replace("width: 10", "widht: 10"))
     with pytest.raises(TaskError) as caught:
         load_task(source)
-    assert f"{source}: phases[0].checks: all[1].widht: unknown parameter of image_size" in str(
+    assert f"{source}:13: phases[0].checks: all[1].widht: unknown parameter of image_size" in str(
         caught.value
     )
 

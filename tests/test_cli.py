@@ -70,7 +70,7 @@ def test_bad_script_file_names_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     )
     err = capsys.readouterr().err
     assert code == 2
-    assert f"{script}: steps[0]" in err and "escpe" in err
+    assert f"{script}:1: steps[0]" in err and "escpe" in err
 
 
 def test_run_json_of_an_errored_episode_has_no_score() -> None:

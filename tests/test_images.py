@@ -49,6 +49,21 @@ def test_shipped_recipes_are_valid() -> None:
     assert "librsvg2-common" in read_packages("gimp")  # GIMP icons (FIELD_NOTES)
 
 
+def test_the_session_user_gets_no_sudo() -> None:
+    """The agent's session user `user` must not become root in the guest: no image
+    installs sudo or doas, configure.sh gives `user` no group but its own, and no
+    sudoers file is copied in. (The base build test checks a built image's packages.)"""
+    privileged = {"sudo", "doas", "opendoas", "sudo-ldap", "policykit-1", "pkexec"}
+    for layer in sorted(p.stem for p in (RECIPES_DIR / "layers").glob("*.txt")):
+        assert not privileged & set(read_packages(layer)), f"layers/{layer}.txt"
+    configure = (RECIPES_DIR / "configure.sh").read_text()
+    useradd = [line for line in configure.splitlines() if "useradd" in line]
+    assert useradd and all(" -G" not in x and "--groups" not in x for x in useradd), useradd
+    assert not re.search(r"usermod|gpasswd|adduser\s+user\s", configure)
+    files = RECIPES_DIR / "files"
+    assert not [p for p in files.rglob("*") if "sudoers" in p.name or "doas" in p.name]
+
+
 def test_package_lists_ignore_comments_and_reject_junk(recipes: Path) -> None:
     (recipes / "layers" / "gimp.txt").write_text("# a comment\n\ngimp  # the app\n")
     assert read_packages("gimp", recipes) == ["gimp"]
@@ -190,6 +205,8 @@ def test_base_image_builds_with_manifest_and_is_cached() -> None:
     for name in read_packages("base"):
         assert packages.get(name), f"{name} missing from the manifest"
     assert all(line.startswith("deb ") for line in manifest["sources"])
+    # The session user has no way to root (test_the_session_user_gets_no_sudo).
+    assert not {"sudo", "doas", "opendoas"} & set(packages)
 
     mtime = image.disk.stat().st_mtime_ns
     again: list[str] = []

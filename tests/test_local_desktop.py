@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from app.core.actions import Type
 from app.core.errors import DesktopError, GuestError, VNCError
 from app.core.procfs import process_start_time
 from app.desktops import local, reaper, xvnc
+from app.desktops.lab_user import lab_user
 from app.desktops.local import LocalDesktop, reap_orphans
 from app.desktops.xvnc import vnc_password_file_bytes
 from app.desktops.xwindows import active_window_title, wait_window
@@ -80,6 +82,15 @@ async def desktop() -> AsyncIterator[LocalDesktop]:
         yield d
     finally:
         await d.close()
+
+
+@pytest.fixture
+def session_root() -> Iterator[Path]:
+    """An empty folder for session folders, which the desktop's user can enter
+    (pytest's tmp_path lies under root's private /tmp/pytest-of-root)."""
+    with tempfile.TemporaryDirectory(prefix="deskloop-test-root-") as folder:
+        os.chmod(folder, 0o711)
+        yield Path(folder)
 
 
 @pytest.fixture
@@ -198,6 +209,30 @@ async def test_reset_starts_a_desktop_with_frames_of_its_size(desktop: LocalDesk
         await connect(info.vnc.host, info.vnc.port, "wrong-pw")
 
 
+def listening_addresses(port: int) -> set[str]:
+    """The addresses a TCP port listens on, read from the kernel's socket tables."""
+    found = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                raw = bytes.fromhex(address)
+                # The kernel prints each 32-bit word in host (little-endian) order.
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+                found.add(
+                    socket.inet_ntop(socket.AF_INET if width == 8 else socket.AF_INET6, words)
+                )
+    return found
+
+
+@pytest.mark.desktop
+async def test_vnc_listens_on_ipv4_loopback_only(desktop: LocalDesktop) -> None:
+    info = desktop.info()
+    assert info.vnc is not None
+    assert listening_addresses(info.vnc.port) == {"127.0.0.1"}
+
+
 @pytest.mark.desktop
 async def test_other_sizes_are_honoured() -> None:
     async with LocalDesktop(width=800, height=600) as d:
@@ -274,7 +309,8 @@ async def _check_session_environment(desktop: LocalDesktop, secret_name: str) ->
     assert echoed.stdout_text().split() == [f"{home}/x", home, "a~/b"]
     session_dir = desktop.session_dir
     assert session_dir is not None
-    assert session_dir.stat().st_mode & 0o777 == 0o700
+    # Root's session folder lets the lab user through to its home, but not list it.
+    assert session_dir.stat().st_mode & 0o777 == (0o711 if lab_user().dropped else 0o700)
     geometry = await desktop.guest.run(["xdotool", "getdisplaygeometry"])
     assert geometry.stdout_text().split() == ["1280", "800"]
     # The display takes only clients holding the session's cookie.
@@ -289,8 +325,9 @@ async def _check_session_environment(desktop: LocalDesktop, secret_name: str) ->
 
 @pytest.mark.desktop
 async def test_a_failed_start_is_reported_and_cleaned_up(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, session_root: Path
 ) -> None:
+    tmp_path = session_root
     d = LocalDesktop(name="broken", root=tmp_path)
     with pytest.raises(DesktopError, match="stopped; call reset"):
         await d.frame()

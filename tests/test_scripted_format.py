@@ -97,16 +97,16 @@ def test_unknown_keys_are_refused_naming_the_file_and_field(tmp_path: Path) -> N
     )
     unknown = "unknown key (not part of the reference script format)"
     assert problems(path) == [
-        f"{path}: kind: Input should be 'demonstration' or 'oracle'",
-        f"{path}: steps[0].wait_for.windw: {unknown}",
-        f"{path}: steps[1].oracle.run: required field is missing",
-        f"{path}: steps[1].oracle.argv: {unknown}",
-        f"{path}: steps[2].expect.timeout: {unknown}",
-        f"{path}: author: {unknown}",
+        f"{path}:1: kind: Input should be 'demonstration' or 'oracle'",
+        f"{path}:4: steps[0].wait_for.windw: {unknown}",
+        f"{path}:5: steps[1].oracle.run: required field is missing",
+        f"{path}:5: steps[1].oracle.argv: {unknown}",
+        f"{path}:6: steps[2].expect.timeout: {unknown}",
+        f"{path}:2: author: {unknown}",
     ]
     path = write(tmp_path, "- wait_for: {window: a, file: b}\n- done\n")
     assert problems(path) == [
-        f"{path}: steps[0].wait_for: needs exactly one of window, no_window, file, anchor"
+        f"{path}:1: steps[0].wait_for: needs exactly one of window, no_window, file, anchor"
     ]
 
 
@@ -124,23 +124,24 @@ def test_bad_values_name_the_step_and_field(tmp_path: Path) -> None:
         """,
     )
     assert problems(path) == [
-        f"{path}: steps[0]: unknown action 'clik'; known: click, move, drag, scroll, type, "
+        f"{path}:2: steps[0]: unknown action 'clik'; known: click, move, drag, scroll, type, "
         "key, wait, done, ask, fail",
-        f"{path}: steps[1].wait_for.window: not a valid regex: missing ), unterminated "
+        f"{path}:3: steps[1].wait_for.window: not a valid regex: missing ), unterminated "
         "subpattern at position 0",
-        f"{path}: steps[1].wait_for.timeout: must be a positive number (seconds), got True",
-        f"{path}: steps[2].oracle: needs an argv list of strings, never a shell string",
-        f"{path}: steps[3].oracle.run[1]: Input should be a valid string",
-        f"{path}: steps[4].wait_for: expected a mapping of fields, got str",
+        f"{path}:3: steps[1].wait_for.timeout: must be a positive number (seconds), got True",
+        f"{path}:4: steps[2].oracle: needs an argv list of strings, never a shell string",
+        f"{path}:5: steps[3].oracle.run[1]: Input should be a valid string",
+        f"{path}:6: steps[4].wait_for: expected a mapping of fields, got str",
     ]
 
 
 def test_a_script_needs_steps(tmp_path: Path) -> None:
     assert problems(write(tmp_path, "steps: []\n")) == [
-        f"{tmp_path / 'ref.yaml'}: steps: List should have at least 1 item after validation, not 0"
+        f"{tmp_path / 'ref.yaml'}:1: steps: List should have at least 1 item after validation, "
+        "not 0"
     ]
     assert problems(write(tmp_path, "kind: oracle\n")) == [
-        f"{tmp_path / 'ref.yaml'}: steps: required field is missing"
+        f"{tmp_path / 'ref.yaml'}:1: steps: required field is missing"
     ]
     (empty,) = problems(write(tmp_path, ""))
     assert "a script is a list of steps, or a mapping with 'steps'" in empty

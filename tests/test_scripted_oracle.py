@@ -57,7 +57,7 @@ def _guest(tmp_path: Path) -> LocalGuest:
     home = tmp_path / "home"
     home.mkdir()
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
-    return LocalGuest(home, env, tmp_path)
+    return LocalGuest(home, env, tmp_path, sandbox=None)
 
 
 async def _decide(agent: ScriptedAgent, probe: object) -> object:

@@ -286,6 +286,14 @@ class Stderr:
             return next(line for line in self.lines if text in line)
 
 
+def stdout_of(proc: subprocess.Popen[str], timeout: float) -> str:
+    """The child's stdout once it exits. Not `communicate()`: that reads stderr too,
+    racing the `Stderr` reader for the last lines."""
+    proc.wait(timeout=timeout)
+    assert proc.stdout is not None
+    return proc.stdout.read()
+
+
 def start_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
     task = tmp_path / "tasks" / "gimp" / "contended-run.yaml"
     task.parent.mkdir(parents=True)
@@ -326,7 +334,7 @@ def test_a_run_outlasts_a_lock_and_prints_its_json_line(tmp_path: Path) -> None:
             assert proc.poll() is None
             holder.release()
             holder.close()
-        out, _ = proc.communicate(timeout=120)
+        out = stdout_of(proc, timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -356,7 +364,7 @@ def test_a_run_stopped_while_locked_prints_its_line_and_is_recovered(tmp_path: P
             # The first signal gives the end 10 s to be written; the second stops now.
             proc.send_signal(signal.SIGTERM)
             proc.send_signal(signal.SIGTERM)
-            out, _ = proc.communicate(timeout=30)
+            out = stdout_of(proc, timeout=30)
             assert proc.returncode == 130, "".join(stderr.lines)
             payload = json.loads(out.strip().splitlines()[-1])
             # The end was not written: the database still says running, and why.

@@ -150,7 +150,7 @@ def test_cli_validate_reports_and_fails(tmp_path: Path, capsys: pytest.CaptureFi
     code = main(["tasks", "validate", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1
-    assert "INVALID" in out and "gimp-flip-export.yaml: setup[0].upload.src" in out
+    assert "INVALID" in out and "gimp-flip-export.yaml:9: setup[0].upload.src" in out
     total = len(list((tmp_path / "gimp").glob("*.yaml")))
     assert f"{total - 1} valid, 1 invalid" in out
 
@@ -190,7 +190,7 @@ def test_one_id_in_two_files_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
     second = write_task(app_dir, GOOD, name="demo-task.yml")
     assert main(["tasks", "validate", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert f"{first}: id: task id 'demo-task' is also claimed by {second}" in out
+    assert f"{first}:1: id: task id 'demo-task' is also claimed by {second}" in out
     assert "0 valid, 2 invalid" in out
     with pytest.raises(TaskError, match="claimed by more than one file"):
         find_task("demo-task", [tmp_path])
@@ -245,4 +245,4 @@ def test_validate_reads_the_reference_script(
     reference.write_text(reference.read_text().replace("- key: alt+i", "- kee: alt+i"))
     assert main(["tasks", "validate", str(tmp_path / "gimp" / "gimp-flip-export.yaml")]) == 1
     out = capsys.readouterr().out
-    assert "INVALID" in out and f"{reference}: steps[1]" in out, out
+    assert "INVALID" in out and f"{reference}:6: steps[1]" in out, out

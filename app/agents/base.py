@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from app.core.actions import Action
 from app.core.commands import CommandResult
 from app.core.conversation import Message
+from app.core.errors import AgentUnavailable
 from app.core.frames import Frame
 from app.desktops.base import Desktop
 from app.desktops.xwindows import active_window_title
@@ -88,6 +89,18 @@ class AgentContext:
     probe: Probe
     time_scale: float = 1.0
     """The desktop's `DesktopInfo.time_scale`: scripted waits stretch by it."""
+
+
+@runtime_checkable
+class CallsEndpoint(Protocol):
+    """An agent whose decisions are calls to a model endpoint (the model agent)."""
+
+    def endpoint_failed(self) -> AgentUnavailable | None:
+        """After a decision was cut short (the time budget ran out during it): the
+        error to end the episode with when its endpoint had already failed in that
+        call (a try timed out, a 5xx, a refused connection), so the endpoint, not the
+        agent, is why no answer came; None when the endpoint was only slow."""
+        ...
 
 
 class Agent(Protocol):

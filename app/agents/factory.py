@@ -19,11 +19,19 @@ if TYPE_CHECKING:
 AGENT_SPECS = "reference | null | scripted:FILE | openai | openai:MODEL"
 
 
-def make_agent(spec: str, task: Task, openai: OpenAIConfig | None = None) -> Agent:
+def make_agent(
+    spec: str,
+    task: Task,
+    openai: OpenAIConfig | None = None,
+    *,
+    agent_timeout: float | None = None,
+) -> Agent:
     """The agent named by `spec` for `task`.
 
     `openai` is the `app.agents.openai.OpenAIConfig` for the `openai` spec
-    (`openai:MODEL` overrides its model, or needs no config at all).
+    (`openai:MODEL` overrides its model, or needs no config at all);
+    `agent_timeout`, when given, replaces its `deadline` (the TUI's field). Agents that
+    call no endpoint ignore it.
 
     Raises:
         AgentError: unknown spec, a task without a reference, an invalid script, or
@@ -51,6 +59,10 @@ def make_agent(spec: str, task: Task, openai: OpenAIConfig | None = None) -> Age
         if openai is None:
             if not model:
                 raise AgentError("openai agent: a model name is required (--model M)")
-            return OpenAIAgent(OpenAIConfig(model=model))
-        return OpenAIAgent(replace(openai, model=model) if model else openai)
+            openai = OpenAIConfig(model=model)
+        elif model:
+            openai = replace(openai, model=model)
+        if agent_timeout is not None:
+            openai = replace(openai, deadline=agent_timeout)
+        return OpenAIAgent(openai)
     raise AgentError(f"unknown agent {spec!r}; expected {AGENT_SPECS}")

@@ -73,6 +73,9 @@ class PassThroughDesktop:
     ) -> SettleResult:
         return await self.inner.settle(timeout, quiet, change_wait)
 
+    async def until_dead(self) -> str:
+        return await self.inner.until_dead()
+
     async def close(self) -> None:
         await self.inner.close()
 

@@ -52,7 +52,7 @@ from app.agents import anchors
 from app.agents.base import AgentContext, CommandProbe, FrameProbe, Observation, Probe
 from app.core.actions import Action, Fail, GuiAction, parse_action
 from app.core.errors import ActionError, AgentError, GuestError
-from app.core.validation import StrictModel, read_yaml, validate
+from app.core.validation import Lines, StrictModel, prefixed, read_yaml_lines, validate
 
 GUARD_POLL_SECONDS = 0.1
 LENIENT_GUARD_SECONDS = 10.0
@@ -317,6 +317,7 @@ def read_script(path: Path) -> Script:
         AgentError: unreadable file or invalid content, naming the file and the field.
     """
     raw: Any
+    lines: Lines | None = None
     if path.suffix == ".jsonl":
         try:
             text = path.read_text(encoding="utf-8")
@@ -331,15 +332,15 @@ def read_script(path: Path) -> Script:
                     raise AgentError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
         raw = {"steps": steps}
     else:
-        raw, _ = read_yaml(path, "script", AgentError)
+        raw, _, lines = read_yaml_lines(path, "script", AgentError)
         if isinstance(raw, list):
-            raw = {"steps": raw}
+            raw, lines = {"steps": raw}, prefixed(lines, "steps")
         elif not isinstance(raw, dict):
             raise AgentError(
                 f"{path}: a script is a list of steps, or a mapping with 'steps' (and "
                 "optional 'kind', 'description')"
             )
-    return validate(Script, raw, path, FORMAT_NAME, error=AgentError, hidden=STEP_TAGS)
+    return validate(Script, raw, path, FORMAT_NAME, error=AgentError, hidden=STEP_TAGS, lines=lines)
 
 
 def load_script(path: Path) -> list[Entry]:

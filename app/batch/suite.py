@@ -35,6 +35,9 @@ class Suite(BaseModel):
     """Agent specs, as `--agent` takes them (reference, null, scripted:FILE, openai:M)."""
     repeats: int = Field(default=1, ge=1)
     """Runs of each (task, agent)."""
+    agent_timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Seconds each call of a model agent to its endpoint may take in all (its
+    `deadline`); `--agent-timeout` overrides it; None: the agent's default."""
 
     @field_validator("agents", mode="before")
     @classmethod
@@ -47,7 +50,8 @@ class Suite(BaseModel):
 
 
 def load_suite(path: Path | str) -> Suite:
-    """A suite file: YAML with `tasks:` (list), `agents:` (list), `repeats:` (int).
+    """A suite file: YAML with `tasks:` (list), `agents:` (list), `repeats:` (int),
+    `agent_timeout:` (seconds).
 
     Raises:
         TaskError: unreadable file, YAML syntax error, or invalid fields — one line per

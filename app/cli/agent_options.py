@@ -1,11 +1,43 @@
-"""Command-line options for model agents, shared by `run` and `batch run`."""
+"""Command-line options for model agents, shared by `run` and `batch run`, and the
+one shape of a model call's timeout option (`--agent-timeout`, `--user-timeout`)."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 from app.core.errors import DeskLoopError
+
+# The configs' defaults (OpenAIConfig.deadline, LLMUserConfig.deadline), written out so
+# that building the parser does not import the endpoint client; tests/test_cli.py holds
+# them equal.
+AGENT_TIMEOUT = 600.0
+USER_TIMEOUT = 300.0
+
+
+def _seconds(text: str) -> float:
+    # Imported when the option is given: building the parser stays light.
+    from app.core.validation import positive_seconds
+
+    try:
+        return positive_seconds(text)
+    except ValueError as exc:
+        # argparse prefixes the message with the option's name.
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_timeout_option(group: Any, flag: str, who: str, default: float) -> None:
+    """`flag SECONDS`: the total deadline of each call `who` makes to its endpoint
+    (`EndpointConfig.deadline`); None when not given, so a suite's value may stand."""
+    group.add_argument(
+        flag,
+        type=_seconds,
+        metavar="SECONDS",
+        help=f"seconds each call of {who} to its endpoint may take in all, retries and "
+        f"a slow or trickling answer included; an endpoint that cannot answer within "
+        f"them ends the episode as an infrastructure error (default: {default:g})",
+    )
 
 
 def add_openai_options(parser: argparse.ArgumentParser) -> None:
@@ -32,10 +64,12 @@ def add_openai_options(parser: argparse.ArgumentParser) -> None:
         default="tools",
         help="offer actions as tools, or ask for the JSON action format (default: tools)",
     )
+    add_timeout_option(group, "--agent-timeout", "the model agent", AGENT_TIMEOUT)
 
 
-def openai_config(args: argparse.Namespace, agents: list[str]) -> Any:
-    """The OpenAIConfig the options describe, or None when no agent needs one."""
+def openai_config(args: argparse.Namespace, agents: list[str], timeout: float | None = None) -> Any:
+    """The OpenAIConfig the options describe, or None when no agent needs one;
+    `--agent-timeout`, else `timeout` (a suite's), else the default, is its deadline."""
     from app.agents.openai import OpenAIConfig
 
     if not any(a == "openai" or a.startswith("openai:") for a in agents):
@@ -49,7 +83,7 @@ def openai_config(args: argparse.Namespace, agents: list[str]) -> Any:
     model = args.model or next((a.partition(":")[2] for a in agents if a.startswith("openai:")), "")
     if not model:
         raise DeskLoopError("--agent openai needs --model M (or use --agent openai:M)")
-    return OpenAIConfig(
+    config = OpenAIConfig(
         model=model,
         base_url=args.base_url,
         api_key_env=args.api_key_env,
@@ -57,3 +91,5 @@ def openai_config(args: argparse.Namespace, agents: list[str]) -> Any:
         image_height=height,
         tool_mode=args.tool_mode,
     )
+    deadline = args.agent_timeout if args.agent_timeout is not None else timeout
+    return config if deadline is None else replace(config, deadline=deadline)

@@ -8,7 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from app.cli.agent_options import add_openai_options, openai_config
+from app.cli.agent_options import (
+    USER_TIMEOUT,
+    add_openai_options,
+    add_timeout_option,
+    openai_config,
+)
 from app.cli.common import open_store, print_err, run_async, table
 from app.core.errors import DeskLoopError
 
@@ -50,6 +55,11 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                     "--resume takes no suite, --task or --agent: it reruns "
                     "the recorded suite of that batch"
                 )
+            if args.agent_timeout is not None or args.user_timeout is not None:
+                raise DeskLoopError(
+                    "--resume takes no --agent-timeout or --user-timeout: the batch's "
+                    "episodes keep the timeouts it was started with"
+                )
             runner = resume_batch(
                 store, args.resume, concurrency=args.concurrency, hosts=hosts, log=log
             )
@@ -57,11 +67,13 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
             tasks_refs: list[str] = []
             agents: list[str] = []
             repeats = args.repeats
+            agent_timeout = None
             if args.suite:
                 suite = load_suite(args.suite)
                 tasks_refs += suite.tasks
                 agents += suite.agents
                 repeats = repeats or suite.repeats
+                agent_timeout = suite.agent_timeout
             tasks_refs += args.task or []
             agents += args.agent or []
             if not tasks_refs or not agents:
@@ -72,6 +84,8 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
             llm_user = None
             if args.user_phrase_phases and args.user != "llm":
                 raise DeskLoopError("--user-phrase-phases needs --user llm")
+            if args.user_timeout is not None and args.user != "llm":
+                raise DeskLoopError("--user-timeout needs --user llm")
             if args.user == "llm":
                 if not args.user_model:
                     raise DeskLoopError("--user llm needs --user-model M")
@@ -81,8 +95,13 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                     "api_key_env": args.api_key_env,
                     "phrase_phases": args.user_phrase_phases,
                 }
+                if args.user_timeout is not None:
+                    llm_user["deadline"] = args.user_timeout
             options = replace(
-                options, openai=openai_config(args, agents), user=args.user, llm_user=llm_user
+                options,
+                openai=openai_config(args, agents, agent_timeout),
+                user=args.user,
+                llm_user=llm_user,
             )
             runner = start_batch(
                 store, tasks, agents, repeats or 1, options, batch_id=args.batch_id, log=log
@@ -199,7 +218,8 @@ def register(sub: Any) -> None:
         help="run a suite (or resume a batch)",
         description="Run every (task, agent, repeat) slot of a suite on N desktops at once. "
         "A suite file is YAML: tasks: [ids, files, folders or globs], agents: [...], "
-        "repeats: N. --task and --agent add to it (or replace it).",
+        "repeats: N, agent_timeout: SECONDS. --task and --agent add to it (or replace it); "
+        "--agent-timeout overrides its agent_timeout.",
     )
     run.add_argument("suite", nargs="?", type=Path, help="suite YAML file")
     run.add_argument("--task", action="append", help="task id, file, folder or glob (repeatable)")
@@ -251,6 +271,7 @@ def register(sub: Any) -> None:
         help="the LLM user also words the task's phase messages (when they come is still "
         "up to their triggers); the script's text where the endpoint fails",
     )
+    add_timeout_option(run, "--user-timeout", "the LLM user", USER_TIMEOUT)
     add_openai_options(run)
     run.set_defaults(func=cmd_batch_run)
 

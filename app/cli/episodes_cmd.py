@@ -52,6 +52,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         messages = store.messages(args.id)
         phases = store.phases(args.id)
         checks = store.checks(args.id)
+        final_frame = store.frame_path(e.final_frame) if e.final_frame else None
     print(
         f"episode {e.id} · task {e.task_id} ({e.app} {e.level}) · agent {e.agent} · "
         f"user {e.user_mode} · backend {e.backend}"
@@ -63,6 +64,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     )
     if e.error:
         print(f"error: {e.error}")
+    if final_frame is not None:
+        print(f"final frame: {final_frame}")
+    if e.final_windows is not None:
+        print("\n" + "\n".join(e.final_windows.describe()))
     print("\nconversation:")
     for m in messages:
         head = f"  [step {m.step:>3}] {m.role:<5} {m.kind:<12} "

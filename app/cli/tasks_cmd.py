@@ -74,20 +74,28 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from app.agents.scripted import load_script
+    from app.core.validation import located
     from app.tasks.loader import duplicate_ids, load_task, resolve_asset, task_files
     from app.tasks.model import Task
+    from app.tasks.reach import phase_warnings
 
     targets = args.paths or [args.tasks_dir]
-    paths: list[Path] = []
+    found: list[Path] = []
+    problems: dict[Path, list[str]] = {}
     for target in targets:
-        paths.extend(task_files(target))
+        try:
+            found.extend(task_files(target))
+        except (DeskLoopError, OSError) as exc:
+            # One unreadable target never stops the others from being listed.
+            problems[target] = [str(exc) if isinstance(exc, DeskLoopError) else f"{target}: {exc}"]
+    paths = list(dict.fromkeys([*found, *problems]))
     if not paths:
         where = ", ".join(str(target) for target in targets)
         print_err(f"no task files in {where} (a task is <app>/<task-id>.yaml)")
         return 1
-    problems: dict[Path, list[str]] = {}
+    warnings: dict[Path, list[str]] = {}
     loaded: list[Task] = []
-    for path in paths:
+    for path in found:
         try:
             task = load_task(path)
             if task.reference is not None:
@@ -95,12 +103,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 # agents cannot, so the command does (scripted agents' own validation).
                 load_script(resolve_asset(task.folder, task.reference, "reference"))
             loaded.append(task)
+            warnings[path] = located(path, phase_warnings(task), task.field_lines).splitlines()
         except DeskLoopError as exc:
             problems[path] = str(exc).splitlines()
+        except Exception as exc:  # one file's bug must not hide the others
+            bug = f"internal error ({type(exc).__name__}: {exc}); please report it"
+            problems[path] = [f"{path}: {bug}"]
     for task_id, files in duplicate_ids(loaded).items():
-        for path in files:
-            others = ", ".join(str(other) for other in files if other != path)
-            problems[path] = [f"{path}: id: task id {task_id!r} is also claimed by {others}"]
+        for task in (t for t in loaded if t.id == task_id):
+            others = ", ".join(str(other) for other in files if other != task.source)
+            problem = f"id: task id {task_id!r} is also claimed by {others}"
+            problems[task.source] = [located(task.source, [problem], task.field_lines)]
     for path in paths:
         if path in problems:
             print(f"INVALID  {path}")
@@ -108,8 +121,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print(f"  {line}")
         else:
             print(f"ok       {path}")
+            for line in warnings.get(path, []):
+                print(f"  warning: {line}")
     bad = len(problems)
-    print(f"\n{len(paths) - bad} valid, {bad} invalid")
+    warned = sum(1 for path, lines in warnings.items() if lines and path not in problems)
+    note = f" ({warned} with warnings)" if warned else ""
+    print(f"\n{len(paths) - bad} valid{note}, {bad} invalid")
     return 1 if bad else 0
 
 

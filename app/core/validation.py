@@ -12,7 +12,9 @@ are `TaskError`s (the default); the other formats raise their own subsystem's er
 from __future__ import annotations
 
 import difflib
+import math
 import os
+import re
 import stat
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -114,6 +116,25 @@ def read_yaml(source: Path, what: str, error: type[DeskLoopError] = TaskError) -
     """The parsed YAML document in `source` and the file's bytes (for a hash).
 
     Raises:
+        error: as `read_yaml_lines`.
+    """
+    raw, data, _ = read_yaml_lines(source, what, error)
+    return raw, data
+
+
+Lines = Mapping[str, int]
+"""Where each field of a document starts: its field path (`phases[1].trigger`, as
+`field_path` writes it; '' is the document) to its line, counted from 1. A mapping
+entry's line is its key's."""
+
+
+def read_yaml_lines(
+    source: Path, what: str, error: type[DeskLoopError] = TaskError
+) -> tuple[Any, bytes, Lines]:
+    """The parsed YAML document in `source`, the file's bytes (for a hash) and the line
+    of every field (for errors that name it).
+
+    Raises:
         error: an unreadable, non-regular or too large file; text that is not UTF-8; a
             YAML syntax error; an anchor, alias, duplicate key or too deep nesting —
             each with its line and column where there is one.
@@ -130,12 +151,81 @@ def read_yaml(source: Path, what: str, error: type[DeskLoopError] = TaskError) -
         line = data[: exc.start].count(b"\n") + 1
         raise error(f"{source}: line {line}: not UTF-8 text ({exc.reason})") from None
     try:
-        return yaml.load(text, Loader=_GuardedLoader), data
+        raw, lines = _load(text)
+        return raw, data, lines
     except _Refused as exc:
         raise error(f"{source}: YAML error{_where(exc)}: {exc.problem}") from None
+    except yaml.reader.ReaderError as exc:
+        # A control character such as NUL: PyYAML's own message spans two lines and
+        # gives an offset, not a line.
+        line = text[: exc.position].count("\n") + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise error(
+            f"{source}: line {line}: character {code:#06x} is not allowed "
+            "in YAML (control characters are refused)"
+        ) from None
     except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         raise error(f"{source}: YAML syntax error{_where(exc)}: {problem}") from None
+
+
+def _load(text: str) -> tuple[Any, dict[str, int]]:
+    loader = _GuardedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}
+        lines: dict[str, int] = {}
+        _mark_lines(node, (), lines)
+        return loader.construct_document(node), lines
+    finally:
+        loader.dispose()
+
+
+def _mark_lines(node: yaml.Node, loc: tuple[int | str, ...], lines: dict[str, int]) -> None:
+    # Recursion is bounded: the composer refused anything deeper than MAX_YAML_DEPTH.
+    lines.setdefault(field_path(loc), node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                here = (*loc, key_node.value)
+                lines.setdefault(field_path(here), key_node.start_mark.line + 1)
+                _mark_lines(value_node, here, lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _mark_lines(item, (*loc, i), lines)
+
+
+def prefixed(lines: Lines, prefix: str) -> dict[str, int]:
+    """`lines` of a document that the model sees under `prefix` (a script's bare list of
+    steps is validated as `steps:`)."""
+    out = {}
+    for path, line in lines.items():
+        if not path:
+            out[prefix] = out[""] = line
+        else:
+            out[prefix + path if path.startswith("[") else f"{prefix}.{path}"] = line
+    return out
+
+
+_LAST_PART = re.compile(r"(\.[^.\[]*|\[\d+\])$")
+_A_PATH = re.compile(r"^[\w\-]+(\[\d+\])*(\.[\w\-]+(\[\d+\])*)*$|^(\[\d+\])+$")
+
+
+def line_of(lines: Lines, problem: str) -> int | None:
+    """The line of the field a `field.path: message` problem names: the field's own,
+    else that of the nearest enclosing field the file has (a missing key is reported
+    at its mapping), else the document's. A message that goes on with a path inside
+    the field (`phases[0].trigger: any[1].step_count: ...`) is followed into it."""
+    parts = problem.split(": ")
+    path = parts[0] if len(parts) > 1 and _A_PATH.match(parts[0]) else ""
+    if path and len(parts) > 2 and _A_PATH.match(parts[1]):
+        inner = parts[1]
+        path += inner if inner.startswith("[") else f".{inner}"
+    while path and path not in lines:
+        shorter = _LAST_PART.sub("", path)
+        path = shorter if shorter != path else ""
+    return lines.get(path)
 
 
 def _where(exc: yaml.YAMLError) -> str:
@@ -202,6 +292,7 @@ def validate(
     error: type[DeskLoopError] = TaskError,
     context: Mapping[str, Any] | None = None,
     hidden: Collection[str] = (),
+    lines: Lines | None = None,
 ) -> Model:
     """`raw` (the document read from `source`) validated as `model`.
 
@@ -212,14 +303,35 @@ def validate(
         return model.model_validate(raw, context=dict(context or {}))
     except ValidationError as exc:
         problems = validation_problems(exc, what, model, hidden)
-        raise error(located(source, problems)) from None
+        raise error(located(source, problems, lines)) from None
 
 
-def located(source: Path | str, problems: Iterable[str]) -> str:
-    """The problems of one file, each line naming the file."""
-    return "\n".join(f"{source}: {problem}" for problem in problems)
+def located(source: Path | str, problems: Iterable[str], lines: Lines | None = None) -> str:
+    """The problems of one file, each line naming the file, and with `lines` (from
+    `read_yaml_lines`) the line of its field: ``FILE:LINE: field.path: message``."""
+    out = []
+    for problem in problems:
+        line = line_of(lines, problem) if lines else None
+        out.append(f"{source}:{line}: {problem}" if line else f"{source}: {problem}")
+    return "\n".join(out)
 
 
 def _did_you_mean(key: str, known: Sequence[str]) -> str:
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def positive_seconds(text: str) -> float:
+    """A number of seconds as a person types it (`--agent-timeout 90`, the TUI's field):
+    positive and finite.
+
+    Raises:
+        ValueError: anything else, worded for a message that names the setting first.
+    """
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"must be a positive number of seconds, not {text!r}")
+    return seconds

@@ -3,7 +3,9 @@
 `base` is the contract (`Desktop`, `Guest`); `local` (Xvnc on this host) and `libvirt`
 (VMs, a package; with `vm_host` for the host that runs them, `ssh_host` to log in
 to a remote one, and `ssh_guest` for their command channel) are the backends; `reaper`
-leaves nothing behind; `factory` makes one from backend options; `inventory` lists
+leaves nothing behind; `lab_user` (who) and `sandbox` (where it may write) confine a
+local desktop's programs; `liveness` races work against a desktop's death
+(`while_alive`); `factory` makes one from backend options; `inventory` lists
 what exists and runs `deskloop vm` actions for the TUI.
 
 May import the RFB client, VM images and core; never tasks, the episode loop or above.

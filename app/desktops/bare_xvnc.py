@@ -52,7 +52,7 @@ def bare_xvnc(folder: Path, password: str, *, retro: bool = False) -> Iterator[B
             proc = subprocess.Popen(
                 [XVNC, *(["-retro"] if retro else []),
                  "-geometry", "1280x800", "-depth", "24", "-rfbport", str(port),
-                 "-localhost", "-interface", "127.0.0.1", "-nolisten", "tcp",
+                 "-localhost", "-interface", "127.0.0.1", "-UseIPv6=0", "-nolisten", "tcp",
                  "-SecurityTypes", "VncAuth", "-PasswordFile", str(password_file),
                  "-AlwaysShared", "-displayfd", str(write_fd)],
                 pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=log_file,

@@ -46,7 +46,9 @@ class Guest(Protocol):
         """Start a program in the session and return without waiting for it.
 
         Raises:
-            GuestError: the program could not be started.
+            GuestError: the program could not be started (on the local backend, also
+                one that exits with an error within moments of its start; its output
+                is in the message).
         """
         ...
 
@@ -128,6 +130,14 @@ class Desktop(Protocol):
         """Wait for the screen to change (up to `change_wait`) and then stay quiet
         for `quiet` seconds, never longer than `timeout` in all. Tiny changes
         (blinking text cursors) do not count."""
+        ...
+
+    async def until_dead(self) -> str:
+        """Return what died (naming the desktop) once the running desktop has died:
+        its process exited, its domain stopped, its VNC server went away. Never
+        returns while it lives, and a dropped connection that reopens is not a death.
+        Cancel it to stop watching; `app.desktops.liveness.while_alive` races it
+        against other work."""
         ...
 
     async def close(self) -> None:

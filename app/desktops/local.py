@@ -1,11 +1,15 @@
 """The local desktop backend: Xvnc + openbox on this host, one throw-away HOME per session.
 
-A session is a private directory (mode 0700) holding the HOME (with its own TMPDIR
-and XDG dirs), the VNC password file and logs; a D-Bus session bus; an Xvnc on
-127.0.0.1 with a random port, a free display number and a random VNC password;
-openbox as window manager; and a VNC connection for frames and input. `reset()`
-throws the whole session away and starts a new one, so nothing from one episode
-reaches the next.
+A session is a private directory holding the HOME (with its own TMPDIR and XDG
+dirs), the VNC password file and logs; a D-Bus session bus; an Xvnc on 127.0.0.1
+with a random port, a free display number and a random VNC password; openbox as
+window manager; and a VNC connection for frames and input. `reset()` throws the
+whole session away and starts a new one, so nothing from one episode reaches the
+next.
+
+Every process of the desktop runs as the lab user (app/desktops/lab_user.py: an
+unprivileged system user when DeskLoop runs as root) inside a sandbox whose only
+writable place is the HOME (app/desktops/sandbox.py).
 
 Nothing is left behind: every process of a session carries a marker in its
 environment, and a watchdog (app/desktops/reaper.py) fed by a pipe from this
@@ -18,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import pwd
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import uuid
@@ -32,8 +36,10 @@ from app.core.errors import DesktopError, GuestError, VNCError
 from app.core.procfs import process_start_time
 from app.desktops import reaper
 from app.desktops.base import DesktopInfo
-from app.desktops.local_guest import LocalGuest, _die_with_parent
+from app.desktops.lab_user import LabUser, lab_user
+from app.desktops.local_guest import LocalGuest
 from app.desktops.reaper import reap_orphans
+from app.desktops.sandbox import Sandbox, find_bwrap
 from app.desktops.vnc_screen import VncScreen
 from app.desktops.xvnc import (
     XVNC,
@@ -75,6 +81,7 @@ class _Session:
     home: Path
     password: str
     env: dict[str, str]
+    sandbox: Sandbox
     reaper: asyncio.subprocess.Process | None = None
     xvnc: asyncio.subprocess.Process | None = None
     openbox: asyncio.subprocess.Process | None = None
@@ -152,7 +159,15 @@ class LocalDesktop(VncScreen):
             await self._stop()
             self._state = "starting"
             try:
-                session = await asyncio.to_thread(self._new_session)
+                user, bwrap = lab_user(), find_bwrap()
+            except DesktopError:
+                self._state = "failed"
+                raise
+            try:
+                session = await asyncio.to_thread(self._new_session, user, bwrap)
+            except DesktopError:
+                self._state = "failed"
+                raise
             except OSError as exc:
                 self._state = "failed"
                 raise DesktopError(
@@ -188,6 +203,17 @@ class LocalDesktop(VncScreen):
     ) -> None:
         await self.close()
 
+    async def _backend_death(self) -> str:
+        """Xvnc is this desktop's X server and VNC server both: its exit is the death."""
+        xvnc = self._running().xvnc
+        assert xvnc is not None
+        status = await xvnc.wait()
+        if status < 0:
+            how = f"was killed by {signal.Signals(-status).name}"
+        else:
+            how = f"exited with status {status}"
+        return f"its Xvnc (pid {xvnc.pid}) {how}"
+
     # ------------------------------------------------------------ session
 
     def _running(self) -> _Session:
@@ -200,11 +226,24 @@ class LocalDesktop(VncScreen):
         assert session.vnc is not None
         return session.vnc
 
-    def _new_session(self) -> _Session:
+    def _new_session(self, user: LabUser, bwrap: str) -> _Session:
         base = self.root if self.root is not None else Path(tempfile.gettempdir())
         base.mkdir(parents=True, exist_ok=True)
         # mkdtemp makes the directory 0700: the VNC password file and HOME are private.
         session_dir = Path(tempfile.mkdtemp(prefix=reaper.SESSION_PREFIX, dir=base))
+        if user.dropped:
+            # The lab user must reach its home and cookie files, but not list the
+            # folder, read the logs or touch the owner file.
+            session_dir.chmod(0o711)
+            blocked = user.unreachable_folder(session_dir)
+            if blocked is not None:
+                shutil.rmtree(session_dir, ignore_errors=True)
+                raise DesktopError(
+                    f"local desktop {self.name}: the desktop user {user.name!r} cannot "
+                    f"enter {blocked} (mode {blocked.stat().st_mode & 0o777:o}), on the "
+                    f"way to its session folder under {base}; choose a root folder it "
+                    f"can reach"
+                )
         owner_pid = os.getpid()
         owner_start = process_start_time(owner_pid) or ""
         reaper.write_owner_file(session_dir, owner_pid, owner_start)
@@ -217,18 +256,19 @@ class LocalDesktop(VncScreen):
             "XDG_DATA_HOME": home / ".local" / "share",
             "XDG_STATE_HOME": home / ".local" / "state",
         }
-        for path in (home, session_dir / "logs", *dirs.values()):
+        (session_dir / "logs").mkdir(mode=0o700)
+        for path in (home, *dirs.values()):
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            user.hand_over(path)
         marker = uuid.uuid4().hex
-        user = pwd.getpwuid(os.getuid()).pw_name
         # A clean environment, not ours: the lab's own variables (API keys for the
         # agent endpoint, say) must not be visible to programs in the desktop.
         env = {
             "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
             "LANG": os.environ.get("LANG", "C.UTF-8"),
             "HOME": str(home),
-            "USER": user,
-            "LOGNAME": user,
+            "USER": user.name,
+            "LOGNAME": user.name,
             "SHELL": "/bin/sh",
             **{key: str(path) for key, path in dirs.items()},
             reaper.MARKER_ENV: marker,
@@ -240,29 +280,36 @@ class LocalDesktop(VncScreen):
         password_file = session_dir / "vncpasswd"
         password_file.write_bytes(vnc_password_file_bytes(password))
         password_file.chmod(0o600)
+        user.hand_over(password_file)
         # Without an auth file Xvnc lets every local user onto the display; the
         # VNC password alone would protect only the VNC side.
         xauthority = session_dir / "xauthority"
         xauthority.write_bytes(xauthority_bytes(secrets.token_bytes(16)))
         xauthority.chmod(0o600)
+        user.hand_over(xauthority)
         env["XAUTHORITY"] = str(xauthority)
-        return _Session(marker=marker, dir=session_dir, home=home, password=password, env=env)
+        sandbox = Sandbox(user=user, home=home, readable=(xauthority,), bwrap=bwrap)
+        return _Session(
+            marker=marker, dir=session_dir, home=home, password=password, env=env, sandbox=sandbox
+        )
 
     async def _spawn(
-        self, session: _Session, argv: list[str], log_name: str, pass_fds: tuple[int, ...] = ()
+        self,
+        session: _Session,
+        argv: list[str],
+        log_name: str,
+        pass_fds: tuple[int, ...] = (),
+        readable: tuple[Path, ...] = (),
     ) -> asyncio.subprocess.Process:
         with open(session.dir / "logs" / log_name, "ab") as log:
             try:
-                proc = await asyncio.create_subprocess_exec(
-                    *argv,
-                    stdin=asyncio.subprocess.DEVNULL,
+                proc = await session.sandbox.spawn(
+                    argv,
+                    env=session.env,
                     stdout=log,
                     stderr=log,
-                    env=session.env,
-                    cwd=session.home,
                     pass_fds=pass_fds,
-                    start_new_session=True,
-                    preexec_fn=_die_with_parent,
+                    readable=readable,
                 )
             except OSError as exc:
                 raise DesktopError(
@@ -288,10 +335,11 @@ class LocalDesktop(VncScreen):
                 stderr=log,
                 start_new_session=True,
             )
+        await asyncio.to_thread(session.sandbox.check, session.env)
         await self._start_session_bus(session)
         await self._start_xvnc(session)
         session.env["DISPLAY"] = session.display
-        session.guest = LocalGuest(session.home, session.env, session.dir / "logs")
+        session.guest = LocalGuest(session.home, session.env, session.dir / "logs", session.sandbox)
         if not OPENBOX_RC.is_file():
             # openbox would fall back to its own defaults, shortcuts and all.
             raise DesktopError(f"local desktop {self.name}: missing {OPENBOX_RC}")
@@ -356,6 +404,8 @@ class LocalDesktop(VncScreen):
                         "-localhost",
                         "-interface",
                         "127.0.0.1",
+                        # Without it TigerVNC also listens on [::1], whatever -interface says.
+                        "-UseIPv6=0",
                         "-nolisten",
                         "tcp",
                         "-AlwaysShared",
@@ -368,6 +418,8 @@ class LocalDesktop(VncScreen):
                     ],
                     "xvnc.log",
                     pass_fds=(write_fd,),
+                    # Xvnc alone reads the VNC password; the apps never see it.
+                    readable=(session.dir / "vncpasswd",),
                 )
                 os.close(write_fd)
                 write_fd = -1

@@ -1,46 +1,41 @@
 """The guest channel of a local desktop: local subprocesses and files confined to its HOME.
 
-Commands run as this user with the session's environment (DISPLAY, throw-away
-HOME, TMPDIR, the desktop marker). File access is confined to the throw-away HOME:
-paths are resolved with symlinks followed, and the file actually opened is checked
-again through /proc/self/fd, so a symlink swapped in between check and open cannot
-lead outside.
+Commands run in the session's sandbox (app/desktops/sandbox.py: as the lab user,
+with the HOME the only writable place) with the session's environment (DISPLAY,
+throw-away HOME, TMPDIR, the desktop marker). File access, which DeskLoop does
+itself (as root, when it runs so), is confined to the throw-away HOME: paths are
+resolved with symlinks followed, the file actually opened is checked again through
+/proc/self/fd, so a symlink swapped in between check and open cannot lead outside,
+and writes walk the folders with O_NOFOLLOW and hand what they create over to the
+lab user. (A hard link to an outside file cannot appear in the home: the sandbox's
+home is a mount of its own, and link() across mounts fails.)
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
+import errno
 import itertools
 import os
 import signal
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 from app.core.commands import CommandResult
 from app.core.errors import FileTooLarge, GuestError
+from app.desktops.sandbox import Sandbox, die_with_parent
+from app.desktops.xvnc import log_tail
 
 _T = TypeVar("_T")
 
-_PR_SET_PDEATHSIG = 1
-_libc: ctypes.CDLL | None
-try:
-    _libc = ctypes.CDLL(None, use_errno=True)
-except OSError:  # pragma: no cover - every Linux libc loads; keep going without it
-    _libc = None
-
-
-def _die_with_parent() -> None:
-    """Runs in the child between fork and exec: SIGTERM it when the parent goes.
-
-    Belt and braces only: the reaper is what guarantees cleanup (PDEATHSIG follows
-    the forking thread, not the process, and is reset by setuid programs).
-    """
-    if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+# A launched program that exits with an error within this time failed to start (a
+# missing file, a refused permission): setup fails with its output instead of going
+# on without it. A program still running by then is left to run. Waiting costs
+# every launch this long; apps take seconds to show a window anyway.
+LAUNCH_EXIT_WATCH = 0.5
 
 
 # File operations are local disk I/O; this bounds them when a path sits on a hung
@@ -51,10 +46,15 @@ FILE_TIMEOUT = 30.0
 class LocalGuest:
     """`Guest` for a local desktop session. Made by LocalDesktop per session."""
 
-    def __init__(self, home: Path, env: Mapping[str, str], log_dir: Path) -> None:
+    def __init__(
+        self, home: Path, env: Mapping[str, str], log_dir: Path, sandbox: Sandbox | None
+    ) -> None:
+        """`sandbox` None runs commands as this process, unconfined: only for a guest
+        over a plain folder (tests of probes and scripts), never a desktop's."""
         self._home = Path(os.path.realpath(home))
         self._env = dict(env)
         self._log_dir = log_dir
+        self._sandbox = sandbox
         self._launch_counter = itertools.count(1)
         self._launched: list[asyncio.subprocess.Process] = []
         self._closed = False
@@ -79,6 +79,7 @@ class LocalGuest:
 
     @property
     def launched_pids(self) -> list[int]:
+        """The pids `launch` started: bubblewrap's, whose child is the program."""
         return [p.pid for p in self._launched]
 
     def expand(self, arg: str) -> str:
@@ -95,19 +96,26 @@ class LocalGuest:
             raise GuestError(f"a command must be a non-empty list of strings, got {argv!r}")
         return [self.expand(a) for a in argv]
 
+    async def _start(
+        self, args: list[str], stdout: int | IO[bytes], stderr: int | IO[bytes]
+    ) -> asyncio.subprocess.Process:
+        if self._sandbox is not None:
+            return await self._sandbox.spawn(args, env=self._env, stdout=stdout, stderr=stderr)
+        return await asyncio.create_subprocess_exec(
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            env=self._env,
+            cwd=self._home,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
+
     async def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
         args = self._argv(argv)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *args,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=self._env,
-                cwd=self._home,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+            proc = await self._start(args, asyncio.subprocess.PIPE, asyncio.subprocess.PIPE)
         except OSError as exc:
             raise GuestError(f"cannot start {args[0]!r} in the local desktop: {exc}") from exc
         try:
@@ -127,19 +135,18 @@ class LocalGuest:
         log_path = self._log_dir / f"launch-{next(self._launch_counter):03d}-{name}.log"
         try:
             with open(log_path, "ab") as log:
-                proc = await asyncio.create_subprocess_exec(
-                    *args,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    env=self._env,
-                    cwd=self._home,
-                    start_new_session=True,
-                    preexec_fn=_die_with_parent,
-                )
+                proc = await self._start(args, log, log)
         except OSError as exc:
             raise GuestError(f"cannot launch {args[0]!r} in the local desktop: {exc}") from exc
         self._launched.append(proc)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(proc.wait()), LAUNCH_EXIT_WATCH)
+        if proc.returncode is not None and proc.returncode != 0:
+            output = log_tail(log_path) or "no output"
+            # The output, not the log's path: the log goes with the session.
+            raise GuestError(
+                f"{args!r} exited with status {proc.returncode} right after its launch: {output}"
+            )
 
     def resolve(self, path: str) -> Path:
         """The real path `path` names, which must lie inside the home.
@@ -228,10 +235,7 @@ class LocalGuest:
 
     def _write(self, path: str, real: Path, data: bytes) -> None:
         try:
-            real.parent.mkdir(parents=True, exist_ok=True)
-            # No O_TRUNC: the file is truncated only after the opened file is known
-            # to be inside the home.
-            fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+            fd = self._open_for_writing(path, real)
         except OSError as exc:
             raise GuestError(f"cannot write {path!r} in the local desktop: {exc.strerror}") from exc
         try:
@@ -239,6 +243,7 @@ class LocalGuest:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise GuestError(f"{path!r} in the local desktop is not a regular file")
             os.set_blocking(fd, True)
+            # Truncated only now that the opened file is known to be inside the home.
             os.ftruncate(fd, 0)
             view = memoryview(data)
             while view:
@@ -247,6 +252,43 @@ class LocalGuest:
             raise GuestError(f"cannot write {path!r} in the local desktop: {exc.strerror}") from exc
         finally:
             os.close(fd)
+
+    def _open_for_writing(self, path: str, real: Path) -> int:
+        """Open `real` (inside the home) for writing, making missing folders.
+
+        Walks from the home one folder at a time with O_NOFOLLOW, so a folder the
+        desktop swaps for a symlink after `resolve` fails (ELOOP) instead of leading
+        DeskLoop, perhaps root, outside. What it creates goes to the lab user, so the
+        desktop's programs can change it like their own files.
+        """
+        parts = real.relative_to(self._home).parts
+        if not parts:
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(real))
+        user = self._sandbox.user if self._sandbox is not None else None
+        dir_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        folder = os.open(self._home, dir_flags)
+        try:
+            for name in parts[:-1]:
+                made = False
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o755, dir_fd=folder)
+                    made = True
+                inner = os.open(name, dir_flags, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+                if made and user is not None:
+                    user.hand_over(folder)
+            # No O_TRUNC: see _write. O_NONBLOCK: opening a FIFO must not hang.
+            flags = os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+            try:
+                fd = os.open(parts[-1], flags | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=folder)
+            except FileExistsError:
+                return os.open(parts[-1], flags, dir_fd=folder)
+            if user is not None:
+                user.hand_over(fd)
+            return fd
+        finally:
+            os.close(folder)
 
 
 def _inside(path: Path, root: Path) -> bool:

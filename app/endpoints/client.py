@@ -19,7 +19,9 @@ The retry policy, the same for every caller:
 When the retries or the deadline run out, `EndpointUnavailable` says why and what
 the last try met. Each request has explicit httpx timeouts: `timeout` to send, read
 and get a pooled connection, and at most `CONNECT_TIMEOUT` to connect, so a host that
-is down is retried soon instead of holding a whole `timeout`.
+is down is retried soon instead of holding a whole `timeout`. httpx's timeouts hold
+per read, so a server that trickles a byte at a time would never meet them: each try
+is also bounded by `timeout` over its whole response, and the call by `deadline`.
 """
 
 from __future__ import annotations
@@ -122,6 +124,11 @@ class EndpointClient:
         self._http: httpx.AsyncClient | None = None
         self.requests = 0
         """HTTP requests sent, retries included."""
+        self.failing: str | None = None
+        """What the latest call's last failed try met while that call has not
+        answered (None once it answers, or while no try of it has failed): whoever cut
+        a call short (the runner's time budget) tells a failing endpoint from a slow
+        one by it."""
 
     async def __aenter__(self) -> EndpointClient:
         return self
@@ -202,6 +209,7 @@ class _Call:
 
     async def run(self) -> Completion:
         config = self.config
+        self.client.failing = None
         retrying = AsyncRetrying(
             retry=retry_if_exception_type(_Retryable),
             # Tenacity computes the wait before asking `stop`, so stop_before_delay
@@ -221,6 +229,7 @@ class _Call:
                 f"{self.where} did not answer within the call's {config.deadline:g} s "
                 f"deadline (tries: {self.tries}); last: {last}"
             ) from None
+        self.client.failing = None
         return result
 
     async def _try(self) -> Completion:
@@ -229,7 +238,13 @@ class _Call:
         self.client.requests += 1
         started = time.monotonic()
         try:
-            response = await self.client._client().post(config.url, json=self.body)
+            # The whole response, not each read: a trickling server meets this too.
+            async with asyncio.timeout(config.timeout) as whole:
+                response = await self.client._client().post(config.url, json=self.body)
+        except TimeoutError:
+            if not whole.expired():
+                raise  # the call's deadline, handled in `run`
+            raise self._retry(f"timed out after {config.timeout:g} s (no whole answer)") from None
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise EndpointRefused(f"{self.where} is not a usable URL: {exc}") from None
         except httpx.TimeoutException as exc:
@@ -260,6 +275,7 @@ class _Call:
 
     def _retry(self, problem: str, retry_after: float | None = None) -> _Retryable:
         self.problem = problem  # kept for the error if the deadline cuts the next try
+        self.client.failing = problem
         return _Retryable(problem, retry_after)
 
     def _wait(self, state: RetryCallState) -> float:

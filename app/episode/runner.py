@@ -24,7 +24,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
 
-from app.agents.base import Agent, AgentContext, GuestProbe, Observation
+from app.agents.base import Agent, AgentContext, CallsEndpoint, GuestProbe, Observation
 from app.core.actions import (
     Action,
     Ask,
@@ -44,7 +44,9 @@ from app.core.errors import (
 )
 from app.core.frames import Frame
 from app.core.vocabulary import ErrorKind
+from app.core.windows import WindowList
 from app.desktops.base import Desktop, SavesStartStates
+from app.desktops.liveness import DesktopDied, while_alive
 from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import (
     EndedEvent,
@@ -58,7 +60,7 @@ from app.episode.events import (
 )
 from app.episode.protocol import Outcome, PhaseSpec, Protocol
 from app.episode.scoring import ScoreResult, score_phase, score_task
-from app.episode.setup_steps import run_setup
+from app.episode.setup_steps import LastSeen, run_setup
 from app.store import Store
 from app.store.frames import encode_png
 from app.tasks.loader import setup_key
@@ -110,6 +112,10 @@ class EpisodeRunner:
         self._last_frame: tuple[Frame, str] | None = None
         self._store_seconds = 0.0
         """Seconds this episode has waited on the store (see `_stored`)."""
+        # What an episode that ends in an error keeps of the desktop's end: the
+        # frame (path) and the windows a failed setup saw, the last step's frame.
+        self._end_frame: str | None = None
+        self._end_windows: WindowList | None = None
         self.episode_id: int | None = None
         self.protocol: Protocol | None = None
 
@@ -187,20 +193,26 @@ class EpisodeRunner:
             protocol.end("error" if why else "aborted")
             error = f"{why} {during}" if why else f"aborted during {stage}"
             kind: ErrorKind = error_kind(why) if why else "aborted"
-            await self._finish(episode_id, protocol, "error", error, final_frame, kind)
+            await self._finish(
+                episode_id, protocol, "error", error, final_frame or self._end_frame, kind
+            )
             raise
         except _Aborted:
             protocol.end("aborted")
             reason = "aborted by the person in the loop"
-            return await self._ended_in_error(episode_id, protocol, reason, final_frame, "aborted")
+            return await self._ended_in_error(
+                episode_id, protocol, reason, self._end_frame, "aborted"
+            )
         except Exception as exc:
             reason = describe_error(exc)
             if stage == "scoring":
                 reason = f"scoring failed: {reason}"
             log.debug("episode %s failed", episode_id, exc_info=True)
             protocol.end("error")
+            if isinstance(exc, DesktopDied) and self._end_frame is None and self._last_frame:
+                self._end_frame = self._last_frame[1]  # the last screen the agent saw
             return await self._ended_in_error(
-                episode_id, protocol, reason, final_frame, error_kind(exc)
+                episode_id, protocol, reason, self._end_frame, error_kind(exc)
             )
         finally:
             await self.agent.close()
@@ -228,16 +240,42 @@ class EpisodeRunner:
             # Under software emulation a VM needs minutes to open an app: build the
             # start state once, then restore it from memory in seconds.
             self._say(f"restoring the {self.backend} desktop's start state")
-            restored = await desktop.reset_to(
-                setup_key(task), lambda: run_setup(task, self.desktop, self._say)
-            )
+            restored = await desktop.reset_to(setup_key(task), lambda: self._set_up(episode_id))
             self._say("restored the saved start state" if restored else "saved the start state")
         else:
             self._say(f"resetting the {self.backend} desktop")
             await desktop.reset()
             self._say("running setup")
-            await run_setup(task, desktop, self._say)
+            await self._set_up(episode_id)
         await self._record_messages(episode_id, protocol.conversation)
+        started = time.monotonic()
+        try:
+            # Raced against the desktop's death: an agent thinking, or a person
+            # pausing, would otherwise learn of it only at their next frame.
+            return await while_alive(desktop, self._agent_loop(episode_id, protocol))
+        except DesktopDied as exc:
+            into = time.monotonic() - started
+            raise DesktopDied(
+                f"{exc} (during step {protocol.steps}, {into:.1f} s into the episode)"
+            ) from exc
+
+    async def _set_up(self, episode_id: int) -> None:
+        """Run the task's setup; when it fails, keep the last frame and windows it saw."""
+        seen = LastSeen()
+        try:
+            await run_setup(self.task, self.desktop, self._say, seen)
+        except Exception:
+            self._end_windows = seen.windows
+            if seen.frame is not None:
+                try:
+                    self._end_frame = await self._save_frame(episode_id, "setup-failed", seen.frame)
+                except Exception:  # the setup's error is the one to report
+                    log.warning("episode %s: cannot save setup's last frame", episode_id)
+            raise
+
+    async def _agent_loop(self, episode_id: int, protocol: Protocol) -> str | None:
+        """The agent's turns until the protocol ends; returns the final frame's path."""
+        task = self.task
         info = self.desktop.info()
         await self.agent.start(
             AgentContext(
@@ -293,6 +331,11 @@ class EpisodeRunner:
             async with asyncio.timeout(remaining):
                 action = await self.agent.decide(observation)
         except TimeoutError:
+            # The budget bounds the agent's thinking, a slow model's included; but an
+            # endpoint that was already failing in the call is why no answer came:
+            # that is the infrastructure's error (a batch retries it), not a finish.
+            if isinstance(self.agent, CallsEndpoint) and (failed := self.agent.endpoint_failed()):
+                raise failed from None
             protocol.end("time_budget")
             return
         except MalformedAction as exc:
@@ -474,6 +517,7 @@ class EpisodeRunner:
             error_kind=error_kind,
             steps=protocol.steps,
             final_frame=final_frame,
+            final_windows=self._end_windows,
         )
 
     async def _ended_in_error(

@@ -1,62 +1,148 @@
-"""Run a task's setup steps (s0) on a freshly reset desktop, over its guest channel."""
+"""Run a task's setup steps (s0) on a freshly reset desktop, over its guest channel.
+
+Each step is raced against the desktop's death (`while_alive`), so a desktop that
+dies while a step waits for a window ends setup within about a second, not at the
+step's timeout. While setup runs, what the desktop shows (the frame and the open
+windows) is looked at every few seconds and kept in a `LastSeen`, so that a failed
+setup can be recorded with the last screen and windows even when the desktop died
+and can no longer be asked.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from app.core.errors import DesktopError, GuestError, TaskError
+from app.core.frames import Frame
+from app.core.windows import WindowList
 from app.desktops.base import Desktop
-from app.desktops.xwindows import wait_window
+from app.desktops.liveness import DesktopDied, while_alive
+from app.desktops.xwindows import list_windows, wait_window
 from app.tasks.loader import resolve_asset
-from app.tasks.model import LaunchStep, SleepStep, Task, UploadStep, WaitWindowStep
+from app.tasks.model import LaunchStep, SetupStep, SleepStep, Task, UploadStep, WaitWindowStep
 
 # How long the screen must stay quiet after a window appears before setup is done:
 # a mapped window is not a painted one (FIELD_NOTES: "Window mapped is not ready").
 WINDOW_SETTLE_QUIET = 0.5
 WINDOW_SETTLE_TIMEOUT = 15.0
+# Seconds between looks at the screen and the windows while setup runs (times the
+# desktop's time scale): a frame over loopback VNC and an xprop or two per window,
+# cheap next to an app starting, and what a setup that dies leaves behind.
+LOOK_INTERVAL = 2.0
+# The bound on one look (a frame, then the window list).
+LOOK_TIMEOUT = 5.0
+
+
+@dataclass
+class LastSeen:
+    """What the desktop showed last while setup ran; None where it was never seen."""
+
+    frame: Frame | None = None
+    windows: WindowList | None = None
 
 
 async def run_setup(
-    task: Task, desktop: Desktop, progress: Callable[[str], None] | None = None
+    task: Task,
+    desktop: Desktop,
+    progress: Callable[[str], None] | None = None,
+    seen: LastSeen | None = None,
 ) -> None:
-    """Execute `task.setup` in order.
+    """Execute `task.setup` in order, keeping `seen` up to date.
+
+    When a step fails, `seen` is refreshed once more (unless the desktop died), so it
+    holds the screen and the windows of the failure.
 
     Raises:
+        DesktopDied: the desktop died during a step; the message names the task file,
+            the step, what died and how far into the step.
         DesktopError: a step failed; the message names the task file and the step.
     """
-    guest = desktop.guest
+    seen = seen if seen is not None else LastSeen()
     scale = desktop.info().time_scale
-    for i, step in enumerate(task.setup):
-        where = f"{task.source}: setup[{i}]"
+    looking = asyncio.ensure_future(_keep_looking(desktop, seen, LOOK_INTERVAL * scale))
+    try:
+        for i, step in enumerate(task.setup):
+            where = f"{task.source}: setup[{i}]"
+            started = time.monotonic()
+            try:
+                await while_alive(desktop, _run_step(task, desktop, step, where, progress))
+            except DesktopDied as exc:
+                into = time.monotonic() - started
+                raise DesktopDied(
+                    f"{where} ({_kind(step)}): {exc} ({into:.1f} s into the step)"
+                ) from exc
+            except (GuestError, DesktopError) as exc:
+                raise DesktopError(f"{where}: {exc}") from exc
+    except Exception as exc:
+        looking.cancel()
+        if not isinstance(exc, DesktopDied):
+            await _look(desktop, seen)
+        raise
+    finally:
+        looking.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await looking
+
+
+async def _run_step(
+    task: Task,
+    desktop: Desktop,
+    step: SetupStep,
+    where: str,
+    progress: Callable[[str], None] | None,
+) -> None:
+    guest = desktop.guest
+    if isinstance(step, UploadStep):
+        if progress:
+            progress(f"upload {step.upload.src} → {step.upload.dest}")
         try:
-            if isinstance(step, UploadStep):
-                if progress:
-                    progress(f"upload {step.upload.src} → {step.upload.dest}")
-                try:
-                    src = resolve_asset(task.folder, step.upload.src, "upload.src")
-                except ValueError as exc:
-                    raise TaskError(f"{where}: {exc}") from None
-                data = await asyncio.to_thread(src.read_bytes)
-                await guest.write_file(step.upload.dest, data)
-            elif isinstance(step, LaunchStep):
-                if progress:
-                    progress(f"launch {' '.join(step.launch)}")
-                await guest.launch(list(step.launch))
-            elif isinstance(step, WaitWindowStep):
-                spec = step.wait_window
-                timeout = spec.timeout * scale
-                if progress:
-                    what = f"{spec.wm_class or ''} {spec.name or ''}".strip()
-                    stretched = f" (×{scale:g}: a slower desktop)" if scale != 1 else ""
-                    progress(f"wait for window {what}, up to {timeout:g} s{stretched}")
-                await wait_window(guest, wm_class=spec.wm_class, name=spec.name, timeout=timeout)
-                await desktop.settle(
-                    timeout=WINDOW_SETTLE_TIMEOUT, quiet=WINDOW_SETTLE_QUIET, change_wait=1.0
-                )
-            elif isinstance(step, SleepStep):
-                if progress:
-                    progress(f"sleep {step.sleep:g}s")
-                await asyncio.sleep(step.sleep)
-        except (GuestError, DesktopError) as exc:
-            raise DesktopError(f"{where}: {exc}") from exc
+            src = resolve_asset(task.folder, step.upload.src, "upload.src")
+        except ValueError as exc:
+            raise TaskError(f"{where}: {exc}") from None
+        data = await asyncio.to_thread(src.read_bytes)
+        await guest.write_file(step.upload.dest, data)
+    elif isinstance(step, LaunchStep):
+        if progress:
+            progress(f"launch {' '.join(step.launch)}")
+        await guest.launch(list(step.launch))
+    elif isinstance(step, WaitWindowStep):
+        spec = step.wait_window
+        scale = desktop.info().time_scale
+        timeout = spec.timeout * scale
+        if progress:
+            what = f"{spec.wm_class or ''} {spec.name or ''}".strip()
+            stretched = f" (×{scale:g}: a slower desktop)" if scale != 1 else ""
+            progress(f"wait for window {what}, up to {timeout:g} s{stretched}")
+        await wait_window(guest, wm_class=spec.wm_class, name=spec.name, timeout=timeout)
+        await desktop.settle(
+            timeout=WINDOW_SETTLE_TIMEOUT, quiet=WINDOW_SETTLE_QUIET, change_wait=1.0
+        )
+    elif isinstance(step, SleepStep):
+        if progress:
+            progress(f"sleep {step.sleep:g}s")
+        await asyncio.sleep(step.sleep)
+
+
+def _kind(step: SetupStep) -> str:
+    """The step's key in the task file (upload, launch, wait_window, sleep)."""
+    return next(iter(type(step).model_fields))
+
+
+async def _keep_looking(desktop: Desktop, seen: LastSeen, interval: float) -> None:
+    while True:
+        await _look(desktop, seen)
+        await asyncio.sleep(interval)
+
+
+async def _look(desktop: Desktop, seen: LastSeen) -> None:
+    """Take a frame and the window list into `seen`; what cannot be had stays as it was."""
+    with contextlib.suppress(DesktopError, TimeoutError):
+        async with asyncio.timeout(LOOK_TIMEOUT):
+            seen.frame = await desktop.frame(LOOK_TIMEOUT)
+    with contextlib.suppress(DesktopError, GuestError, TimeoutError):
+        async with asyncio.timeout(LOOK_TIMEOUT):
+            seen.windows = await list_windows(desktop.guest, LOOK_TIMEOUT)

@@ -107,6 +107,15 @@ class VNCClient:
         if self._closed:
             raise VNCError(f"VNC connection to {self.where} is closed")
 
+    async def until_closed(self) -> VNCError:
+        """Wait until the connection has ended (the server closed it, it failed, or
+        `close()` was called) and return the error it ended with. Cancelling the
+        wait leaves the connection alone."""
+        # asyncio.wait, not await: it neither raises the reader's end nor cancels
+        # the reader when this wait is cancelled.
+        await asyncio.wait({self._reader_task})
+        return self._error or VNCError(f"VNC connection to {self.where} was closed")
+
     # ---------------------------------------------------------------- reader
 
     async def _read_loop(self) -> None:

@@ -286,7 +286,9 @@ class StoreBase:
             future = self._writer.submit(functools.partial(call, *args, **kwargs))
         # shield: a cancelled await must not cancel a write not yet begun, or it would
         # be lost while the writes after it (the episode's end) are not.
-        return asyncio.shield(asyncio.wrap_future(future))
+        handed = asyncio.wrap_future(future)
+        handed.add_done_callback(_retrieved)
+        return asyncio.shield(handed)
 
     # -- serialized access -----------------------------------------------------
 
@@ -380,3 +382,11 @@ class StoreBase:
         except Exception:
             # A report that fails (a closed stderr) must not fail the write it is about.
             log.debug("reporting a lock wait failed", exc_info=True)
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark a handed-over call's error as seen. When its awaiter was cancelled (the
+    process is stopping) nobody awaits it any more; the store reports such a write
+    itself (`gave_up`), and asyncio would otherwise log the error with a traceback."""
+    if not future.cancelled():
+        future.exception()

@@ -27,6 +27,7 @@ from app.core.vocabulary import (
     Source,
     UserMode,
 )
+from app.core.windows import WindowList
 
 
 def _time(text: str) -> datetime:
@@ -76,6 +77,8 @@ class EpisodeRecord:
     """What failed, for an episode that ended in an error (app.core.errors); None for
     one that did not, and for an error of unknown kind (recorded before kinds were,
     in words migration 0005 could not place)."""
+    final_windows: WindowList | None = None
+    """The windows open when its setup failed (as last seen, when the desktop died)."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Self:
@@ -107,6 +110,11 @@ class EpisodeRecord:
             batch_repeat=row["batch_repeat"],
             batch_attempt=row["batch_attempt"],
             error_kind=cast(ErrorKind | None, row["error_kind"]),
+            final_windows=(
+                None
+                if row["final_windows"] is None
+                else WindowList.from_raw(json.loads(row["final_windows"]))
+            ),
         )
 
 

@@ -294,6 +294,18 @@ def _v6(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0007_episode_final_windows")
+def _v7(db: Database) -> None:
+    # The windows open when an episode's setup failed (or when its desktop died, as
+    # last seen), beside its final frame: which window came instead of the awaited
+    # one. JSON {"seen_at": seconds, "windows": [{"id", "title", "class", "pid"}]}
+    # (app.core.windows.WindowList); NULL when none were seen.
+    db.execute(
+        "ALTER TABLE episodes ADD COLUMN final_windows TEXT"
+        " CHECK (final_windows IS NULL OR json_valid(final_windows))"
+    )
+
+
 def migrate(db: Database) -> None:
     """Apply pending migrations, in order, all in one IMMEDIATE transaction.
 

@@ -5,6 +5,13 @@ most the write in flight, and what it wrote before is whole: `record_step` write
 step together with the messages and the phase delivery that came of it. Python
 values become column values here: timestamps become ISO 8601 UTC text, JSON values
 become text (refused with a StoreError naming the field when they cannot be).
+
+What a step keeps of an agent's own words is capped (`cap_raw`): a model may answer
+with a megabyte, and a rejected answer is stored raw, step after step. Each text of a
+rejected step's action, and of every step's agent info and error, keeps its first
+`RAW_TEXT_LIMIT` characters and says so, with its length, where it was cut; a value
+whose JSON is still over `RAW_JSON_LIMIT` (thousands of short texts) is kept as the
+start of that JSON, noted the same way.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from app.core.vocabulary import (
     Source,
     UserMode,
 )
+from app.core.windows import WindowList
 from app.store.base import StoreBase, end_pending_phases
 from app.store.liveness import this_runner
 
@@ -60,6 +68,35 @@ def _iso(when: Timestamp | None) -> str:
     elif when.tzinfo is None:
         raise StoreError(f"timestamp {when.isoformat()} has no time zone; pass an aware datetime")
     return when.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+RAW_TEXT_LIMIT = 4000
+"""Characters kept of one text an agent produced (an answer, a tool call's arguments)."""
+RAW_JSON_LIMIT = 64 * 1024
+"""Characters kept of a step's whole action or agent info, as JSON."""
+
+
+def cut_note(length: int, limit: int) -> str:
+    """The marker at the end of a capped text: where it was cut and how long it was."""
+    return f" [cut by the store at {limit} of {length} characters]"
+
+
+def cap_raw(value: Any, limit: int = RAW_TEXT_LIMIT) -> Any:
+    """`value` with every text over `limit` characters cut there, noted (`cut_note`)."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + cut_note(len(value), limit)
+    if isinstance(value, Mapping):
+        return {key: cap_raw(item, limit) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [cap_raw(item, limit) for item in value]
+    return value
+
+
+def _capped_json(value: Mapping[str, Any], what: str) -> str:
+    text = _json(cap_raw(dict(value)), what)
+    if len(text) <= RAW_JSON_LIMIT:
+        return text
+    return _json({"cut": text[:RAW_JSON_LIMIT] + cut_note(len(text), RAW_JSON_LIMIT)}, what)
 
 
 def _json(value: Any, what: str) -> str:
@@ -177,7 +214,8 @@ class Writes(StoreBase):
 
         `action` is app.core.actions.action_to_dict's form (or, for a rejected action,
         whatever the agent sent); `frame` is save_frame's path; `agent_info` is what
-        the agent reported about the step (JSON). `messages` are the conversation's
+        the agent reported about the step (JSON). Its texts, a rejected action's and
+        `error` are capped (`cap_raw`). `messages` are the conversation's
         new entries after the step (the agent's ASK / DONE / FAIL, a phase's message),
         appended in order; `delivered_phase` is the pending phase the step delivered,
         at step `idx + 1` (the step is complete then, as its messages' step says).
@@ -185,10 +223,17 @@ class Writes(StoreBase):
         Returns the messages' ids, in order.
         """
         where = f"step {idx} of episode {episode_id}"
-        action_json = _json(dict(action), f"action of {where}")
-        info_json = (
-            None if agent_info is None else _json(dict(agent_info), f"agent_info of {where}")
+        # A rejected action is whatever the agent sent; an action that was carried out
+        # is kept whole, as it was done.
+        action_json = (
+            _capped_json(action, f"action of {where}")
+            if kind == "rejected"
+            else _json(dict(action), f"action of {where}")
         )
+        info_json = (
+            None if agent_info is None else _capped_json(agent_info, f"agent_info of {where}")
+        )
+        error = None if error is None else cap_raw(error)
         now = _iso(None)
         with self._write(f"recording {where}") as conn:
             conn.execute(
@@ -268,19 +313,21 @@ class Writes(StoreBase):
         error_kind: ErrorKind | None = None,
         steps: int,
         final_frame: str | None = None,
+        final_windows: WindowList | None = None,
         ended_at: Timestamp | None = None,
     ) -> None:
         """End a running episode; its phases still pending become never_delivered.
 
         `error_kind` says what failed when the status is `error` (the runner always
-        gives it; None records the kind as unknown)."""
+        gives it; None records the kind as unknown). `final_windows` are the windows
+        open at the end, where the runner saw them (a failed setup)."""
         doing = f"finishing episode {episode_id}"
         if status == "running":
             raise StoreError(f"{self.path}: {doing}: status must be 'finished' or 'error'")
         with self._write(doing) as conn:
             cursor = conn.execute(
                 """UPDATE episodes SET status = ?, end_reason = ?, error = ?, error_kind = ?,
-                       steps = ?, final_frame = ?, ended_at = ?
+                       steps = ?, final_frame = ?, final_windows = ?, ended_at = ?
                    WHERE id = ? AND status = 'running'""",
                 (
                     status,
@@ -289,6 +336,7 @@ class Writes(StoreBase):
                     error_kind,
                     steps,
                     final_frame,
+                    None if final_windows is None else json.dumps(final_windows.to_raw()),
                     _iso(ended_at),
                     episode_id,
                 ),

@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from app.checks.tree import TreeError, leaves, parse_tree
 from app.core.errors import TaskError
-from app.core.validation import located, read_yaml, validation_problems
-from app.tasks.model import SETUP_TAGS, Task, UploadStep
+from app.core.validation import Lines, located, read_yaml_lines, validation_problems
+from app.tasks.model import APPS, SETUP_TAGS, Task, UploadStep
 
 TASK_SUFFIXES = (".yaml", ".yml")
 
@@ -84,12 +84,20 @@ def _with_parsed_checks(phase: Any, index: int, problems: list[str]) -> Any:
         return {**phase, "checks": None}
 
 
-def parse_task(raw: Any, source: Path, data: bytes = b"") -> Task:
-    """Validate an already-parsed YAML document as the task stored at `source`."""
+def parse_task(raw: Any, source: Path, data: bytes = b"", lines: Lines | None = None) -> Task:
+    """Validate an already-parsed YAML document as the task stored at `source`; with
+    `lines` (from `read_yaml_lines`) each problem names its field's line too."""
+    if raw is None:
+        raise TaskError(f"{source}: the file is empty; a task file is a mapping of fields")
     if not isinstance(raw, dict):
         raise TaskError(f"{source}: a task file is a mapping of fields, got {type(raw).__name__}")
-    fields = dict(raw)
+    fields = {key: value for key, value in raw.items() if isinstance(key, str)}
     problems: list[str] = [
+        f"{key}: unknown key (keys are field names, got {type(key).__name__} {key!r})"
+        for key in raw
+        if not isinstance(key, str)
+    ]
+    problems += [
         f"{key}: unknown key (not part of the task format)"
         for key in ("folder", "source", "sha256")
         if key in fields
@@ -118,17 +126,22 @@ def parse_task(raw: Any, source: Path, data: bytes = b"") -> Task:
     except ValidationError as exc:
         problems.extend(
             p
-            for p in validation_problems(exc, "task", hidden=SETUP_TAGS)
+            for p in validation_problems(exc, "task", Task, hidden=SETUP_TAGS)
             if not (tree is None and p.startswith("evaluate"))
         )
     if task is not None:
         stem = source.stem
         if source.suffix in TASK_SUFFIXES and task.id != stem:
             problems.append(f"id: {task.id!r} must equal the file name {stem!r}")
+        folder = source.parent.name
+        if folder in APPS and task.app != folder:
+            # The library is tasks/<app>/<id>.yaml: a blender task in gimp/ is misfiled.
+            problems.append(f"app: {task.app!r} but the file is in the {folder!r} folder")
         problems.extend(_asset_problems(task))
     if problems:
-        raise TaskError(located(source, problems))
+        raise TaskError(located(source, problems, lines))
     assert task is not None
+    task._lines.update(lines or {})
     return task
 
 
@@ -140,8 +153,8 @@ def load_task(path: Path | str) -> Task:
             line per problem, each naming the file and the field path.
     """
     source = Path(path)
-    raw, data = read_yaml(source, "task")
-    return parse_task(raw, source, data)
+    raw, data, lines = read_yaml_lines(source, "task")
+    return parse_task(raw, source, data, lines)
 
 
 def task_files(root: Path | str) -> list[Path]:

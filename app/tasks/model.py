@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     PlainValidator,
+    PrivateAttr,
     Tag,
     field_validator,
     model_validator,
@@ -218,6 +219,9 @@ class Task(_Strict):
     """Set by the loader: the task file."""
     sha256: str = ""
     """Set by the loader: hash of the task file's bytes."""
+    _lines: dict[str, int] = PrivateAttr(default_factory=dict)
+    # Set by the loader: the line of each field in the file, for problems found after
+    # the task is built (a duplicate id, a phase that can never fire).
 
     @field_validator("id")
     @classmethod
@@ -235,6 +239,11 @@ class Task(_Strict):
     def phase_tree(self, index: int) -> EvalNode | None:
         """The optional check tree of phase `index`, or None when it has none."""
         return self.phases[index].checks
+
+    @property
+    def field_lines(self) -> dict[str, int]:
+        """Each field's line in the task file (`phases[1].trigger` → 14), as loaded."""
+        return self._lines
 
     @property
     def interactive(self) -> bool:

@@ -170,14 +170,22 @@ class DeskLoopApp(App[None]):
 
     # -- episodes -------------------------------------------------------------------
 
-    def start_episode(self, task: Task, agent_spec: str, user_mode: UserMode) -> EpisodeSession:
+    def start_episode(
+        self,
+        task: Task,
+        agent_spec: str,
+        user_mode: UserMode,
+        agent_timeout: float | None = None,
+    ) -> EpisodeSession:
         """Start an episode on the task's desktop (`DesktopPool.for_task`) and show it on
-        the Live screen."""
+        the Live screen; `agent_timeout` is a model agent's deadline per call (None: its
+        default)."""
         if self.session is not None and not self.session.ended:
             raise DeskLoopError("an episode is already running; abort it or wait for its end")
         from app.agents.factory import make_agent
 
-        agent = make_agent(agent_spec, task)  # a bad spec fails here, before a desktop starts
+        # A bad spec fails here, before a desktop starts.
+        agent = make_agent(agent_spec, task, agent_timeout=agent_timeout)
         entry, started_here = self.pool.for_task(task)
         session = EpisodeSession(
             task=task,

@@ -60,6 +60,15 @@ class OpenAIAgent:
     def step_info(self) -> dict[str, Any] | None:
         return self._info
 
+    def endpoint_failed(self) -> AgentUnavailable | None:
+        failing = self._client.failing if self._client is not None else None
+        if failing is None:
+            return None
+        return AgentUnavailable(
+            f"{self.config.endpoint_name} {self.config.url} had not answered when the "
+            f"time budget ran out; last: {failing}"
+        )
+
     async def decide(self, observation: Observation) -> Action:
         if self._client is None or self._context is None:
             raise AgentError("openai agent: decide() before start()")

@@ -1,7 +1,8 @@
 """What the model's answer means: the action of its tool call or its JSON action.
 
 Anything that is not a usable action raises `MalformedAction` with the reason and the
-raw answer, which the runner records as a rejected step.
+raw answer, which the runner records as a rejected step (the store caps what it keeps
+of it: `app.store.writes.cap_raw`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ from typing import Any
 from app.agents.openai.prompt import TOOL_PARAMETERS
 from app.core.actions import Action, parse_action
 from app.core.errors import ActionError, MalformedAction
-from app.endpoints.client import message_text
-
-# Longest text of a raw answer kept in step_info (a model may ramble).
-RAW_TEXT_LIMIT = 4000
+from app.endpoints.client import excerpt, message_text
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
@@ -40,7 +38,9 @@ def action_from_call(name: Any, arguments: Any) -> Action:
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        raise MalformedAction(f"{name}: arguments must be a JSON object, got {arguments!r}", raw)
+        raise MalformedAction(
+            f"{name}: arguments must be a JSON object, got {excerpt(repr(arguments), 80)}", raw
+        )
     try:
         return parse_action({"kind": name, **arguments}, where=f"tool {name}")
     except ActionError as exc:
@@ -83,15 +83,15 @@ def read_answer(data: dict[str, Any], info: dict[str, Any]) -> Action:
     """
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise MalformedAction("the answer has no choices", _clip(data))
+        raise MalformedAction("the answer has no choices", data)
     choice = choices[0]
     message = choice.get("message")
     info["finish_reason"] = choice.get("finish_reason")
     if not isinstance(message, dict):
-        raise MalformedAction("the answer's choice has no message", _clip(data))
+        raise MalformedAction("the answer's choice has no message", data)
     content = message_text(message.get("content"))
     if content:
-        info["content"] = content[:RAW_TEXT_LIMIT]
+        info["content"] = content
     calls = message.get("tool_calls") or []
     legacy = message.get("function_call")
     if not calls and isinstance(legacy, dict):
@@ -99,7 +99,7 @@ def read_answer(data: dict[str, Any], info: dict[str, Any]) -> Action:
         calls = [{"function": legacy}]
     if calls:
         if not isinstance(calls, list) or not isinstance(calls[0], dict):
-            raise MalformedAction("tool_calls is not a list of calls", _clip(message))
+            raise MalformedAction("tool_calls is not a list of calls", message)
         function = calls[0].get("function") or {}
         name, arguments = function.get("name"), function.get("arguments")
         info["tool_call"] = {"name": name, "arguments": arguments}
@@ -111,9 +111,4 @@ def read_answer(data: dict[str, Any], info: dict[str, Any]) -> Action:
         action = action_from_text(content)
         info["json_action"] = True
         return action
-    raise MalformedAction("the answer has neither a tool call nor text", _clip(message))
-
-
-def _clip(value: Any) -> Any:
-    text = json.dumps(value, ensure_ascii=False, default=repr)
-    return value if len(text) <= RAW_TEXT_LIMIT else text[:RAW_TEXT_LIMIT]
+    raise MalformedAction("the answer has neither a tool call nor text", message)

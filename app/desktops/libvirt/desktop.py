@@ -35,6 +35,9 @@ from app.desktops.ssh_guest import SSHGuest, lab_key
 from app.desktops.vnc_screen import VncScreen
 from app.rfb.client import VncEndpoint, VNCSession
 
+# Domain states in which the desktop is gone ("undefined": someone removed it).
+_DEAD_STATES = ("shut off", "crashed", "undefined")
+
 
 class LibvirtDesktop(VncScreen):
     """A `Desktop` that is a libvirt domain (`deskloop-NAME`).
@@ -241,6 +244,16 @@ class LibvirtDesktop(VncScreen):
         if self._link.vnc is None or self._state != "running":
             raise DesktopError(f"libvirt desktop {self.name} is {self._state}; call reset() first")
         return self._link.vnc
+
+    async def _backend_death(self) -> str:
+        """The domain stopped or crashed (libvirt's lifecycle events say so at once)."""
+        if not self._vm.watch.watching:  # no events: the VNC connection alone tells
+            return await super()._backend_death()
+        while True:
+            # Waits are bounded; the watch reports any change well before an hour.
+            with contextlib.suppress(DesktopError):
+                await self._vm.watch.wait(_DEAD_STATES, 3600.0, "running")
+                return f"its domain {self.domain_name} is {self._vm.watch.state}"
 
     def _on_domain_state(self, state: str) -> None:
         if state in ("shut off", "crashed") and self._state == "running":

@@ -127,6 +127,10 @@ One recorded episode.
         )
         if e.error:
             head.append(f"\n{e.error}", "red")
+        if e.final_windows is not None:
+            # One line: the head is three lines high.
+            windows = "; ".join(w.describe() for w in e.final_windows.windows) or "none"
+            head.append(f"\nwindows open at the end: {windows}", "dim")
         self.query_one("#replay-head", Static).update(head)
         table = self.query_one("#replay-timeline", DataTable)
         table.border_title = "timeline"

@@ -13,6 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Header, Input, Label, Markdown, Select, Static, Tree
 
 from app.agents.factory import AGENT_SPECS
+from app.agents.openai.config import OpenAIConfig
+from app.core.validation import positive_seconds
 from app.core.vocabulary import UserMode
 from app.tasks.model import Task
 from app.ui.describe import task_markdown
@@ -22,8 +24,9 @@ from app.ui.screens.base import LabScreen
 KIND_FILTERS = ("all", "interactive", "standard")
 
 
-class StartEpisodeScreen(ModalScreen[tuple[str, UserMode] | None]):
-    """Choose the agent and who plays the user; dismisses with (agent spec, user mode)."""
+class StartEpisodeScreen(ModalScreen[tuple[str, UserMode, float | None] | None]):
+    """Choose the agent, a model agent's timeout and who plays the user; dismisses with
+    (agent spec, user mode, agent timeout or None for the default)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
 
@@ -36,6 +39,9 @@ class StartEpisodeScreen(ModalScreen[tuple[str, UserMode] | None]):
             yield Static(f"[b]Start an episode of {self.task_.id}[/b]", id="dialog-title")
             yield Label(f"Agent ({AGENT_SPECS})")
             yield Input(value="reference", id="agent")
+            yield Label("Agent timeout, seconds per model call (model agents)")
+            yield Input(placeholder=f"default {OpenAIConfig.deadline:g}", id="agent-timeout")
+            yield Static("", id="agent-timeout-error")
             yield Label("User")
             yield Select(
                 [
@@ -55,10 +61,20 @@ class StartEpisodeScreen(ModalScreen[tuple[str, UserMode] | None]):
     def start(self) -> None:
         agent = self.query_one("#agent", Input).value.strip()
         user = self.query_one("#user", Select).value
+        typed = self.query_one("#agent-timeout", Input).value.strip()
+        timeout: float | None = None
+        if typed:
+            try:
+                timeout = positive_seconds(typed)
+            except ValueError as exc:
+                self.query_one("#agent-timeout-error", Static).update(
+                    f"[red]Agent timeout {exc}[/red]"
+                )
+                return
         if agent and user == "person":
-            self.dismiss((agent, "person"))
+            self.dismiss((agent, "person", timeout))
         elif agent and user == "simulated":
-            self.dismiss((agent, "simulated"))
+            self.dismiss((agent, "simulated", timeout))
 
     @on(Button.Pressed, "#cancel")
     def cancel(self) -> None:
@@ -75,7 +91,9 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
   phases with their triggers, setup steps and the checks that score it.
 - **s** start an episode of the selected task: pick the agent and the user
   (*person*: you answer questions and review DONE in the Live screen;
-  *simulated*: the task's phase script).
+  *simulated*: the task's phase script). A model agent's timeout is the most
+  seconds one call to its endpoint may take; an endpoint that cannot answer in
+  time ends the episode as an infrastructure error.
 - **k** cycle the filter: all / interactive / standard tasks.
 - **v** validate: reload every task file and list the ones that fail, with the
   file and field at fault.
@@ -87,11 +105,14 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
     ]
 
     class EpisodeRequested(Message):
-        def __init__(self, task: Task, agent: str, user: UserMode) -> None:
+        def __init__(
+            self, task: Task, agent: str, user: UserMode, agent_timeout: float | None = None
+        ) -> None:
             super().__init__()
             self.task = task
             self.agent = agent
             self.user = user
+            self.agent_timeout = agent_timeout
 
     def __init__(self) -> None:
         super().__init__()
@@ -176,7 +197,7 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
             self.notify("Select a task first.", severity="warning")
             return
 
-        def chosen(choice: tuple[str, UserMode] | None) -> None:
+        def chosen(choice: tuple[str, UserMode, float | None] | None) -> None:
             if choice is not None:
                 self.post_message(self.EpisodeRequested(task, *choice))
 
@@ -186,7 +207,7 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
         from app.core.errors import DeskLoopError
 
         try:
-            self.lab.start_episode(event.task, event.agent, event.user)
+            self.lab.start_episode(event.task, event.agent, event.user, event.agent_timeout)
         except DeskLoopError as exc:
             from app.ui.modals import ErrorScreen
 
