@@ -50,7 +50,7 @@ def local_guest(home: Path) -> LocalGuest:
     env.update(HOME=str(home), TMPDIR=str(home))
     logs = home.parent / "logs"
     logs.mkdir(exist_ok=True)
-    return LocalGuest(home, env, logs)
+    return LocalGuest(home, env, logs, sandbox=None)
 
 
 class CountingGuest:
