@@ -22,7 +22,9 @@ person:                                  # what the person does, in order
 draft:                                   # `author draft` options
   title: ...
   instruction: ...
-  checks: [{check: file_exists, path: ~/Desktop/photo-flipped.png}]
+  proposals: all                         # the checks proposed from the state diff: all | none
+  messages: {1: ...}                     # phase N's message (default: the mark's note)
+  checks: [{check: file_exists, path: ~/Desktop/photo-flipped.png}]   # more, by hand
 ```
 
 After each action the person waits until the screen has been still for 0.3 s (a
@@ -167,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         "--title",
         draft.get("title", plan["id"]),
     ]
+    options += ["--proposals", draft.get("proposals", "all")]
+    for number, message in (draft.get("messages") or {}).items():
+        options += ["--message", f"{number}={message}"]
     for check in draft.get("checks", []):
         options += ["--check", json.dumps(check)]
     if args.force:
