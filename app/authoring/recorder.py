@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 from PIL import Image
 
 from app.authoring.analysis import analyse_snapshot
@@ -107,6 +109,7 @@ class DemonstrationRecorder:
         self._tasks: list[asyncio.Task[None]] = []
         self._saves: set[asyncio.Task[None]] = set()
         self._pointer_mask = 0
+        self._last_frame: tuple[npt.NDArray[np.uint8], str] | None = None
         self._held: set[int] = set()
         self._swallowed: set[int] = set()
         self._title: str | None = None
@@ -281,7 +284,14 @@ class DemonstrationRecorder:
             self._write(WindowEvent(self._now(), title))
 
     async def _save_frame(self, frame: Frame) -> None:
+        if self._last_frame is not None and np.array_equal(frame.pixels, self._last_frame[0]):
+            # The screen has not changed since the last frame (typing into a field that
+            # repaints nothing yet, a steady frame of an idle desktop): name that file
+            # again instead of writing the same picture twice.
+            self._write(FrameEvent(self._now(), self._last_frame[1]))
+            return
         name = self._writer.frame_name()
+        self._last_frame = (frame.pixels, name)
         self._write(FrameEvent(self._now(), name))
         # The line comes first so events stay in time order; the PNG follows in a
         # thread (the compiler skips a frame a crash left unwritten).

@@ -15,6 +15,8 @@ from app.agents.scripted import ScriptedAgent, load_script
 from app.authoring.compile import compile_recording
 from app.authoring.recorder import DemonstrationRecorder, append_control
 from app.authoring.recording import (
+    Event,
+    FrameEvent,
     KeyEvent,
     MarkEvent,
     RecordingMeta,
@@ -139,3 +141,30 @@ async def test_a_recorded_workflow_compiles_and_replays(tmp_path: Path) -> None:
         assert phase == len(messages)
         for name in ("one", "two", "three"):
             await wait_until(lambda n=name: desktop.guest.exists(f"~/{n}.txt"))
+
+
+async def test_an_unchanged_screen_is_not_written_twice(tmp_path: Path) -> None:
+    folder = tmp_path / "rec"
+    frames: list[FrameEvent] = []
+    three = asyncio.Event()
+
+    def seen(event: Event) -> None:
+        if isinstance(event, FrameEvent):
+            frames.append(event)
+            if len(frames) >= 4:
+                three.set()
+
+    async with LocalDesktop() as desktop:
+        await desktop.settle(timeout=5, quiet=0.5)
+        meta = RecordingMeta("gimp", desktop.width, desktop.height, "2026-12-01T00:00:00Z")
+        recorder = DemonstrationRecorder(
+            desktop, RecordingWriter(folder, meta), frame_every=0.2, on_event=seen, capture=False
+        )
+        await recorder.start()
+        try:
+            await asyncio.wait_for(three.wait(), 30)  # the start frame and three steady ones
+        finally:
+            await recorder.stop()
+    names = [f.file for f in read_recording(folder).events if isinstance(f, FrameEvent)]
+    assert len(names) >= 4 and len(set(names)) == 1, names  # an idle desktop: one picture
+    assert (folder / names[0]).is_file()
