@@ -5,7 +5,8 @@ What is written, for a task ``ID`` of app ``APP`` in the library ``tasks/``:
 - ``tasks/APP/ID.yaml`` — the start state's setup (its uploads now from the task's own
   assets), the researcher's instruction, one phase per boundary (``agent_done`` unless
   told otherwise, the message drafted from the mark's note), the accepted checks (the
-  whole task's, and each phase's own), level L3, a budget from the recording's size;
+  whole task's, and each phase's own), level L3, a budget from the recording's size,
+  and the recording's screen size (its clicks and anchors are pixels of that screen);
 - ``tasks/APP/assets/ID/`` — the start state's files and any file a check compares with
   (an expected image);
 - ``tasks/APP/references/ID.yaml`` and ``references/anchors/ID/`` — the compiled
@@ -62,6 +63,8 @@ class TaskDraft:
     checks: list[dict[str, Any]]
     reference: CompiledReference
     budget: dict[str, Any]
+    screen: tuple[int, int] = (1280, 800)
+    """The recording's screen size: the reference's clicks and anchors are its pixels."""
     files: dict[str, bytes] = field(default_factory=dict)
     """Files of the task, by path relative to its folder (``assets/ID/photo.png``, an
     expected image ``assets/ID/expected/Desktop/out.png``)."""
@@ -79,6 +82,7 @@ class TaskDraft:
         if self.phases:
             raw["phases"] = [_phase_yaml(phase) for phase in self.phases]
         raw["budget"] = self.budget
+        raw["screen"] = {"width": self.screen[0], "height": self.screen[1]}
         raw["evaluate"] = {"all": self.checks}
         raw["reference"] = f"references/{self.task_id}.yaml"
         return raw
@@ -149,6 +153,7 @@ def draft_task(
         checks=checks,
         reference=compiled,
         budget=budget_for(compiled, seconds),
+        screen=(recording.meta.width, recording.meta.height),
         files={**_start_files(start, task_id), **(files or {})},
     )
 

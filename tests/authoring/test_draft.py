@@ -170,3 +170,21 @@ def test_a_start_state_from_a_task_copies_its_uploads(tmp_path: Path) -> None:
     assert state.assets == ("~/Desktop/badge.png",)
     assert (tmp_path / "start" / "assets" / "badge.png").is_file()
     assert [type(s).__name__ for s in state.task.setup] == [type(s).__name__ for s in source.setup]
+
+
+def test_a_draft_pins_the_recordings_screen(tmp_path: Path) -> None:
+    folder = tmp_path / "rec"
+    make_recording(folder)  # recorded at 320×200
+    write_start_state(folder, task_id="photo-l3", app="gimp", assets=[PHOTO])
+    draft = draft_task(
+        read_recording(folder),
+        read_start_state(folder),
+        task_id="photo-l3",
+        title="t",
+        instruction="i",
+        phases=[PhaseDraft("m")],
+        checks=[{"check": "file_exists", "path": "~/Desktop/photo.png"}],
+    )
+    task = load_task(write_draft(draft, tmp_path / "tasks").task)
+    assert task.screen_size == (320, 200)
+    assert load_task(REPO / "tasks" / "gimp" / "gimp-flip-export.yaml").screen_size == (1280, 800)
