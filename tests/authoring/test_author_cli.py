@@ -174,3 +174,48 @@ async def test_record_draft_and_verify_a_gimp_workflow(tmp_path: Path) -> None:
     assert [r["mode"] for r in proof["runs"]] == ["reference", "null", "untouched"]
     assert [s["subgoal"] for s in proof["skips"]] == [0, 1]
     assert all(s["ok"] for s in proof["skips"])
+
+
+async def test_a_recording_killed_midway_keeps_its_events_and_compiles(tmp_path: Path) -> None:
+    folder = tmp_path / "rec"
+    recorder = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "app.cli",
+        "author",
+        "record",
+        "--app",
+        "gimp",
+        "--assets",
+        str(PHOTO),
+        "--id",
+        "photo-killed",
+        "--out",
+        str(folder),
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert recorder.stdout is not None
+    found = None
+    while found is None:
+        line = (await asyncio.wait_for(recorder.stdout.readline(), 300)).decode()
+        assert line, "author record ended before it printed its address"
+        found = re.search(r"viewer to ([\d.]+):(\d+) \(password (\S+)\)", line)
+    person = await connect(found[1], int(found[2]), found[3])
+    try:
+        await wait_title(folder, r"^\[photo\].*GIMP$")
+        await press(person, ALT, ord("i"))
+        await press(person, ord("t"))
+        await press(person, ord("h"))
+        await wait_title(folder, r"^\*\[photo\]")
+        recorder.kill()  # SIGKILL: no chance to write the end
+        await recorder.wait()
+    finally:
+        await person.close()
+    compiled = deskloop("author", "compile", str(folder), "--json")
+    assert compiled.returncode == 0, compiled.stderr
+    summary = json.loads(compiled.stdout)
+    assert summary["ended"] is False
+    assert summary["actions"] >= 2  # alt+i, then t and h (typed)
