@@ -186,6 +186,16 @@ def propose_recording(folder: Path, expected_dir: str = "") -> Proposals:
     )
 
 
+def subgoal_diffs(folder: Path) -> list[StateDiff]:
+    """What each sub-goal changed: start → boundary-1, ..., boundary-N → end (empty
+    when the recording has no snapshots). Pure: reads only the snapshots."""
+    labels = snapshot_labels(folder)
+    if "start" not in labels or "end" not in labels:
+        return []
+    snapshots = [load_snapshot(folder, label) for label in labels]
+    return [diff_states(a, b) for a, b in itertools.pairwise(snapshots)]
+
+
 def propose_checks(
     diff: StateDiff, folder: Path, expected_dir: str | None = None
 ) -> list[ProposedCheck]:

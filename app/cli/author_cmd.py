@@ -118,11 +118,13 @@ def cmd_mark(args: argparse.Namespace) -> int:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     from app.authoring.compile import compile_recording
+    from app.authoring.propose import subgoal_diffs
     from app.authoring.recording import read_recording
     from app.core.actions import describe_action
 
     recording = read_recording(args.folder)
     compiled = compile_recording(recording, "anchors/preview")
+    changed = [d.words() for d in subgoal_diffs(args.folder)]
     if args.json:
         print(
             json.dumps(
@@ -133,6 +135,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                     "steps": compiled.steps,
                     "truncated": recording.truncated,
                     "ended": recording.ended,
+                    "changed": changed,
                 }
             )
         )
@@ -146,6 +149,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
         for i in span:
             timed = compiled.actions[i]
             print(f"  {timed.started:7.2f} s  {describe_action(timed.action)}")
+        if n <= len(changed):
+            for line in changed[n - 1].splitlines()[1:] or ["nothing changed in the home"]:
+                print(f"  Δ {line.strip()}")
         if n <= len(compiled.boundaries):
             note = compiled.boundaries[n - 1].note or "(no note)"
             print(f"  — boundary: {note}")
@@ -372,8 +378,8 @@ def register(sub: Any) -> None:
         "compile",
         help="show what a recording compiles to",
         description="Coalesce a recording into actions, sub-goals and reference steps "
-        "(window and image-anchor guards) and print them; a cut-off recording compiles "
-        "up to where it ends.",
+        "(window and image-anchor guards) and print them, with what each sub-goal changed "
+        "in the home (Δ, the state diff); a cut-off recording compiles up to where it ends.",
     )
     comp.add_argument("folder", type=Path)
     comp.add_argument("--json", action="store_true")

@@ -134,6 +134,10 @@ async def test_record_review_write_and_verify_through_the_service(tmp_path: Path
     assert [note for _, note in subgoals] == ["Now the second file", None]
     assert "type('echo one > ~/one.txt\\n')" in "\n".join(subgoals[0][0])
     assert "2 events" not in review.summary and "ended normally" in review.summary
+    # What each sub-goal changed, from the recorder's snapshots.
+    assert len(review.changed) == 2
+    assert "created ~/one.txt" in review.changed[0] and "two.txt" not in review.changed[0]
+    assert "created ~/two.txt" in review.changed[1]
     # The recorder captured the home at the start, the boundary and the end: the files
     # the person made are proposed, for the task and for the phase whose sub-goal made them.
     proposed = proposals(folder, review.start.task.id)

@@ -411,6 +411,9 @@ write the task into the library and prove it (what `deskloop author` does).
             text.append(f"sub-goal {n}\n", "bold")
             for line in actions:
                 text.append(f"  {line}\n")
+            if n <= len(review.changed):
+                for line in review.changed[n - 1].splitlines()[1:] or ["nothing changed"]:
+                    text.append(f"  Δ {line.strip()}\n", "dim")
             if note is not None:
                 text.append(f"  — boundary {n}: ", "magenta")
                 text.append(f"{note or '(no note)'}\n")

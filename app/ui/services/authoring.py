@@ -29,7 +29,7 @@ import yaml
 
 from app.authoring.compile import CompiledReference, compile_recording
 from app.authoring.draft import PhaseDraft, WrittenTask, draft_task, write_draft
-from app.authoring.propose import propose_recording
+from app.authoring.propose import propose_recording, subgoal_diffs
 from app.authoring.prove import DEFAULT_REPEATS, Proof, prove_task
 from app.authoring.recorder import FRAME_EVERY_SECONDS, DemonstrationRecorder
 from app.authoring.recording import (
@@ -286,6 +286,9 @@ class Review:
     recording: Recording
     start: StartState
     compiled: CompiledReference
+    changed: list[str] = field(default_factory=list)
+    """What each sub-goal changed in the home (the state diff), in sub-goal order;
+    empty when the recording has no snapshots."""
 
     def subgoals(self) -> list[tuple[list[str], str | None]]:
         """Each sub-goal's actions (``12.30 s  click(...)``) and the note of the
@@ -319,7 +322,12 @@ def load_review(folder: Path) -> Review:
     """
     recording = read_recording(folder)
     start = read_start_state(folder)
-    return Review(folder, recording, start, compile_recording(recording, "anchors/preview"))
+    compiled = compile_recording(recording, "anchors/preview")
+    try:
+        changed = [d.words() for d in subgoal_diffs(folder)]
+    except RecordingError:
+        changed = []  # unreadable snapshots: the review goes on without them
+    return Review(folder, recording, start, compiled, changed)
 
 
 @dataclass(frozen=True)
