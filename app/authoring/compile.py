@@ -115,8 +115,15 @@ def coalesce(recording: Recording) -> tuple[list[TimedAction], list[Boundary], i
         actions.append(TimedAction(action, recorder.last_started))
 
     recorder = InputRecorder(emit, live=False)
+    focused: str | None = None
     for event in recording.events:
-        if isinstance(event, PointerEvent):
+        if isinstance(event, WindowEvent):
+            if focused is not None and event.title != focused:
+                # Keys typed on both sides of a focus change are two actions: the
+                # reference must wait for the new window before typing into it.
+                recorder.flush()
+            focused = event.title
+        elif isinstance(event, PointerEvent):
             recorder.pointer(event.mask, event.x, event.y, at=event.t)
         elif isinstance(event, KeyEvent):
             recorder.key(event.down, event.keysym, at=event.t)

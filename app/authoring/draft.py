@@ -228,7 +228,28 @@ def write_draft(draft: TaskDraft, library: Path, *, overwrite: bool = False) -> 
             with contextlib.suppress(OSError):
                 path.unlink()
         raise TaskError(f"the drafted task did not validate, nothing was kept: {exc}") from exc
+    if overwrite:
+        # A replaced draft's own files that this one did not write (an expected image
+        # of a check no longer taken, an anchor of a click no longer made) would lie
+        # in the library unused: remove them once the new draft has validated.
+        kept = {path.resolve() for path in written}
+        for folder in (
+            app_folder / "assets" / draft.task_id,
+            app_folder / "references" / "anchors" / draft.task_id,
+        ):
+            _remove_unwritten(folder, kept)
     return WrittenTask(task_path, reference_path, tuple(written))
+
+
+def _remove_unwritten(folder: Path, kept: set[Path]) -> None:
+    """Remove the files under `folder` not in `kept`, then its emptied folders."""
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.rglob("*"), reverse=True):  # children before parents
+        if path.is_file() and path.resolve() not in kept:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
 
 
 def _under_assets(name: str, draft: TaskDraft) -> str:

@@ -108,6 +108,46 @@ def test_a_draft_is_written_as_a_valid_task_with_its_reference(tmp_path: Path) -
         write_draft(draft, library)
 
 
+def test_a_replaced_draft_leaves_none_of_its_own_files_behind(tmp_path: Path) -> None:
+    folder = tmp_path / "rec"
+    make_recording(folder)
+    write_start_state(folder, task_id="photo-l3", app="gimp", assets=[PHOTO])
+    library = tmp_path / "tasks"
+    expected = "assets/photo-l3/expected/photo.png"
+    first = draft_task(
+        read_recording(folder),
+        read_start_state(folder),
+        task_id="photo-l3",
+        title="t",
+        instruction="i",
+        phases=[PhaseDraft("m")],
+        checks=[
+            {"check": "image_similarity", "path": "~/Desktop/photo.png", "reference": expected}
+        ],
+        files={expected: PHOTO.read_bytes()},
+    )
+    write_draft(first, library)
+    other_task = library / "gimp" / "assets" / "photo.png"  # another task's asset stays
+    other_task.write_bytes(b"x")
+    second = draft_task(
+        read_recording(folder),
+        read_start_state(folder),
+        task_id="photo-l3",
+        title="t",
+        instruction="i",
+        phases=[PhaseDraft("m")],
+        checks=[{"check": "file_exists", "path": "~/Desktop/photo.png"}],
+    )
+    written = write_draft(second, library, overwrite=True)
+
+    assert not (library / "gimp" / expected).exists()
+    assert not (library / "gimp" / "assets" / "photo-l3" / "expected").exists()
+    assert (library / "gimp" / "assets" / "photo-l3" / "photo.png").is_file()
+    assert (library / "gimp" / "references" / "anchors" / "photo-l3" / "001.png").is_file()
+    assert other_task.is_file()
+    load_task(written.task)
+
+
 def test_a_draft_that_does_not_validate_leaves_nothing(tmp_path: Path) -> None:
     folder = tmp_path / "rec"
     make_recording(folder)
