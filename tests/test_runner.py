@@ -222,3 +222,27 @@ async def test_abort_while_paused_records_aborted(task: Task, tmp_path: Path) ->
         assert stored.end_reason == "aborted" and stored.steps == 1
         assert result.error_kind == stored.error_kind == "aborted"
     assert any(isinstance(e, MessageEvent) for e in events)
+
+
+async def test_a_task_pinned_to_another_screen_ends_before_setup(tmp_path: Path) -> None:
+    from app.agents.null import NullAgent
+    from app.episode.runner import EpisodeRunner
+    from app.store import Store
+    from app.tasks.loader import load_task
+    from app.users.simulated import SimulatedUser
+    from tests.still_desktop import StillDesktop
+
+    path = tmp_path / "tasks" / "gimp" / "pinned.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "id: pinned\napp: gimp\nlevel: L1\ntitle: t\ninstruction: i\n"
+        "setup: [{sleep: 30}]\nscreen: {width: 1280, height: 800}\n"
+        "evaluate: {check: file_exists, path: ~/x}\n"
+    )
+    with Store(tmp_path / "db.sqlite") as store:
+        runner = EpisodeRunner(
+            load_task(path), StillDesktop(), NullAgent(), SimulatedUser(), store, backend="local"
+        )
+        result = await asyncio.wait_for(runner.run(), 10)  # the 30 s setup never runs
+    assert result.status == "error" and result.error_kind == "task"
+    assert "needs a 1280×800 screen; desktop still is 64×48" in (result.error or "")

@@ -106,7 +106,7 @@ def test_unknown_keys_are_refused_naming_the_file_and_field(tmp_path: Path) -> N
     ]
     path = write(tmp_path, "- wait_for: {window: a, file: b}\n- done\n")
     assert problems(path) == [
-        f"{path}:1: steps[0].wait_for: needs exactly one of window, no_window, file"
+        f"{path}:1: steps[0].wait_for: needs exactly one of window, no_window, file, anchor"
     ]
 
 

@@ -3,7 +3,7 @@
 An agent gets an `Observation` per step and returns one action of the protocol
 (a GUI action, DONE, ASK or FAIL). Model agents, scripted replays and people all
 fit this shape. `AgentContext.probe` gives privileged read access to the desktop
-(window titles, file existence); only scripted reference solutions use it, to wait
+(window titles, file existence, the screen); only scripted reference solutions use it, to wait
 on meaning ("the Export dialog is open") instead of on time.
 """
 
@@ -54,6 +54,13 @@ class CommandProbe(Protocol):
         ...
 
 
+@runtime_checkable
+class FrameProbe(Protocol):
+    """A probe that can also read the screen: what an image-anchor guard needs."""
+
+    async def frame(self) -> Frame: ...
+
+
 class GuestProbe:
     """The `Probe` and `CommandProbe` of a live desktop, answered through its guest channel:
     what the runner gives privileged (scripted) agents."""
@@ -69,6 +76,9 @@ class GuestProbe:
 
     async def run(self, argv: list[str], timeout: float) -> CommandResult:
         return await self._desktop.guest.run(argv, timeout)
+
+    async def frame(self) -> Frame:
+        return await self._desktop.frame()
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from app import __version__
 from app.cli import (
+    author_cmd,
     batch_cmd,
     desktops_cmd,
     episodes_cmd,
@@ -40,6 +41,8 @@ examples:
   deskloop tasks validate tasks/                 check every task file
   deskloop episodes list                         what was recorded
   deskloop episodes show 3                       one episode: steps, messages, checks
+  deskloop author record --app gimp --assets photo.png --id photo-l3
+                                                 record a demonstration to draft a task from
 """
 
 COMMAND_MODULES = (
@@ -50,6 +53,7 @@ COMMAND_MODULES = (
     tui_cmd,
     batch_cmd,
     human_cmd,
+    author_cmd,
     vm_cmd,
 )
 

@@ -289,3 +289,19 @@ def parse_action(raw: Any, where: str = "action") -> Action:
     if isinstance(value, dict):
         return _build(kind, dict(value), where)
     return _build(kind, {_SCALAR[kind]: value}, where)
+
+
+def compact_action(action: Action) -> Any:
+    """The compact form `parse_action` reads back as the same action: what a compiled
+    reference script is written in (``{click: [120, 40]}``, ``{key: ctrl+s}``, ``done``)."""
+    kind = action_kind(action)
+    if isinstance(action, Done):
+        return "done"
+    values = asdict(action)
+    if kind in _POSITIONAL:
+        names = _POSITIONAL[kind]
+        defaults = {f.name: f.default for f in fields(action) if f.name not in names}
+        if all(values[name] == default for name, default in defaults.items()):
+            return {kind: [values[name] for name in names]}
+        return {kind: values}
+    return {kind: values[_SCALAR[kind]]}

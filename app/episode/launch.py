@@ -72,11 +72,16 @@ def desktop_spec(
     *,
     uri: str | None = None,
     index: int = 0,
-    width: int = 1280,
-    height: int = 800,
+    width: int | None = None,
+    height: int | None = None,
 ) -> DesktopSpec:
-    """What desktop an episode of `task` runs on."""
-    return DesktopSpec(backend, uri, index, task_image(backend, task), width, height)
+    """What desktop an episode of `task` runs on: of the task's screen size unless
+    `width` and `height` say otherwise."""
+    default_width, default_height = task.screen_size
+    return DesktopSpec(
+        backend, uri, index, task_image(backend, task), width or default_width,
+        height or default_height,
+    )  # fmt: skip
 
 
 def make_spec_desktop(spec: DesktopSpec) -> Desktop:
@@ -91,8 +96,11 @@ def make_spec_desktop(spec: DesktopSpec) -> Desktop:
     )
 
 
-def task_desktop(backend: str, task: Task, *, width: int = 1280, height: int = 800) -> Desktop:
-    """A new desktop for episodes of `task` (libvirt: a VM of its image)."""
+def task_desktop(
+    backend: str, task: Task, *, width: int | None = None, height: int | None = None
+) -> Desktop:
+    """A new desktop for episodes of `task` (libvirt: a VM of its image), of the task's
+    screen size unless told otherwise."""
     return make_spec_desktop(desktop_spec(backend, task, width=width, height=height))
 
 

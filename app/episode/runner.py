@@ -39,6 +39,7 @@ from app.core.errors import (
     ActionError,
     AgentUnavailable,
     MalformedAction,
+    TaskError,
     describe_error,
     error_kind,
 )
@@ -239,12 +240,14 @@ class EpisodeRunner:
         if isinstance(desktop, SavesStartStates):
             # Under software emulation a VM needs minutes to open an app: build the
             # start state once, then restore it from memory in seconds.
+            self._check_screen()
             self._say(f"restoring the {self.backend} desktop's start state")
             restored = await desktop.reset_to(setup_key(task), lambda: self._set_up(episode_id))
             self._say("restored the saved start state" if restored else "saved the start state")
         else:
             self._say(f"resetting the {self.backend} desktop")
             await desktop.reset()
+            self._check_screen()
             self._say("running setup")
             await self._set_up(episode_id)
         await self._record_messages(episode_id, protocol.conversation)
@@ -258,6 +261,20 @@ class EpisodeRunner:
             raise DesktopDied(
                 f"{exc} (during step {protocol.steps}, {into:.1f} s into the episode)"
             ) from exc
+
+    def _check_screen(self) -> None:
+        """A task pinned to a screen size runs on a desktop of that size only (its
+        recorded clicks and anchors are pixels of that screen)."""
+        if self.task.screen is None:
+            return  # not pinned: any size (its desktop is made 1280×800)
+        info = self.desktop.info()
+        needs = self.task.screen_size
+        if (info.width, info.height) != needs:
+            raise TaskError(
+                f"{self.task.source}: screen: task {self.task.id} needs a "
+                f"{needs[0]}×{needs[1]} screen; desktop {info.name} is "
+                f"{info.width}×{info.height}"
+            )
 
     async def _set_up(self, episode_id: int) -> None:
         """Run the task's setup; when it fails, keep the last frame and windows it saw."""

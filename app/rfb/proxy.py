@@ -33,6 +33,7 @@ import string
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from app.core.actions import Action, Button, Click, Drag, Key, Scroll, Type
 from app.core.errors import VNCError
@@ -102,48 +103,69 @@ def _key_name(keysym: int) -> str | None:
 class _Press:
     x: int
     y: int
+    at: float
 
 
 class InputRecorder:
     """Turns RFB pointer and key events into protocol actions (see the module doc).
 
-    `emit` is called with each finished action, on the event loop's thread.
+    `emit` is called with each finished action, on the event loop's thread; while it
+    runs, `last_started` is when that action's first event arrived.
+
+    Live (the default), events are timed by the monotonic clock and a pending action
+    is flushed by a timer after `IDLE_FLUSH_SECONDS`. Offline (`live=False`, compiling
+    a recording), each event brings its own time `at` and the idle flush happens when
+    the next event comes that much later (or at `flush()`), so the same events give
+    the same actions however fast they are fed.
     """
 
-    def __init__(self, emit: Callable[[Action], None]) -> None:
+    def __init__(self, emit: Callable[[Action], None], live: bool = True) -> None:
         self._emit = emit
+        self._live = live
         self._mask = 0
         self._presses: dict[int, _Press] = {}
         self._held: set[int] = set()
         self._pending: Action | None = None
         self._pending_at = 0.0
+        self._pending_since = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._now = 0.0
+        self.last_started = 0.0
+        """When the action being emitted began (its first event's time)."""
         self.ignored = 0
         """Events that map to no action (unknown keysyms, side wheel)."""
 
+    def _arrive(self, at: float | None) -> None:
+        self._now = time.monotonic() if at is None else at
+        idle = self._now - self._pending_at > IDLE_FLUSH_SECONDS
+        if not self._live and self._pending is not None and idle:
+            self.flush()
+
     # -- events ---------------------------------------------------------------------
 
-    def pointer(self, mask: int, x: int, y: int) -> None:
+    def pointer(self, mask: int, x: int, y: int, at: float | None = None) -> None:
+        self._arrive(at)
         changed = mask ^ self._mask
         self._mask = mask
         for bit, button in _BUTTONS.items():
             if not changed & bit:
                 continue
             if mask & bit:
-                self._presses[bit] = _Press(x, y)
+                self._presses[bit] = _Press(x, y, self._now)
             elif bit in self._presses:
                 press = self._presses.pop(bit)
                 if abs(press.x - x) <= CLICK_SLOP and abs(press.y - y) <= CLICK_SLOP:
-                    self._click(Click(press.x, press.y, button))
+                    self._click(Click(press.x, press.y, button), press.at)
                 else:
-                    self._push(Drag(press.x, press.y, x, y, button))
+                    self._push(Drag(press.x, press.y, x, y, button), press.at)
         for bit, dy in ((wire.WHEEL_UP_MASK, -1), (wire.WHEEL_DOWN_MASK, 1)):
             if changed & bit and mask & bit:
                 self._scroll(x, y, dy)
         if changed & wire.WHEEL_SIDEWAYS_MASK and mask & wire.WHEEL_SIDEWAYS_MASK:
             self.ignored += 1  # horizontal wheel: no protocol action for it
 
-    def key(self, down: bool, keysym: int) -> None:
+    def key(self, down: bool, keysym: int, at: float | None = None) -> None:
+        self._arrive(at)
         modifier = keysym in _SHIFT | _CTRL | _ALT | _META | _SUPER
         if not down:
             self._held.discard(keysym)
@@ -184,13 +206,14 @@ class InputRecorder:
             self._timer = None
         pending, self._pending = self._pending, None
         if pending is not None:
+            self.last_started = self._pending_since
             self._emit(pending)
 
     # -- merging --------------------------------------------------------------------
 
     def _type(self, char: str) -> None:
         if isinstance(self._pending, Type):
-            self._hold(Type(self._pending.text + char))
+            self._hold(Type(self._pending.text + char), merged=True)
         else:
             self.flush()
             self._hold(Type(char))
@@ -203,14 +226,14 @@ class InputRecorder:
             and abs(last.x - x) <= CLICK_SLOP
             and abs(last.y - y) <= CLICK_SLOP
         ):
-            self._hold(Scroll(last.x, last.y, last.dy + dy))
+            self._hold(Scroll(last.x, last.y, last.dy + dy), merged=True)
         else:
             self.flush()
             self._hold(Scroll(x, y, dy))
 
-    def _click(self, click: Click) -> None:
+    def _click(self, click: Click, started: float) -> None:
         last = self._pending
-        now = time.monotonic()
+        now = self._now
         if (
             isinstance(last, Click)
             and last.button == click.button
@@ -219,18 +242,23 @@ class InputRecorder:
             and abs(last.y - click.y) <= CLICK_SLOP
             and now - self._pending_at <= MULTI_CLICK_SECONDS
         ):
-            self._hold(Click(last.x, last.y, last.button, last.count + 1))
+            self._hold(Click(last.x, last.y, last.button, last.count + 1), merged=True)
         else:
             self.flush()
-            self._hold(click)
+            self._hold(click, started=started)
 
-    def _push(self, action: Action) -> None:
+    def _push(self, action: Action, started: float | None = None) -> None:
         self.flush()
+        self.last_started = self._now if started is None else started
         self._emit(action)
 
-    def _hold(self, action: Action) -> None:
+    def _hold(self, action: Action, merged: bool = False, started: float | None = None) -> None:
+        if not merged:
+            self._pending_since = self._now if started is None else started
         self._pending = action
-        self._pending_at = time.monotonic()
+        self._pending_at = self._now
+        if not self._live:
+            return
         if self._timer is not None:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(IDLE_FLUSH_SECONDS, self.flush)
@@ -248,12 +276,33 @@ class ProxyAddress:
     password: str
 
 
+class InputTap(Protocol):
+    """Sees each raw input event before it is recorded and forwarded (authoring keeps
+    them raw, with their times; see app/authoring/recording.py). The event waits for
+    the tap, so the tap can note what the screen showed before the event took effect;
+    a tap keeps that short (the person's input waits with it)."""
+
+    async def pointer(self, mask: int, x: int, y: int) -> None: ...
+
+    async def key(self, down: bool, keysym: int) -> bool:
+        """False swallows the event: neither the recorder nor the desktop sees it (a
+        key combination meant for DeskLoop, such as the author's boundary mark)."""
+        ...
+
+
 class RFBRecordingProxy:
     """Serves viewers on 127.0.0.1:`port` (0: any free port) for `upstream`."""
 
-    def __init__(self, upstream: VncEndpoint, recorder: InputRecorder, port: int = 0) -> None:
+    def __init__(
+        self,
+        upstream: VncEndpoint,
+        recorder: InputRecorder,
+        port: int = 0,
+        tap: InputTap | None = None,
+    ) -> None:
         self.upstream = upstream
         self.recorder = recorder
+        self.tap = tap
         self._port = port
         # VNC passwords are at most 8 characters (the DES key).
         self.password = "".join(secrets.choice(_PASSWORD_ALPHABET) for _ in range(8))
@@ -392,6 +441,7 @@ class RFBRecordingProxy:
     async def _pipe_up(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Parse each client message, record input, forward (encodings filtered)."""
         recorder = self.recorder
+        tap = self.tap
         message = wire.ClientMessage
         while True:
             kind = (await reader.readexactly(1))[0]
@@ -405,9 +455,13 @@ class RFBRecordingProxy:
                 data, _ = await wire.read_rest(reader, kind, wire.FRAMEBUFFER_UPDATE_REQUEST)
             elif kind == message.KEY_EVENT:
                 data, (_, down, keysym) = await wire.read_rest(reader, kind, wire.KEY_EVENT)
+                if tap is not None and not await tap.key(bool(down), keysym):
+                    continue
                 recorder.key(bool(down), keysym)
             elif kind == message.POINTER_EVENT:
                 data, (_, mask, x, y) = await wire.read_rest(reader, kind, wire.POINTER_EVENT)
+                if tap is not None:
+                    await tap.pointer(mask, x, y)
                 recorder.pointer(mask, x, y)
             elif kind == message.CLIENT_CUT_TEXT:
                 data, (_, length) = await wire.read_rest(reader, kind, wire.CLIENT_CUT_TEXT)

@@ -195,6 +195,17 @@ class Budget(_Strict):
     """Most wall-clock seconds from the end of setup before the episode ends."""
 
 
+DEFAULT_SCREEN = (1280, 800)
+
+
+class Screen(_Strict):
+    """The screen a task needs: a demonstrated task's anchors and clicks were recorded
+    at this size (fonts, DPI and theme are the desktop image's, fixed by its recipe)."""
+
+    width: Annotated[int, Field(ge=320, le=7680)]
+    height: Annotated[int, Field(ge=200, le=4320)]
+
+
 class Task(_Strict):
     id: str
     """Unique, lowercase letters, digits and dashes; equals the file name."""
@@ -208,6 +219,9 @@ class Task(_Strict):
     phases: list[Phase] = []
     """Φ: later user messages, delivered in order by their triggers."""
     budget: Budget = Budget()
+    screen: Screen | None = None
+    """The screen size the task needs; an episode on a desktop of another size ends at
+    once with an error naming both. None: any size (its desktops are made 1280×800)."""
     evaluate: ParsedTree
     """R: a tree of checks (see docs/tasks.md)."""
     reference: str | None = None
@@ -231,6 +245,10 @@ class Task(_Strict):
                 f"{value!r} is not a valid id: use lowercase letters, digits and single dashes"
             )
         return value
+
+    @property
+    def screen_size(self) -> tuple[int, int]:
+        return DEFAULT_SCREEN if self.screen is None else (self.screen.width, self.screen.height)
 
     @property
     def eval_tree(self) -> EvalNode:

@@ -1,4 +1,4 @@
-"""The DeskLoop terminal UI: one Textual app, five screens over the lab's services.
+"""The DeskLoop terminal UI: one Textual app, six screens over the lab's services.
 
 Screens are thin: they call services (store queries, the task loader, the desktop
 pool, an `EpisodeSession`) and show the results. Anything slow runs as a worker
@@ -25,17 +25,20 @@ from app.tasks.loader import load_tasks
 from app.tasks.model import Task
 from app.ui.graphics import Graphics
 from app.ui.modals import ErrorScreen, HelpScreen
+from app.ui.screens.author import AuthorScreen
 from app.ui.screens.desktops import DesktopsScreen
 from app.ui.screens.episodes import EpisodesScreen
 from app.ui.screens.live import LiveScreen
 from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import TasksScreen
+from app.ui.services.authoring import RecordingSession
 from app.ui.services.desktops import DesktopPool, LibvirtDesktops
 from app.ui.services.episode import EpisodeSession
 
 SCREEN_KEYS = """
 **Screens** (from anywhere, when the cursor is not in a text box):
 **t** Tasks · **l** Live · **d** Desktops · **e** Episodes · **r** Results ·
+**a** Author ·
 **?** this help · **q** quit.
 """
 
@@ -50,6 +53,7 @@ class DeskLoopApp(App[None]):
         "live": LiveScreen,
         "episodes": EpisodesScreen,
         "results": ResultsScreen,
+        "author": AuthorScreen,
     }
     CSS_PATH = "deskloop.tcss"
     # Every action has a key in the footer; the palette's ^p would only crowd it.
@@ -62,7 +66,8 @@ class DeskLoopApp(App[None]):
         Binding("l", "switch_mode('live')", "Live", show=False),
         Binding("e", "switch_mode('episodes')", "Episodes", show=False),
         Binding("r", "switch_mode('results')", "Results", show=False),
-        Binding("question_mark", "help", "Help · screens: d t l e r", key_display="?"),
+        Binding("a", "switch_mode('author')", "Author", show=False),
+        Binding("question_mark", "help", "Help · screens: d t l e r a", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -93,6 +98,8 @@ class DeskLoopApp(App[None]):
         self.session: EpisodeSession | None = None
         self.live_desktop: str | None = None
         """A desktop to watch when no episode runs (Desktops screen, 'view live')."""
+        self.recording: RecordingSession | None = None
+        """The demonstration the Author screen records (one at a time)."""
         self.tasks: list[Task] = []
         self.task_errors: list[DeskLoopError] = []
         self.reload_tasks()
@@ -111,6 +118,8 @@ class DeskLoopApp(App[None]):
     async def on_unmount(self) -> None:
         if self.session is not None and not self.session.ended:
             self.session.control.abort()
+        if self.recording is not None and not self.recording.ended:
+            self.recording.end("the TUI quit")
         await self.pool.close_all()
         self.store.close()
 

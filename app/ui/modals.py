@@ -1,16 +1,20 @@
-"""Dialogs shared by the screens: help, errors, a choice."""
+"""Dialogs shared by the screens: help, errors, a choice, a line of text, YAML."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Markdown, OptionList, Static
+from textual.widgets import Button, Input, Markdown, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
+
+from app.core.errors import DeskLoopError
 
 
 class HelpScreen(ModalScreen[None]):
@@ -78,5 +82,78 @@ class ChoiceScreen(ModalScreen[str | None]):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
 
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """One line of text (may be empty); dismisses with it on enter, None on escape."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, question: str, placeholder: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.question = question
+        self.placeholder = placeholder
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog"):
+            yield Static(Text(self.title_text, "bold"), id="dialog-title")
+            yield Static(self.question)
+            yield Input(placeholder=self.placeholder, id="prompt")
+            yield Static("[dim]enter confirms · esc cancels[/dim]")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    def confirm(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class YamlScreen(ModalScreen[Any]):
+    """YAML text, checked by `parse` before it closes: a bad text keeps the dialog
+    open with `parse`'s message (which names the field). Dismisses with what `parse`
+    returned, or None on escape."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "save", "Save", priority=True),
+    ]
+
+    def __init__(self, title: str, text: str, parse: Callable[[str], Any]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.text = text
+        self.parse = parse
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog"):
+            yield Static(Text(self.title_text, "bold"), id="dialog-title")
+            yield TextArea(self.text, language=None, id="yaml-text")
+            yield Static("", id="yaml-error", markup=False)
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Save", id="save", variant="primary")
+                yield Button("Cancel", id="cancel")
+            yield Static("[dim]ctrl+s saves · esc cancels[/dim]")
+
+    def on_mount(self) -> None:
+        self.query_one(TextArea).focus()
+
+    @on(Button.Pressed, "#save")
+    def action_save(self) -> None:
+        text = self.query_one(TextArea).text
+        try:
+            value = self.parse(text)
+        except (DeskLoopError, ValueError) as exc:
+            self.query_one("#yaml-error", Static).update(Text(str(exc), "red"))
+            return
+        self.dismiss(value)
+
+    @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -14,6 +14,7 @@ from textual.widgets.tree import TreeNode
 from app.ui.app import DeskLoopApp
 from app.ui.halfblock import HalfBlockView
 from app.ui.modals import ErrorScreen, HelpScreen
+from app.ui.screens.author import AuthorScreen
 from app.ui.screens.base import LabScreen
 from app.ui.screens.desktops import DesktopsScreen
 from app.ui.screens.episodes import EpisodesScreen
@@ -44,6 +45,7 @@ async def test_keys_reach_every_screen_and_help_explains_it(lab: DeskLoopApp) ->
             ("l", LiveScreen),
             ("e", EpisodesScreen),
             ("r", ResultsScreen),
+            ("a", AuthorScreen),
         ]
         for key, screen_type in screens:
 

@@ -1,0 +1,245 @@
+"""Compile a recording into a reference script that replays it.
+
+The raw input events are coalesced into actions by the same `InputRecorder` that
+records a person live (`app.rfb.proxy`), fed the recording's own times, so typing
+becomes one ``type`` and quick presses one double click. Before each action comes a
+guard that waits on meaning, never a fixed sleep:
+
+- the focused window's title, whenever it differs from the one the last guard waited
+  for (``wait_for: {window: ^exact title$}``): a dialog has opened, the image was
+  renamed, the app has finished loading;
+- for a click, drag or scroll, an image anchor: the region around the pointer cut from
+  the last frame recorded before the press (`app.agents.anchors`), which the replay
+  waits to see before it acts (a menu drawn, a button enabled).
+
+Each boundary the author marked ends a sub-goal: the reference says ``done`` there and
+then expects the next phase's message (whose draft is the mark's note), and the
+compiled `Boundary` says which actions belong to which sub-goal, for the phases of the
+task and for skip replays.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image
+
+from app.agents.anchors import cut_anchor
+from app.authoring.recording import (
+    FrameEvent,
+    KeyEvent,
+    MarkEvent,
+    PointerEvent,
+    Recording,
+    RecordingError,
+    WindowEvent,
+)
+from app.core.actions import Action, Click, Drag, GuiAction, Scroll, compact_action
+from app.rfb.proxy import InputRecorder
+
+_Timed = TypeVar("_Timed", WindowEvent, FrameEvent)
+
+ANCHOR_HALF = 24
+"""Half the side of an anchor's square (pixels): big enough to tell a button from its
+neighbours, small enough that what changes elsewhere on the screen does not matter."""
+WINDOW_TIMEOUT = 60.0
+ANCHOR_TIMEOUT = 30.0
+MIN_ANCHOR_SPREAD = 2.0
+"""An anchor whose pixels barely vary (a flat canvas) proves nothing; none is made."""
+EXPECT_PREFIX = 40
+"""Characters of a mark's note the reference expects to find in the phase's message."""
+
+
+@dataclass(frozen=True)
+class TimedAction:
+    action: GuiAction
+    started: float
+    """When its first input event came (seconds since the recording began)."""
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """A sub-goal mark: the actions before it (from the previous one) are its sub-goal."""
+
+    note: str
+    t: float
+    actions_before: int
+    """How many of the recording's actions come before this mark."""
+
+
+@dataclass
+class CompiledReference:
+    """A recording compiled: the script's steps, its anchors' pixels, the sub-goals."""
+
+    steps: list[Any]
+    """Steps in the reference-script format (`app.agents.scripted`), anchors named
+    relative to the script's folder."""
+    anchors: dict[str, npt.NDArray[np.uint8]] = field(default_factory=dict)
+    """Anchor file name (relative to the script's folder) → RGB pixels."""
+    actions: list[TimedAction] = field(default_factory=list)
+    boundaries: list[Boundary] = field(default_factory=list)
+    ignored_events: int = 0
+    """Input events that map to no action (unknown keysyms, sideways wheel)."""
+
+    @property
+    def subgoals(self) -> list[range]:
+        """Each sub-goal's actions (indices into `actions`), first to last."""
+        edges = [0, *(b.actions_before for b in self.boundaries), len(self.actions)]
+        return [range(a, b) for a, b in itertools.pairwise(edges)]
+
+    def script(self, description: str) -> dict[str, Any]:
+        return {"kind": "demonstration", "description": description, "steps": self.steps}
+
+    def write_anchors(self, folder: Path) -> None:
+        """Write the anchor PNGs under `folder` (the script's folder)."""
+        for name, pixels in self.anchors.items():
+            path = folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(pixels).save(path)
+
+
+def coalesce(recording: Recording) -> tuple[list[TimedAction], list[Boundary], int]:
+    """The recording's actions (with when each began), its boundaries, and how many
+    input events made no action."""
+    actions: list[TimedAction] = []
+    boundaries: list[Boundary] = []
+
+    def emit(action: Action) -> None:
+        assert isinstance(action, GuiAction)  # input events only make GUI actions
+        actions.append(TimedAction(action, recorder.last_started))
+
+    recorder = InputRecorder(emit, live=False)
+    focused: str | None = None
+    for event in recording.events:
+        if isinstance(event, WindowEvent):
+            if focused is not None and event.title != focused:
+                # Keys typed on both sides of a focus change are two actions: the
+                # reference must wait for the new window before typing into it.
+                recorder.flush()
+            focused = event.title
+        elif isinstance(event, PointerEvent):
+            recorder.pointer(event.mask, event.x, event.y, at=event.t)
+        elif isinstance(event, KeyEvent):
+            recorder.key(event.down, event.keysym, at=event.t)
+        elif isinstance(event, MarkEvent):
+            recorder.flush()  # what was typed before the mark belongs to its sub-goal
+            boundaries.append(Boundary(event.note, event.t, len(actions)))
+    recorder.flush()
+    return actions, boundaries, recorder.ignored
+
+
+def compile_recording(
+    recording: Recording, anchor_dir: str, expected_messages: list[str] | None = None
+) -> CompiledReference:
+    """Compile `recording` into a reference whose anchors live under `anchor_dir`
+    (relative to the script's folder, e.g. ``anchors/gimp-poster-l3``). After each
+    boundary the reference expects the phase message `expected_messages` gives for it
+    (default: the mark's note, the message's first draft).
+
+    Raises:
+        RecordingError: the recording holds no action, or a frame it names is not an image.
+    """
+    actions, boundaries, ignored = coalesce(recording)
+    if not actions:
+        raise RecordingError(f"{recording.folder}: the recording holds no input to compile")
+    compiled = CompiledReference([], actions=actions, boundaries=boundaries, ignored_events=ignored)
+    titles = [e for e in recording.events if isinstance(e, WindowEvent)]
+    frames = [e for e in recording.events if isinstance(e, FrameEvent)]
+    cache: dict[str, npt.NDArray[np.uint8] | None] = {}
+    guarded_title: str | None = None
+    if expected_messages is not None:
+        if len(expected_messages) != len(boundaries):
+            raise RecordingError(
+                f"{recording.folder}: {len(expected_messages)} phase messages for "
+                f"{len(boundaries)} boundaries"
+            )
+        boundaries = [
+            Boundary(message, b.t, b.actions_before)
+            for b, message in zip(boundaries, expected_messages, strict=True)
+        ]
+    marks = iter(boundaries)
+    next_mark = next(marks, None)
+    for index, timed in enumerate(actions):
+        while next_mark is not None and next_mark.actions_before == index:
+            compiled.steps += _boundary_steps(next_mark)
+            next_mark = next(marks, None)
+        title = _last_before(titles, timed.started)
+        if title is not None and title.title != guarded_title:
+            guarded_title = title.title
+            pattern = f"^{literal(title.title)}$"
+            compiled.steps.append({"wait_for": {"window": pattern, "timeout": WINDOW_TIMEOUT}})
+        point = _target(timed.action)
+        frame = _last_before(frames, timed.started)
+        pixels = None
+        if point is not None and frame is not None:
+            if frame.file not in cache:
+                cache[frame.file] = _read_frame(recording, frame)
+            pixels = cache[frame.file]
+        if point is not None and pixels is not None:
+            cut, left, top = cut_anchor(pixels, point[0], point[1], ANCHOR_HALF)
+            if cut.size and float(cut.std()) >= MIN_ANCHOR_SPREAD:
+                name = f"{anchor_dir}/{len(compiled.anchors) + 1:03d}.png"
+                compiled.anchors[name] = cut
+                anchor = {"image": name, "at": [left, top]}
+                compiled.steps.append({"wait_for": {"anchor": anchor, "timeout": ANCHOR_TIMEOUT}})
+        compiled.steps.append(compact_action(timed.action))
+    while next_mark is not None:  # marks after the last action
+        compiled.steps += _boundary_steps(next_mark)
+        next_mark = next(marks, None)
+    compiled.steps.append("done")
+    return compiled
+
+
+def _boundary_steps(mark: Boundary) -> list[Any]:
+    steps: list[Any] = ["done"]
+    words = mark.note.strip()[:EXPECT_PREFIX]
+    if words:
+        steps.append({"expect": {"message": literal(words)}})
+    return steps
+
+
+def literal(text: str) -> str:
+    """`text` as a regex that matches it literally, escaping only what is special (so
+    a title stays readable: ``\\[photo\\] \\(imported\\)-1\\.0 – GIMP``)."""
+    return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
+
+
+def _target(action: GuiAction) -> tuple[int, int] | None:
+    """Where on the screen a pointer action acts (None for keys and text)."""
+    if isinstance(action, Click | Scroll):
+        return action.x, action.y
+    if isinstance(action, Drag):
+        return action.x1, action.y1
+    return None
+
+
+def _last_before(events: list[_Timed], t: float) -> _Timed | None:
+    found = None
+    for event in events:
+        if event.t > t:
+            break
+        found = event
+    return found
+
+
+def _read_frame(recording: Recording, frame: FrameEvent) -> npt.NDArray[np.uint8] | None:
+    """The frame's pixels; None when its file was never written (the recorder died
+    between writing the frame's line and its PNG): that action goes without an anchor.
+
+    Raises:
+        RecordingError: the file is there but is not a readable image.
+    """
+    path = recording.frame_path(frame)
+    try:
+        with Image.open(path) as image:
+            return np.asarray(image.convert("RGB"), dtype=np.uint8)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RecordingError(f"{path}: cannot read the recorded frame: {exc}") from None

@@ -1,0 +1,91 @@
+"""The scripted agent's anchor guard on a real desktop: it waits until the screen shows
+the recorded region, and FAILs naming the step and how much agreed when it never does."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from app.agents.anchors import cut_anchor
+from app.agents.base import AgentContext, GuestProbe, Observation
+from app.agents.scripted import ScriptedAgent, load_script
+from app.core.actions import Done, Fail
+from app.desktops.local import LocalDesktop
+from app.desktops.xwindows import wait_window
+from app.episode.protocol import Protocol
+
+pytestmark = pytest.mark.desktop
+
+XTERM = [
+    "xterm",
+    "-xrm",
+    "*allowTitleOps: false",
+    "-geometry",
+    "40x10+60+60",
+    "-title",
+    "anchor-term",
+    "-e",
+    "sh",
+    "-c",
+    "echo ANCHOR; exec sleep 600",
+]
+
+
+async def observation(desktop: LocalDesktop) -> Observation:
+    protocol = Protocol("Do it.", [], max_steps=10, max_seconds=60)
+    return Observation(
+        await desktop.frame(), protocol.active_message, tuple(protocol.conversation), 0
+    )
+
+
+def write_script(folder: Path, pixels: np.ndarray, at: tuple[int, int], timeout: float) -> Path:
+    (folder / "anchors").mkdir(exist_ok=True)
+    Image.fromarray(pixels).save(folder / "anchors" / "001.png")
+    script = folder / "ref.yaml"
+    script.write_text(
+        "steps:\n"
+        f"  - wait_for: {{anchor: {{image: anchors/001.png, at: [{at[0]}, {at[1]}]}}, "
+        f"timeout: {timeout}}}\n"
+        "  - done\n"
+    )
+    return script
+
+
+async def test_the_guard_waits_for_the_region_to_appear(tmp_path: Path) -> None:
+    async with LocalDesktop() as desktop:
+        await desktop.guest.launch(XTERM)
+        await wait_window(desktop.guest, name="anchor-term", timeout=60)
+        await desktop.settle(timeout=5, quiet=0.5)
+        cut, left, top = cut_anchor((await desktop.frame()).pixels, 100, 75, half=24)
+        assert cut.std() > 0  # the cut shows the xterm, not an empty screen
+        script = write_script(tmp_path, cut, (left, top), timeout=60)
+        await desktop.guest.run(["pkill", "-f", "anchor-term"])
+        await desktop.settle(timeout=5, quiet=0.5)
+
+        agent = ScriptedAgent(load_script(script))
+        await agent.start(AgentContext("t", desktop.width, desktop.height, GuestProbe(desktop)))
+        decision = asyncio.create_task(agent.decide(await observation(desktop)))
+        await asyncio.sleep(0)
+        assert not decision.done()  # the region is not on the screen yet
+        await desktop.guest.launch(XTERM)
+        assert await asyncio.wait_for(decision, 60) == Done()
+
+
+async def test_a_region_that_never_appears_fails_naming_the_step(tmp_path: Path) -> None:
+    async with LocalDesktop() as desktop:
+        await desktop.settle(timeout=5, quiet=0.5)
+        white = np.full((32, 32, 3), 255, np.uint8)
+        script = write_script(tmp_path, white, (10, 10), timeout=1)
+        agent = ScriptedAgent(load_script(script))
+        await agent.start(AgentContext("t", desktop.width, desktop.height, GuestProbe(desktop)))
+        started = time.monotonic()
+        decision = await agent.decide(await observation(desktop))
+        assert isinstance(decision, Fail)
+        assert f"{script}: steps[0]: wait_for anchor 'anchors/001.png' timed out" in decision.reason
+        assert "0% of its pixels agreed, 90% needed" in decision.reason
+        assert time.monotonic() - started < 10
