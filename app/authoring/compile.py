@@ -115,8 +115,16 @@ def coalesce(recording: Recording) -> tuple[list[TimedAction], list[Boundary], i
         actions.append(TimedAction(action, recorder.last_started))
 
     recorder = InputRecorder(emit, live=False)
+    title: str | None = None
     for event in recording.events:
-        if isinstance(event, PointerEvent):
+        if isinstance(event, WindowEvent):
+            if title is not None and event.title != title:
+                # Typing never spans a change of focus: a key that opened a dialog and
+                # the text typed into it are two actions, so a window guard can come
+                # between them (replayed as one `type`, the text would race the dialog).
+                recorder.flush()
+            title = event.title
+        elif isinstance(event, PointerEvent):
             recorder.pointer(event.mask, event.x, event.y, at=event.t)
         elif isinstance(event, KeyEvent):
             recorder.key(event.down, event.keysym, at=event.t)
