@@ -91,3 +91,20 @@ def cut_anchor(
     left, top = max(0, x - half), max(0, y - half)
     right, bottom = min(width, x + half), min(height, y + half)
     return screen[top:bottom, left:right].copy(), left, top
+
+
+def region(screen: npt.NDArray[np.uint8], anchor: Anchor) -> npt.NDArray[np.uint8] | None:
+    """What the screen shows where the anchor should be (None: it does not fit)."""
+    bottom, right = anchor.top + anchor.height, anchor.left + anchor.width
+    if anchor.top < 0 or anchor.left < 0 or bottom > screen.shape[0] or right > screen.shape[1]:
+        return None
+    return screen[anchor.top : bottom, anchor.left : right].copy()
+
+
+def difference(live: npt.NDArray[np.uint8], anchor: Anchor) -> npt.NDArray[np.uint8]:
+    """An image of where the live region disagrees: disagreeing pixels red over a dimmed
+    copy of the recorded region."""
+    off = np.abs(live.astype(np.int16) - anchor.pixels.astype(np.int16)).max(axis=2)
+    out = (anchor.pixels // 3).astype(np.uint8)
+    out[off > anchor.tolerance] = (255, 0, 0)
+    return out

@@ -9,8 +9,12 @@ on meaning ("the Export dialog is open") instead of on time.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
 
 from app.core.actions import Action
 from app.core.commands import CommandResult
@@ -81,6 +85,9 @@ class GuestProbe:
         return await self._desktop.frame()
 
 
+KeepImage = Callable[[str, "npt.NDArray[np.uint8]"], Awaitable[str | None]]
+
+
 @dataclass(frozen=True)
 class AgentContext:
     task_id: str
@@ -89,6 +96,9 @@ class AgentContext:
     probe: Probe
     time_scale: float = 1.0
     """The desktop's `DesktopInfo.time_scale`: scripted waits stretch by it."""
+    keep_image: KeepImage | None = None
+    """Keeps an image with the episode (a PNG beside its frames) and returns its path:
+    what a scripted agent shows of an anchor it did not find. None: not recorded."""
 
 
 @runtime_checkable

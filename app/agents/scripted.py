@@ -46,10 +46,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import AfterValidator, Discriminator, Field, PlainValidator, Tag, model_validator
 
 from app.agents import anchors
-from app.agents.base import AgentContext, CommandProbe, FrameProbe, Observation, Probe
+from app.agents.base import (
+    AgentContext,
+    CommandProbe,
+    FrameProbe,
+    KeepImage,
+    Observation,
+    Probe,
+)
 from app.core.actions import Action, Fail, GuiAction, parse_action
 from app.core.errors import ActionError, AgentError, GuestError
 from app.core.validation import Lines, StrictModel, prefixed, read_yaml_lines, validate
@@ -370,6 +379,7 @@ class ScriptedAgent:
         self._lenient = lenient_guards
         self._cursor = 0
         self._probe: Probe | None = None
+        self._keep_image: KeepImage | None = None
         self._time_scale = 1.0
         self._last_action: GuiAction | None = None
         # When the guard under the cursor started waiting; kept across a resend so the
@@ -384,6 +394,7 @@ class ScriptedAgent:
         self._cursor = 0
         self._probe = context.probe
         self._time_scale = context.time_scale
+        self._keep_image = context.keep_image
         self._last_action = None
         self._guard_started = None
 
@@ -436,6 +447,7 @@ class ScriptedAgent:
             None if guard.resend_every is None else now + guard.resend_every * self._time_scale
         )
         last = ""
+        last_screen: npt.NDArray[np.uint8] | None = None
         while True:
             if guard.what == "file":
                 if await self._probe.file_exists(guard.value):
@@ -448,12 +460,15 @@ class ScriptedAgent:
                 if share >= guard.anchor.match:
                     return None
                 last = f"{share:.0%} of its pixels agreed, {guard.anchor.match:.0%} needed"
+                last_screen = frame.pixels
             else:
                 last = await self._probe.active_window_title()
                 found = re.search(guard.value, last) is not None
                 if found == (guard.what == "window"):
                     return None
             if time.monotonic() >= deadline:
+                if guard.anchor is not None and last_screen is not None:
+                    last += await self._keep_anchor_miss(guard, guard.anchor, last_screen)
                 seen = {
                     "file": "",
                     "anchor": f"; {last}",
@@ -466,6 +481,30 @@ class ScriptedAgent:
             if resend_due and self._last_action is not None:
                 return self._last_action
             await asyncio.sleep(GUARD_POLL_SECONDS)
+
+    async def _keep_anchor_miss(
+        self, guard: WaitFor, anchor: anchors.Anchor, screen: npt.NDArray[np.uint8]
+    ) -> str:
+        """Keep the recorded region, the live one and their difference with the episode;
+        the words that say where they are ('' when the episode keeps no images)."""
+        if self._keep_image is None:
+            return ""
+        live = anchors.region(screen, anchor)
+        if live is None:
+            return "; the region is off this screen (another screen size?)"
+        step = guard.where.rsplit("steps[", 1)[-1].rstrip("]")
+        kept = [
+            await self._keep_image(f"anchor-{step}-{what}", pixels)
+            for what, pixels in (
+                ("recorded", anchor.pixels),
+                ("live", live),
+                ("difference", anchors.difference(live, anchor)),
+            )
+        ]
+        paths = [path for path in kept if path is not None]
+        if len(paths) != len(kept):
+            return ""
+        return f"; kept the recorded region, the live one and their difference: {', '.join(paths)}"
 
     async def _oracle(self, oracle: Oracle) -> str | None:
         if not isinstance(self._probe, CommandProbe):

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from app.agents.base import Agent, AgentContext, CallsEndpoint, GuestProbe, Observation
 from app.core.actions import (
@@ -296,7 +297,12 @@ class EpisodeRunner:
         info = self.desktop.info()
         await self.agent.start(
             AgentContext(
-                task.id, info.width, info.height, GuestProbe(self.desktop), info.time_scale
+                task.id,
+                info.width,
+                info.height,
+                GuestProbe(self.desktop),
+                info.time_scale,
+                keep_image=lambda name, pixels: self._keep_image(episode_id, name, pixels),
             )
         )
         started = time.monotonic()
@@ -457,9 +463,7 @@ class EpisodeRunner:
         self._say(f"scoring the checks of phase {index + 1}")
         result = await score_phase(self.task, index, self.desktop.guest, self._agent_started_at)
         if result is not None:
-            await self._stored(
-                self.store.record_phase_checks, episode_id, index, result.checks
-            )
+            await self._stored(self.store.record_phase_checks, episode_id, index, result.checks)
 
     async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
         """Await the user's reply, unless the person aborts first."""
@@ -499,6 +503,15 @@ class EpisodeRunner:
         for message, message_id in zip(messages, ids, strict=True):
             self._message_ids[id(message)] = message_id
             self._emit(MessageEvent(message))
+
+    async def _keep_image(
+        self, episode_id: int, name: str, pixels: npt.NDArray[np.uint8]
+    ) -> str | None:
+        """An agent's image kept with the episode's frames (its path), if frames are."""
+        if not self.options.store_frames:
+            return None
+        png = await asyncio.to_thread(encode_png, pixels)
+        return await self._stored(self.store.save_frame, episode_id, name, png)
 
     async def _save_frame(self, episode_id: int, name: str, frame: Frame) -> str | None:
         if not self.options.store_frames:

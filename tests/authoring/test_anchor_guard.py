@@ -44,7 +44,7 @@ async def observation(desktop: LocalDesktop) -> Observation:
 
 
 def write_script(folder: Path, pixels: np.ndarray, at: tuple[int, int], timeout: float) -> Path:
-    (folder / "anchors").mkdir(exist_ok=True)
+    (folder / "anchors").mkdir(parents=True, exist_ok=True)
     Image.fromarray(pixels).save(folder / "anchors" / "001.png")
     script = folder / "ref.yaml"
     script.write_text(
@@ -89,3 +89,39 @@ async def test_a_region_that_never_appears_fails_naming_the_step(tmp_path: Path)
         assert f"{script}: steps[0]: wait_for anchor 'anchors/001.png' timed out" in decision.reason
         assert "0% of its pixels agreed, 90% needed" in decision.reason
         assert time.monotonic() - started < 10
+
+
+async def test_a_missed_anchor_keeps_the_recorded_and_live_regions_with_the_episode(
+    tmp_path: Path,
+) -> None:
+    from app.episode.launch import launch
+    from app.store import Store
+    from app.tasks.loader import load_task
+
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True)
+    write_script(folder / "references", np.full((32, 32, 3), 255, np.uint8), (10, 10), 1)
+    (folder / "missed.yaml").write_text(
+        "id: missed\napp: gimp\nlevel: L1\ntitle: t\ninstruction: i\n"
+        "evaluate: {check: file_exists, path: ~/x}\nreference: references/ref.yaml\n"
+    )
+    task = load_task(folder / "missed.yaml")
+    with Store(tmp_path / "db.sqlite") as store:
+        from app.agents.factory import make_agent
+
+        result = await launch(
+            task, store, backend="local", agent=make_agent("reference", task)
+        ).run()
+        (step,) = store.steps(result.episode_id)
+    assert step.kind == "fail"
+    reason = step.description
+    assert "timed out" in reason and "kept the recorded region" in reason, reason
+    names = [p.strip() for p in reason.split("difference: ")[1].split(",")]
+    assert [Path(n).stem for n in names] == [
+        "anchor-0-recorded",
+        "anchor-0-live",
+        "anchor-0-difference",
+    ]
+    recorded, live, diff = (Image.open(tmp_path / n) for n in names)
+    assert recorded.size == live.size == diff.size == (32, 32)
+    assert np.asarray(recorded.convert("RGB")).min() == 255  # the anchor as recorded
