@@ -41,6 +41,7 @@ from app.authoring.recording import (
     WindowEvent,
 )
 from app.core.actions import Action, Click, Drag, GuiAction, Scroll, compact_action
+from app.desktops.reaper import SESSION_PREFIX
 from app.rfb.proxy import InputRecorder
 
 _Timed = TypeVar("_Timed", WindowEvent, FrameEvent)
@@ -165,7 +166,7 @@ def compile_recording(
         title = _last_before(titles, timed.started)
         if title is not None and title.title != guarded_title:
             guarded_title = title.title
-            pattern = f"^{literal(title.title)}$"
+            pattern = f"^{title_pattern(title.title)}$"
             compiled.steps.append({"wait_for": {"window": pattern, "timeout": WINDOW_TIMEOUT}})
         point = _target(timed.action)
         frame = _last_before(frames, timed.started)
@@ -201,6 +202,21 @@ def literal(text: str) -> str:
     """`text` as a regex that matches it literally, escaping only what is special (so
     a title stays readable: ``\\[photo\\] \\(imported\\)-1\\.0 – GIMP``)."""
     return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
+
+
+# A local desktop's home is a fresh session folder (`/tmp/deskloop-XXXXXXXX/home`), and
+# apps that show a file's full path in their title (Blender: `Blender [/tmp/…/scene.blend]`)
+# name it: a replay on another desktop has another folder there.
+_SESSION_HOME = re.compile(
+    r"/[^\s\[\]()]*?/" + re.escape(SESSION_PREFIX) + r"[A-Za-z0-9_]+/home(?=/)"
+)
+
+
+def title_pattern(text: str) -> str:
+    """A window title as a regex that matches it literally (`literal`), except that a
+    local desktop's session home in it matches any home (``.*``)."""
+    parts = _SESSION_HOME.split(text)
+    return ".*".join(literal(part) for part in parts)
 
 
 def _target(action: GuiAction) -> tuple[int, int] | None:
