@@ -159,15 +159,27 @@ def compile_recording(
         ]
     marks = iter(boundaries)
     next_mark = next(marks, None)
+
+    def guard_title(t: float, always: bool = False) -> None:
+        nonlocal guarded_title
+        title = _last_before(titles, t)
+        if title is None:
+            return
+        pattern = f"^{title_pattern(title.title)}$"
+        last = compiled.steps[-1] if compiled.steps else None
+        again = always and last != {"wait_for": {"window": pattern, "timeout": WINDOW_TIMEOUT}}
+        if title.title != guarded_title or again:
+            guarded_title = title.title
+            compiled.steps.append({"wait_for": {"window": pattern, "timeout": WINDOW_TIMEOUT}})
+
     for index, timed in enumerate(actions):
         while next_mark is not None and next_mark.actions_before == index:
+            # The person saw the sub-goal done (a save's '*' gone from the title)
+            # before marking it: the replay waits for the same before it says done.
+            guard_title(next_mark.t, always=True)
             compiled.steps += _boundary_steps(next_mark)
             next_mark = next(marks, None)
-        title = _last_before(titles, timed.started)
-        if title is not None and title.title != guarded_title:
-            guarded_title = title.title
-            pattern = f"^{title_pattern(title.title)}$"
-            compiled.steps.append({"wait_for": {"window": pattern, "timeout": WINDOW_TIMEOUT}})
+        guard_title(timed.started)
         point = _target(timed.action)
         frame = _last_before(frames, timed.started)
         pixels = None
@@ -184,8 +196,11 @@ def compile_recording(
                 compiled.steps.append({"wait_for": {"anchor": anchor, "timeout": ANCHOR_TIMEOUT}})
         compiled.steps.append(compact_action(timed.action))
     while next_mark is not None:  # marks after the last action
+        guard_title(next_mark.t, always=True)
         compiled.steps += _boundary_steps(next_mark)
         next_mark = next(marks, None)
+    if recording.events:
+        guard_title(recording.events[-1].t, always=True)
     compiled.steps.append("done")
     return compiled
 
