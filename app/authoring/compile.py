@@ -41,6 +41,7 @@ from app.authoring.recording import (
     WindowEvent,
 )
 from app.core.actions import Action, Click, Drag, GuiAction, Scroll, compact_action
+from app.desktops.reaper import SESSION_PREFIX
 from app.rfb.proxy import InputRecorder
 
 _Timed = TypeVar("_Timed", WindowEvent, FrameEvent)
@@ -165,15 +166,27 @@ def compile_recording(
         ]
     marks = iter(boundaries)
     next_mark = next(marks, None)
+
+    def guard_title(t: float, always: bool = False) -> None:
+        nonlocal guarded_title
+        title = _last_before(titles, t)
+        if title is None:
+            return
+        pattern = f"^{title_pattern(title.title)}$"
+        last = compiled.steps[-1] if compiled.steps else None
+        again = always and last != {"wait_for": {"window": pattern, "timeout": WINDOW_TIMEOUT}}
+        if title.title != guarded_title or again:
+            guarded_title = title.title
+            compiled.steps.append({"wait_for": {"window": pattern, "timeout": WINDOW_TIMEOUT}})
+
     for index, timed in enumerate(actions):
         while next_mark is not None and next_mark.actions_before == index:
+            # The person saw the sub-goal done (a save's '*' gone from the title)
+            # before marking it: the replay waits for the same before it says done.
+            guard_title(next_mark.t, always=True)
             compiled.steps += _boundary_steps(next_mark)
             next_mark = next(marks, None)
-        title = _last_before(titles, timed.started)
-        if title is not None and title.title != guarded_title:
-            guarded_title = title.title
-            pattern = f"^{literal(title.title)}$"
-            compiled.steps.append({"wait_for": {"window": pattern, "timeout": WINDOW_TIMEOUT}})
+        guard_title(timed.started)
         point = _target(timed.action)
         frame = _last_before(frames, timed.started)
         pixels = None
@@ -190,8 +203,11 @@ def compile_recording(
                 compiled.steps.append({"wait_for": {"anchor": anchor, "timeout": ANCHOR_TIMEOUT}})
         compiled.steps.append(compact_action(timed.action))
     while next_mark is not None:  # marks after the last action
+        guard_title(next_mark.t, always=True)
         compiled.steps += _boundary_steps(next_mark)
         next_mark = next(marks, None)
+    if recording.events:
+        guard_title(recording.events[-1].t, always=True)
     compiled.steps.append("done")
     return compiled
 
@@ -208,6 +224,21 @@ def literal(text: str) -> str:
     """`text` as a regex that matches it literally, escaping only what is special (so
     a title stays readable: ``\\[photo\\] \\(imported\\)-1\\.0 – GIMP``)."""
     return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
+
+
+# A local desktop's home is a fresh session folder (`/tmp/deskloop-XXXXXXXX/home`), and
+# apps that show a file's full path in their title (Blender: `Blender [/tmp/…/scene.blend]`)
+# name it: a replay on another desktop has another folder there.
+_SESSION_HOME = re.compile(
+    r"/[^\s\[\]()]*?/" + re.escape(SESSION_PREFIX) + r"[A-Za-z0-9_]+/home(?=/)"
+)
+
+
+def title_pattern(text: str) -> str:
+    """A window title as a regex that matches it literally (`literal`), except that a
+    local desktop's session home in it matches any home (``.*``)."""
+    parts = _SESSION_HOME.split(text)
+    return ".*".join(literal(part) for part in parts)
 
 
 def _target(action: GuiAction) -> tuple[int, int] | None:
