@@ -51,6 +51,8 @@ def test_typing_is_split_where_the_focused_window_changes(tmp_path: Path) -> Non
         {"type": "g"},
         {"wait_for": {"window": "^Edit Guide — Kdenlive$", "timeout": 60.0}},
         {"type": "Harbour"},
+        # Before DONE, the window seen at the end (its save or dialog has finished).
+        {"wait_for": {"window": "^Edit Guide — Kdenlive$", "timeout": 60.0}},
         "done",
     ]
 
