@@ -111,7 +111,8 @@ async def test_record_review_write_and_verify_through_the_service(tmp_path: Path
             session.mark("Now the second file")
             await play(person, desktop.guest.exists, "two")
             await person.key_combo([CTRL, ALT, SHIFT, ord("q")])  # the viewer's end
-            folder = await asyncio.wait_for(run, 30)
+            # The end: the last capture and the analysis of every snapshot run first.
+            folder = await asyncio.wait_for(run, 180)
         finally:
             await person.close()
     finally:
