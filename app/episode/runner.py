@@ -463,7 +463,14 @@ class EpisodeRunner:
         self._say(f"scoring the checks of phase {index + 1}")
         result = await score_phase(self.task, index, self.desktop.guest, self._agent_started_at)
         if result is not None:
-            await self._stored(self.store.record_phase_checks, episode_id, index, result.checks)
+            await self._stored(
+                self.store.record_phase_checks,
+                episode_id,
+                index,
+                result.checks,
+                passed=result.passed,
+                score=result.score,
+            )
 
     async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
         """Await the user's reply, unless the person aborts first."""

@@ -22,7 +22,24 @@ from typing import Any
 
 from app.core.tables import render_table
 from app.metrics.slots import counted_episodes
-from app.metrics.summary import COLUMNS, POLICY_NOTE, Summary, cells, outcome
+from app.metrics.summary import (
+    CHECK_COLUMNS,
+    COLUMNS,
+    PAIRED_COLUMNS,
+    PHASE_COLUMNS,
+    POLICY_NOTE,
+    RELIABILITY_COLUMNS,
+    RELIABILITY_NOTE,
+    REPEAT_COLUMNS,
+    Summary,
+    cells,
+    check_cells,
+    outcome,
+    paired_cells,
+    phase_cells,
+    reliability_cells,
+    repeat_cells,
+)
 from app.store import EpisodeRecord, Store
 
 # -- text -----------------------------------------------------------------------------
@@ -44,7 +61,29 @@ def format_report(summary: Summary) -> str:
             render_table(COLUMNS, [cells(g) for g in summary.totals], empty=_NO_EPISODES),
         ]
     parts += ["", POLICY_NOTE]
+    if summary.totals:
+        parts += ["", *reliability_sections(summary), "", RELIABILITY_NOTE]
     return "\n".join(parts)
+
+
+def reliability_sections(summary: Summary) -> list[str]:
+    """The checkpoint and reliability tables, each under its title (empty ones left out)."""
+    sections = [
+        (
+            "Reliability (95% intervals):",
+            RELIABILITY_COLUMNS,
+            [reliability_cells(g) for g in [*summary.groups, *summary.totals]],
+        ),
+        ("Checks (leaf success):", CHECK_COLUMNS, [check_cells(c) for c in summary.checks]),
+        ("Phases:", PHASE_COLUMNS, [phase_cells(p) for p in summary.phases]),
+        ("Repeats (pass@k, pass^k):", REPEAT_COLUMNS, [repeat_cells(r) for r in summary.repeats]),
+        ("Paired agents:", PAIRED_COLUMNS, [paired_cells(p) for p in summary.paired]),
+    ]
+    parts: list[str] = []
+    for title, columns, rows in sections:
+        if rows:
+            parts += [*([""] if parts else []), title, render_table(columns, rows, empty="")]
+    return parts
 
 
 # -- JSONL ----------------------------------------------------------------------------
@@ -108,6 +147,16 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
                 else json.dumps(s.agent_info, ensure_ascii=False),
             }
             for s in store.steps(record.id)
+        ],
+        "phases": [
+            {
+                "idx": p.idx,
+                "status": p.status,
+                "delivered_step": p.delivered_step,
+                "passed": p.passed,
+                "score": None if p.score is None else float(p.score),
+            }
+            for p in store.phases(record.id)
         ],
         "checks": [
             {

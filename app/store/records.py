@@ -209,6 +209,11 @@ class PhaseRecord:
     status: PhaseStatus
     delivered_step: int | None
     delivered_at: datetime | None
+    passed: bool | None = None
+    """Whether the phase's own checks passed when it was delivered (None: it has no
+    checks, was not delivered, or was recorded before migration 0010)."""
+    score: float | None = None
+    """Their partial credit, likewise."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Self:
@@ -221,6 +226,8 @@ class PhaseRecord:
             status=cast(PhaseStatus, row["status"]),
             delivered_step=row["delivered_step"],
             delivered_at=_opt_time(row["delivered_at"]),
+            passed=None if row["passed"] is None else bool(row["passed"]),
+            score=row["score"],
         )
 
 

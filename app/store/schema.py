@@ -306,6 +306,21 @@ def _v7(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0010_phase_results")
+def _v10_phase_results(db: Database) -> None:
+    # A phase's own checks' result beside the phase, as its tree decided it: the leaf
+    # rows alone cannot say whether an `any` group passed, and the per-phase pass
+    # rates of the reports (app.metrics.checkpoints) need the tree's answer. NULL for
+    # a phase without checks, one not delivered, and every phase recorded before.
+    db.execute(
+        "ALTER TABLE phases ADD COLUMN passed INTEGER CHECK (passed IS NULL OR passed IN (0, 1))"
+    )
+    db.execute(
+        "ALTER TABLE phases ADD COLUMN score REAL"
+        " CHECK (score IS NULL OR score BETWEEN 0.0 AND 1.0)"
+    )
+
+
 def migrate(db: Database) -> None:
     """Apply pending migrations, in order, all in one IMMEDIATE transaction.
 
