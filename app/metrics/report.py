@@ -66,8 +66,10 @@ def format_report(summary: Summary) -> str:
     return "\n".join(parts)
 
 
-def reliability_sections(summary: Summary) -> list[str]:
-    """The checkpoint and reliability tables, each under its title (empty ones left out)."""
+def reliability_sections(summary: Summary, *, groups: bool = True) -> list[str]:
+    """The checkpoint and reliability tables, each under its title (empty ones left
+    out); `groups=False` leaves out the first, the rates per group, for a screen
+    that shows that one as a table of its own."""
     sections = [
         (
             "Reliability (95% intervals):",
@@ -80,7 +82,7 @@ def reliability_sections(summary: Summary) -> list[str]:
         ("Paired agents:", PAIRED_COLUMNS, [paired_cells(p) for p in summary.paired]),
     ]
     parts: list[str] = []
-    for title, columns, rows in sections:
+    for title, columns, rows in sections if groups else sections[1:]:
         if rows:
             parts += [*([""] if parts else []), title, render_table(columns, rows, empty="")]
     return parts
