@@ -4,18 +4,18 @@ two tasks by two agents, an infrastructure error and an agent's own error).
 
 The database, by hand (every episode's user is simulated):
 
-| ep | task (level, kind)       | agent | outcome            | credit | checks (final)          | phase 0       |
-|----|--------------------------|-------|--------------------|--------|-------------------------|---------------|
-| 1  | flip (L1, standard)      | A     | passed             | 1.0    | exists ✓, size ✓        |               |
-| 2  | flip                     | A     | failed             | 0.5    | exists ✓, size ✗        |               |
-| 3  | flip                     | A     | passed             | 1.0    | exists ✓, size ✓        |               |
-| 4  | flip                     | B     | failed             | 0.75   | exists ✓, size ✗ (0.5)  |               |
-| 5  | flip                     | B     | error (desktop)    | -      | -                       |               |
-| 6  | flip                     | B     | agent's own error  | (0)    | -                       |               |
-| 7  | poster (L2, interactive) | A     | passed             | 1.0    | layer ✓, judge ✓        | delivered, ✓  |
-| 8  | poster                   | A     | failed             | 0.0    | layer ✗, judge ✓        | delivered, ✗  |
-| 9  | poster                   | B     | passed             | 1.0    | layer ✓, judge ✗        | never         |
-| 10 | poster                   | B     | passed (1 ask)     | 1.0    | layer ✓, judge ✓        | delivered, ✓  |
+| ep | task (level, kind)  | agent | outcome           | credit | final checks         | phase 0   |
+|----|---------------------|-------|-------------------|--------|----------------------|-----------|
+| 1  | flip (L1, standard) | A     | passed            | 1.0    | exists ✓, size ✓     |           |
+| 2  | flip                | A     | failed            | 0.5    | exists ✓, size ✗     |           |
+| 3  | flip                | A     | passed            | 1.0    | exists ✓, size ✓     |           |
+| 4  | flip                | B     | failed            | 0.75   | exists ✓, size ✗ 0.5 |           |
+| 5  | flip                | B     | error (desktop)   | -      | -                    |           |
+| 6  | flip                | B     | agent's own error | (0)    | -                    |           |
+| 7  | poster (L2, inter.) | A     | passed            | 1.0    | layer ✓, judge ✓     | ✓         |
+| 8  | poster              | A     | failed            | 0.0    | layer ✗, judge ✓     | ✗         |
+| 9  | poster              | B     | passed            | 1.0    | layer ✓, judge ✗     | never     |
+| 10 | poster              | B     | passed (1 ask)    | 1.0    | layer ✓, judge ✓     | ✓         |
 
 The judge there has `counts: false`: it fails on a passed episode (9) and passes on a
 failed one (8), and neither changes a figure but its own row.

@@ -111,9 +111,7 @@ def check_rates(
     ]
 
 
-def phase_passed(
-    phase: PhaseRecord, checks: Sequence[CheckOutcome]
-) -> bool | None:
+def phase_passed(phase: PhaseRecord, checks: Sequence[CheckOutcome]) -> bool | None:
     """Whether a delivered phase's checks passed; None if it cannot be told."""
     if phase.passed is not None:
         return phase.passed

@@ -76,8 +76,8 @@ def t95(df: int) -> float:
     """The Student t distribution's 97.5% quantile with `df` degrees of freedom."""
     if df < 1:
         raise ValueError(f"t95: needs df >= 1, got {df}")
-    # scipy ships with scikit-image, a dependency already; imported here so that the
-    # text report does not pay for it unless a mean over tasks is asked for.
+    # Imported here: scipy.stats takes a while to import, and only means over tasks
+    # (pass@k over repeats, paired differences) need it.
     from scipy.stats import t
 
     return float(t.ppf(0.975, df))
@@ -92,9 +92,7 @@ class Mean:
     interval: tuple[float, float] | None
 
 
-def mean_with_interval(
-    values: Sequence[float], bounds: tuple[float, float] | None = None
-) -> Mean:
+def mean_with_interval(values: Sequence[float], bounds: tuple[float, float] | None = None) -> Mean:
     """The mean of `values` and its 95% t interval, clipped to `bounds` when given.
 
     The units (tasks) are taken as independent draws; their spread is the sample

@@ -273,9 +273,7 @@ def summarize(store: Store, batch_id: str | None = None) -> Summary:
         checks=check_rates(attempts, checks),
         phases=phase_rates(attempts, phases, checks),
         repeats=[
-            *sorted(
-                repeat_rows(attempts, _group_key), key=lambda r: (_sort_key(r.key), r.k)
-            ),
+            *sorted(repeat_rows(attempts, _group_key), key=lambda r: (_sort_key(r.key), r.k)),
             *sorted(
                 repeat_rows(attempts, lambda e: (ALL, ALL, ALL, e.agent, ALL)),
                 key=lambda r: (r.key, r.k),

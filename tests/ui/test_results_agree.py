@@ -196,8 +196,8 @@ async def test_the_tui_and_the_report_show_the_same_figures(
     # Everything: 7 attempts, 3 passed; credit ≥ 0.5: the 3 passes and 0.5 = 4.
     assert reliability[-1][5:8] == ["7", "43% [16–75%]", "57% [25–84%]"]
     text = capsys_text
-    for row in reliability:
-        assert re.search(r"\s{2,}".join(re.escape(c) for c in row), text), row
+    for shown in reliability:
+        assert re.search(r"\s{2,}".join(re.escape(c) for c in shown), text), shown
     for line in ("Checks (leaf success):", "Repeats (pass@k, pass^k):", "Paired agents:"):
         assert line in tui_checkpoints and line in text
     tree = lxml_html.document_fromstring(page.read_text())
