@@ -90,9 +90,10 @@ def test_a_judge_that_does_not_count_changes_neither_pass_nor_credit() -> None:
 
 def test_a_judge_that_counts_decides_like_any_check() -> None:
     failing = Verdict(passed=False, score=0.2, reasons="The title is cut off.")
-    assert score(tree(True), state_with(tree(True), failing)) == (False, pytest.approx(0.6))
+    # (1 + 0.2) / 2 and (1 + 0.9) / 2: the judge's credit weighs like any leaf's.
+    assert score(tree(True), state_with(tree(True), failing)) == pytest.approx((False, 0.6))
     passing = Verdict(passed=True, score=0.9, reasons="Legible.")
-    assert score(tree(True), state_with(tree(True), passing)) == (True, pytest.approx(0.95))
+    assert score(tree(True), state_with(tree(True), passing)) == pytest.approx((True, 0.95))
 
 
 def test_a_tree_needs_a_check_that_decides() -> None:

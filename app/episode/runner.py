@@ -60,8 +60,8 @@ from app.episode.events import (
     StepEvent,
     WaitingEvent,
 )
-from app.episode.protocol import Outcome, PhaseSpec, Protocol
 from app.episode.judge import JUDGE_CACHE, JudgeContext
+from app.episode.protocol import Outcome, PhaseSpec, Protocol
 from app.episode.scoring import ScoreResult, score_phase, score_task
 from app.episode.setup_steps import LastSeen, run_setup
 from app.store import Store

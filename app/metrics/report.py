@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,27 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
                 "evidence": c.evidence,
             }
             for idx, c in enumerate(store.checks(record.id))
+        ],
+        "judgements": [
+            {
+                "path": j.path,
+                "phase": j.phase,
+                "counts": j.counts,
+                "model": j.model,
+                "base_url": j.base_url,
+                "temperature": float(j.temperature),
+                "seed": j.seed,
+                "prompt_json": json.dumps(j.prompt, ensure_ascii=False),
+                "images_json": json.dumps([asdict(i) for i in j.images]),
+                "request_key": j.request_key,
+                "answer": j.answer,
+                "passed": None if j.verdict is None else j.verdict.passed,
+                "score": None if j.verdict is None else j.verdict.score,
+                "reasons": None if j.verdict is None else j.verdict.reasons,
+                "cached": j.cached,
+                "error": j.error,
+            }
+            for j in store.judgements(record.id)
         ],
     }
 
