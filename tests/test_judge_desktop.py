@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 
 from app.agents.base import AgentContext, Observation
+from app.cli import main
 from app.core.actions import Action, Done, Type
 from app.desktops.local import LocalDesktop
 from app.episode.control import RunOptions
@@ -106,7 +107,7 @@ def sent_images(request: Received) -> list[bytes]:
 
 
 async def test_the_judge_sees_the_final_frame_and_a_file_and_is_reported_beside(
-    task: Task, tmp_path: Path
+    task: Task, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = Store(tmp_path / "deskloop.db")
     with FakeEndpoint([text_reply(FRAME_VERDICT), text_reply(FILE_VERDICT)]) as endpoint:
@@ -156,6 +157,13 @@ async def test_the_judge_sees_the_final_frame_and_a_file_and_is_reported_beside(
     assert frame_j.verdict is not None and not frame_j.verdict.passed
     assert file_j.verdict is not None and file_j.verdict.reasons == "A red square fills the image."
     assert (tmp_path / JUDGE_CACHE).is_dir()
+    store.close()
+    assert main(["--db", str(tmp_path / "deskloop.db"), "episodes", "show", str(first)]) == 0
+    printed = capsys.readouterr().out
+    assert "judge (beside: does not decide)" in printed
+    assert f"image ~/poster.png: sha256 {file_j.images[0].sha256}" in printed
+    assert "fail 0.30: No sign of proof.txt on screen." in printed
+    store = Store(tmp_path / "deskloop.db")
 
     # A rerun: the same file is answered from the cache, with the same verdict; only a
     # frame that differs from the first run's is asked again.
