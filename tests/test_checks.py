@@ -615,9 +615,7 @@ def test_checks_import_nothing_from_the_app_but_errors() -> None:
             for name in names:
                 if name == "app" or name.startswith("app."):
                     allowed = name in ("app.core.errors", "app.core.judgements")
-                    assert allowed or name.startswith("app.checks"), (
-                        f"{source.name} imports {name}"
-                    )
+                    assert allowed or name.startswith("app.checks"), f"{source.name} imports {name}"
 
 
 # --- file_not_exists and file_modified_after_start ------------------------------------
