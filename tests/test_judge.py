@@ -182,3 +182,32 @@ async def test_an_unavailable_endpoint_is_recorded_or_raised(tmp_path: Path) -> 
     parsed, state = judge_state(True)
     with pytest.raises(JudgeError, match=r"evaluate.all\[1\]: this judge counts"):
         await ask_judges(parsed, state, JudgeContext(None, tmp_path / "cache"))
+
+
+COUNTING_TASK = """\
+id: judged-poster
+app: gimp
+level: L1
+title: A judged poster
+instruction: Make a poster.
+setup: []
+evaluate:
+  all:
+    - {check: file_exists, path: ~/poster.png}
+    - {check: judge, rubric: "A legible poster.", counts: true}
+"""
+
+
+def test_a_judge_that_counts_needs_a_judge_before_the_episode_starts(tmp_path: Path) -> None:
+    from app.episode.launch import launch
+    from app.store import Store
+    from app.tasks.loader import load_task
+
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True)
+    (folder / "judged-poster.yaml").write_text(COUNTING_TASK)
+    task = load_task(folder / "judged-poster.yaml")
+    with Store.memory() as store:
+        with pytest.raises(JudgeError, match=r"judged-poster: evaluate.all\[1\] is a judge that"):
+            launch(task, store, backend="local", agent="null")
+        assert store.list_episodes() == []  # refused before anything was recorded

@@ -41,6 +41,7 @@ from app.checks.tree import CheckLeaf, EvalNode, leaves
 from app.core.errors import DeskLoopError, EndpointRefused, EndpointUnavailable
 from app.core.judgements import JudgedImage, Judgement, Verdict
 from app.endpoints.client import EndpointClient, EndpointConfig
+from app.tasks.model import Task
 
 JUDGE_CACHE = "judge-cache"
 """The cache's folder, beside the database."""
@@ -299,6 +300,20 @@ def _write_cache(cache_dir: Path, key: str, entry: dict[str, Any]) -> None:
 
 def judge_leaves(tree: EvalNode) -> list[CheckLeaf]:
     return [leaf for leaf in leaves(tree) if isinstance(leaf.params, JudgeParams)]
+
+
+def check_judge_configured(task: Task, config: JudgeConfig | None) -> None:
+    """JudgeError when a judge of `task` counts and `config` is None."""
+    if config is not None:
+        return
+    trees = [task.eval_tree, *(p.checks for p in task.phases if p.checks is not None)]
+    for tree in trees:
+        for leaf in judge_leaves(tree):
+            if isinstance(leaf.params, JudgeParams) and leaf.params.counts:
+                raise JudgeError(
+                    f"{task.id}: {leaf.path} is a judge that counts toward the score, and "
+                    "no judge endpoint is configured (--judge-model, --judge-base-url)"
+                )
 
 
 async def ask_judges(
