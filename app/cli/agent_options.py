@@ -106,7 +106,7 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--judge-model",
         help="vision model that answers `judge` checks; without it, a judge that does not "
-        "count records that none was asked, and one that counts ends the episode as an error",
+        "count records that none was asked, and a task whose judge counts is refused",
     )
     group.add_argument(
         "--judge-base-url",

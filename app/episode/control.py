@@ -36,8 +36,8 @@ class RunOptions:
     makes it end as that error, its kind recorded; None, as an abort."""
     judge: JudgeConfig | None = None
     """The model judge's endpoint, for a task's `judge` checks (app.episode.judge);
-    None: a judge that does not count records that none was configured, and one that
-    counts ends the episode as an error."""
+    None: a judge that does not count records that none was configured, and a task
+    whose judge counts is refused before its episode starts (`launch`)."""
 
 
 class EpisodeControl:
