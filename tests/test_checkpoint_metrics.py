@@ -32,7 +32,7 @@ import pytest
 from app.core.triggers import Trigger, parse_trigger
 from app.core.vocabulary import PhaseKind
 from app.metrics.report import format_report
-from app.metrics.stats import pass_at_k, pass_hat_k, wilson
+from app.metrics.stats import pass_at_k, pass_hat_k, t95, wilson
 from app.metrics.summary import (
     check_cells,
     paired_cells,
@@ -228,6 +228,16 @@ def test_wilson_matches_the_hand_computation() -> None:
         assert got is not None
         assert got == pytest.approx((low, high), abs=1e-4), (k, n)
     assert wilson(0, 0) is None
+
+
+def test_the_t_quantile_matches_scipy() -> None:
+    # scipy comes with scikit-image; the figures do without it.
+    from scipy.stats import t
+
+    for df in [*range(1, 60), 100, 1000, 10**6]:
+        assert t95(df) == pytest.approx(float(t.ppf(0.975, df)), abs=1e-5), df
+    with pytest.raises(ValueError):
+        t95(0)
 
 
 def test_pass_at_k_and_pass_hat_k_by_hand() -> None:
