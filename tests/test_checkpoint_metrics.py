@@ -295,31 +295,47 @@ def test_rates_and_success_at_k_per_group(store: Store) -> None:
 
 
 def test_leaf_success_per_check(store: Store) -> None:
-    rows = {(c.task_id, c.path): c for c in summarize(store).checks}
-    # Four scored attempts of flip (the agent's own error recorded no checks).
-    exists, size = rows[("flip", EXISTS)], rows[("flip", SIZE)]
-    assert (exists.rate.k, exists.rate.n, size.rate.k, size.rate.n) == (4, 4, 2, 4)
-    assert size.rate.interval == pytest.approx(WILSON[(2, 4)], abs=1e-4)
-    judge = rows[("poster", SIZE)]
+    rows = {(c.task_id, c.agent, c.path): c for c in summarize(store).checks}
+    # A's three scored attempts of flip; B's one (its own error recorded no checks).
+    exists, size = rows[("flip", "A", EXISTS)], rows[("flip", "A", SIZE)]
+    assert (exists.rate.k, exists.rate.n, size.rate.k, size.rate.n) == (3, 3, 2, 3)
+    assert size.rate.interval == pytest.approx(WILSON[(2, 3)], abs=1e-4)
+    b_size = rows[("flip", "B", SIZE)]
+    assert (b_size.rate.k, b_size.rate.n) == (0, 1)
+    judge = rows[("poster", "B", SIZE)]
     assert judge.name == "judge" and judge.counts is False
-    assert (judge.rate.k, judge.rate.n) == (3, 4)
+    assert (judge.rate.k, judge.rate.n) == (1, 2)
     assert check_cells(judge) == [
         "poster",
+        "B",
+        "simulated",
         SIZE,
         "judge",
         "no (beside)",
-        "3/4",
-        "75% [30–95%]",
+        "1/2",
+        "50% [9–91%]",
     ]
-    assert check_cells(size)[3:] == ["yes", "2/4", "50% [15–85%]"]
+    assert check_cells(size)[5:] == ["yes", "2/3", "67% [21–94%]"]
+    # The judge passed on A's failed episode: its row says so, the figures above do not.
+    assert check_cells(rows[("poster", "A", SIZE)])[5:7] == ["no (beside)", "2/2"]
+    assert check_cells(rows[("poster", "A", EXISTS)])[5:7] == ["yes", "1/2"]
 
 
 def test_per_phase_pass_rate(store: Store) -> None:
-    (phase,) = summarize(store).phases
-    # Four scored attempts of poster; three reached the phase (9 never did); two of
-    # those passed it.
-    assert (phase.task_id, phase.phase, phase.attempts, phase.reached) == ("poster", 0, 4, 3)
-    assert phase_cells(phase) == ["poster", "phases[0]", "4", "3", "2/3", "67% [21–94%]"]
+    a, b = summarize(store).phases
+    # A: two scored attempts of poster, both reached the phase, one passed it. B: two
+    # scored attempts, one reached it (9 never did) and passed.
+    assert phase_cells(a) == [
+        "poster",
+        "A",
+        "simulated",
+        "phases[0]",
+        "2",
+        "2",
+        "1/2",
+        "50% [9–91%]",
+    ]
+    assert phase_cells(b)[1:] == ["B", "simulated", "phases[0]", "2", "1", "1/1", "100% [21–100%]"]
 
 
 def test_pass_at_k_and_pass_hat_k_over_repeats(store: Store) -> None:
@@ -381,4 +397,4 @@ def test_the_text_report_shows_every_table(store: Store) -> None:
     text = format_report(summarize(store))
     for title in ("Reliability", "Checks (leaf success)", "Phases", "Repeats", "Paired agents"):
         assert title in text
-    assert "75% [30–95%]" in text and "no (beside)" in text and "+8% [-100–+100%]" in text
+    assert "50% [9–91%]" in text and "no (beside)" in text and "+8% [-100–+100%]" in text

@@ -1,14 +1,14 @@
 """Checkpoint and reliability figures over the attempts `app.metrics.summary` counts.
 
-- **Per check** (leaf success): for each task and each leaf of its final check tree,
-  the share of scored attempts in which that leaf passed. Only finished episodes
-  recorded their checks: an agent's own error is an attempt with no checks, so it is
-  in the success rate (as a failure) but in no check's rate; the n beside each rate
-  says how many episodes it is over. A check that does not count toward pass/fail
+- **Per check** (leaf success): for each task, agent, user and leaf of the task's final
+  check tree, the share of scored attempts in which that leaf passed. Only finished
+  episodes recorded their checks: an agent's own error is an attempt with no checks,
+  so it is in the success rate (as a failure) but in no check's rate; the n beside
+  each rate says how many episodes it is over. A check that does not count toward pass/fail
   (a `judge` with `counts: false`) is listed too, marked as such.
-- **Per phase**: for each task phase with its own `checks:`, how many attempts reached
-  it (it was delivered) and the share of those in which its checks passed (the tree's
-  pass, recorded with the phase since migration 0010; for an episode recorded before,
+- **Per phase**: for each task phase with its own `checks:`, agent and user, how many
+  attempts reached it (it was delivered) and the share of those in which its checks
+  passed (the tree's pass, recorded with the phase since migration 0010; for an episode recorded before,
   every required leaf of the phase passed, which is the same unless the tree has an
   `any` group, and then the phase is left out).
 - **Repeats**: for each group, pass@k (unbiased estimator) and pass^k (all k drawn
@@ -41,6 +41,8 @@ Key = tuple[str, str, str, str, str]
 @dataclass(frozen=True)
 class CheckRate:
     task_id: str
+    agent: str
+    user: str
     path: str
     name: str
     counts: bool
@@ -52,6 +54,8 @@ class CheckRate:
 @dataclass(frozen=True)
 class PhaseRate:
     task_id: str
+    agent: str
+    user: str
     phase: int
     attempts: int
     """Scored attempts of the task (each had the chance to reach the phase)."""
@@ -93,21 +97,22 @@ def counts_toward_score(check: CheckOutcome) -> bool:
 def check_rates(
     attempts: Sequence[EpisodeRecord], checks: Mapping[int, Sequence[CheckOutcome]]
 ) -> list[CheckRate]:
-    """Leaf success of each task's final checks over the attempts that recorded them."""
-    tally: dict[tuple[str, str, str], list[int]] = {}
-    judged: dict[tuple[str, str, str], bool] = {}
+    """Leaf success of each task's final checks over the attempts that recorded them,
+    per agent and user."""
+    tally: dict[tuple[str, str, str, str, str], list[int]] = {}
+    judged: dict[tuple[str, str, str, str, str], bool] = {}
     for e in attempts:
         for c in checks.get(e.id, ()):
             if c.phase is not None:
                 continue
-            key = (e.task_id, c.path, c.name)
+            key = (e.task_id, e.agent, e.user_mode, c.path, c.name)
             counts = tally.setdefault(key, [0, 0])
             counts[0] += int(c.passed)
             counts[1] += 1
             judged[key] = counts_toward_score(c)
     return [
-        CheckRate(task, path, name, judged[(task, path, name)], Rate(k, n))
-        for (task, path, name), (k, n) in sorted(tally.items())
+        CheckRate(*key, counts=judged[key], rate=Rate(k, n))
+        for key, (k, n) in sorted(tally.items())
     ]
 
 
@@ -126,30 +131,32 @@ def phase_rates(
     phases: Mapping[int, Sequence[PhaseRecord]],
     checks: Mapping[int, Sequence[CheckOutcome]],
 ) -> list[PhaseRate]:
-    """Per task phase with checks: attempts, reached, and passed of reached."""
-    scored: dict[str, int] = {}
-    tally: dict[tuple[str, int], list[int]] = {}
-    with_checks: set[tuple[str, int]] = set()
+    """Per task phase with checks, agent and user: attempts, reached, and passed of
+    reached."""
+    scored: dict[tuple[str, str, str], int] = {}
+    tally: dict[tuple[str, str, str, int], list[int]] = {}
+    with_checks: set[tuple[str, str, str, int]] = set()
     for e in attempts:
         if e.status != "finished":
             continue  # an agent's own error: nothing of its phases was scored
-        scored[e.task_id] = scored.get(e.task_id, 0) + 1
+        unit = (e.task_id, e.agent, e.user_mode)
+        scored[unit] = scored.get(unit, 0) + 1
         mine = checks.get(e.id, ())
         for c in mine:
             if c.phase is not None:
-                with_checks.add((e.task_id, c.phase))
+                with_checks.add((*unit, c.phase))
         for p in phases.get(e.id, ()):
             if p.status != "delivered":
                 continue
             verdict = phase_passed(p, mine)
             if verdict is None:
                 continue
-            counts = tally.setdefault((e.task_id, p.idx), [0, 0])
+            counts = tally.setdefault((*unit, p.idx), [0, 0])
             counts[0] += int(verdict)
             counts[1] += 1
     return [
-        PhaseRate(task, idx, scored[task], Rate(*tally.get((task, idx), [0, 0])))
-        for task, idx in sorted(with_checks)
+        PhaseRate(*key, attempts=scored[key[:3]], rate=Rate(*tally.get(key, [0, 0])))
+        for key in sorted(with_checks)
     ]
 
 

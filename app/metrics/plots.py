@@ -186,5 +186,5 @@ def check_plot(checks: Sequence[CheckRate]) -> list[Plot]:
     """The per-check pass rates as one plot (none when no check was recorded)."""
     if not checks:
         return []
-    labels = [f"{c.task_id} {c.path} ({c.name})" for c in checks]
+    labels = [f"{c.task_id} · {c.agent} · {c.user}: {c.path} ({c.name})" for c in checks]
     return [Plot("checks", "Per-check pass rate", _svg("checks", _check_rates, checks, labels))]

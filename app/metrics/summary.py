@@ -404,12 +404,14 @@ def reliability_cells(g: GroupStats) -> list[str]:
     ]
 
 
-CHECK_COLUMNS = ["task", "check", "name", "decides", "passed", "rate"]
+CHECK_COLUMNS = ["task", "agent", "user", "check", "name", "decides", "passed", "rate"]
 
 
 def check_cells(c: CheckRate) -> list[str]:
     return [
         c.task_id,
+        c.agent,
+        c.user,
         c.path,
         c.name,
         "yes" if c.counts else "no (beside)",
@@ -418,12 +420,14 @@ def check_cells(c: CheckRate) -> list[str]:
     ]
 
 
-PHASE_COLUMNS = ["task", "phase", "attempts", "reached", "passed", "rate"]
+PHASE_COLUMNS = ["task", "agent", "user", "phase", "attempts", "reached", "passed", "rate"]
 
 
 def phase_cells(p: PhaseRate) -> list[str]:
     return [
         p.task_id,
+        p.agent,
+        p.user,
         f"phases[{p.phase}]",
         str(p.attempts),
         str(p.reached),
