@@ -8,9 +8,9 @@
   (a `judge` with `counts: false`) is listed too, marked as such.
 - **Per phase**: for each task phase with its own `checks:`, agent and user, how many
   attempts reached it (it was delivered) and the share of those in which its checks
-  passed (the tree's pass, recorded with the phase since migration 0010; for an episode recorded before,
-  every required leaf of the phase passed, which is the same unless the tree has an
-  `any` group, and then the phase is left out).
+  passed (the tree's pass, recorded with the phase since migration 0010; for an
+  episode recorded before, every required leaf of the phase passed, which is the same
+  unless the tree has an `any` group, and then the phase is left out).
 - **Repeats**: for each group, pass@k (unbiased estimator) and pass^k (all k drawn
   attempts succeed, as tau-bench reports), per unit (task × agent × user) with at
   least k attempts, averaged over those units, with a 95% t interval over them.
