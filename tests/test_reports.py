@@ -97,8 +97,8 @@ def test_html_page_parses_is_self_contained_and_holds_the_figures(store: Store) 
     ]
     # Three real plots: matplotlib SVG with the groups as tick labels, one id each.
     svgs = tree.xpath("//*[local-name()='svg']")
-    assert [s.get("id") for s in svgs] == ["success", "outcomes", "credit"]
-    for svg in svgs:
+    assert [s.get("id") for s in svgs] == ["success", "outcomes", "credit", "checks"]
+    for svg in svgs[:3]:
         labels = {t.text_content() for t in svg.xpath(".//*[local-name()='text']")}
         assert {g.label for g in summary.groups} <= labels
     assert "1/2" in page and "aborted" in page  # k/n beside a bar; the outcomes legend
@@ -125,9 +125,14 @@ def test_html_escapes_hostile_task_ids_agents_and_messages() -> None:
     assert hostile_task in text and hostile_error in text
     # The agent, as written, in the tables and in every plot's labels.
     assert sum(hostile_agent in td.text_content() for td in tree.xpath("//td")) >= 3
+    *group_plots, check_plot = tree.xpath("//*[local-name()='svg']")
     assert all(
         any(hostile_agent in t.text_content() for t in svg.xpath(".//*[local-name()='text']"))
-        for svg in tree.xpath("//*[local-name()='svg']")
+        for svg in group_plots
+    )
+    # The task, as written, in the per-check plot's labels.
+    assert any(
+        hostile_task in t.text_content() for t in check_plot.xpath(".//*[local-name()='text']")
     )
 
 
@@ -192,7 +197,7 @@ def test_report_and_batch_commands(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "Report: all episodes" in out and "reference" in out and "null" in out
-    assert html_path.read_text().count("<svg") == 3
+    assert html_path.read_text().count("<svg") == 4  # three of the groups, one of the checks
     assert len(jsonl_path.read_text().splitlines()) == 2
 
     assert main(["--db", str(db), "report", "--batch", "nightly"]) == 0

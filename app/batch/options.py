@@ -1,6 +1,7 @@
 """A batch's options: how its episodes run (backend, concurrency, pool, limits, user,
-model endpoint). A batch records them with its suite, so a resume runs as the batch
-began; only the pool and the concurrency may be given anew.
+model endpoints: the agent's and the judge's). A batch records them with its suite,
+so a resume runs as the batch began; only the pool and the concurrency may be given
+anew.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from app.agents.openai import OpenAIConfig
 from app.batch.hosts import URIS_ENV, Host, describe_pool, parse_hosts
 from app.core.errors import DeskLoopError
+from app.episode.judge import JudgeConfig
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class BatchOptions:
     """simulated | llm (app.users.llm, configured by `llm_user`)."""
     llm_user: dict[str, Any] | None = None
     store_frames: bool = True
+    judge: JudgeConfig | None = None
+    """The model judge's endpoint for the tasks' `judge` checks (app.episode.judge)."""
     hosts: tuple[Host, ...] = ()
     """libvirt only: the URIs desktops are placed on, each with its capacity. Empty:
     every desktop on the default URI ($DESKLOOP_LIBVIRT_URI), as many as the
@@ -61,6 +65,7 @@ class BatchOptions:
             "user": self.user,
             "llm_user": self.llm_user,
             "store_frames": self.store_frames,
+            "judge": None if self.judge is None else asdict(self.judge),
             "libvirt_uris": [str(host) for host in self.hosts],
         }
 
@@ -74,6 +79,7 @@ class BatchOptions:
         """Options recorded with a batch; `hosts` replaces the recorded pool. The
         concurrency defaults to the pool's total capacity, else 1."""
         openai = data.get("openai")
+        judge = data.get("judge")
         pool = tuple(hosts) if hosts else parse_hosts(data.get("libvirt_uris") or [])
         return cls(
             backend=data.get("backend", "local"),
@@ -86,5 +92,6 @@ class BatchOptions:
             user=data.get("user", "simulated"),
             llm_user=data.get("llm_user"),
             store_frames=data.get("store_frames", True),
+            judge=None if judge is None else JudgeConfig(**judge),
             hosts=pool,
         )

@@ -259,6 +259,7 @@ class BatchRunner:
                 store_frames=self.options.store_frames,
                 extra_config=placement,
                 cancel_reason=cancel_reason,
+                judge=self.options.judge,
             ),
             on_event=on_event,
         )

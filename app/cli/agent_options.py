@@ -93,3 +93,43 @@ def openai_config(args: argparse.Namespace, agents: list[str], timeout: float | 
     )
     deadline = args.agent_timeout if args.agent_timeout is not None else timeout
     return config if deadline is None else replace(config, deadline=deadline)
+
+
+JUDGE_TIMEOUT = 300.0
+"""JudgeConfig.deadline's default, written out like AGENT_TIMEOUT."""
+
+
+def add_judge_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "model judge (the tasks' `judge` checks; see docs/evaluators.md#judge)"
+    )
+    group.add_argument(
+        "--judge-model",
+        help="vision model that answers `judge` checks; without it, a judge that does not "
+        "count records that none was asked, and a task whose judge counts is refused",
+    )
+    group.add_argument(
+        "--judge-base-url",
+        default="https://api.openai.com/v1",
+        help="the judge's OpenAI-compatible endpoint (default: https://api.openai.com/v1)",
+    )
+    group.add_argument(
+        "--judge-api-key-env",
+        default="OPENAI_API_KEY",
+        help="environment variable holding the judge's API key (default: OPENAI_API_KEY)",
+    )
+    add_timeout_option(group, "--judge-timeout", "the judge", JUDGE_TIMEOUT)
+
+
+def judge_config(args: argparse.Namespace) -> Any:
+    """The JudgeConfig the options describe, or None without --judge-model."""
+    if not getattr(args, "judge_model", None):
+        return None
+    from app.episode.judge import JudgeConfig
+
+    config = JudgeConfig(
+        model=args.judge_model,
+        base_url=args.judge_base_url,
+        api_key_env=args.judge_api_key_env,
+    )
+    return config if args.judge_timeout is None else replace(config, deadline=args.judge_timeout)

@@ -10,8 +10,10 @@ from typing import Any
 
 from app.cli.agent_options import (
     USER_TIMEOUT,
+    add_judge_options,
     add_openai_options,
     add_timeout_option,
+    judge_config,
     openai_config,
 )
 from app.cli.common import open_store, print_err, run_async, table
@@ -60,6 +62,11 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                     "--resume takes no --agent-timeout or --user-timeout: the batch's "
                     "episodes keep the timeouts it was started with"
                 )
+            if args.judge_model is not None:
+                raise DeskLoopError(
+                    "--resume takes no --judge-model: the batch's episodes keep the judge "
+                    "it was started with"
+                )
             runner = resume_batch(
                 store, args.resume, concurrency=args.concurrency, hosts=hosts, log=log
             )
@@ -102,6 +109,7 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                 openai=openai_config(args, agents, agent_timeout),
                 user=args.user,
                 llm_user=llm_user,
+                judge=judge_config(args),
             )
             runner = start_batch(
                 store, tasks, agents, repeats or 1, options, batch_id=args.batch_id, log=log
@@ -273,6 +281,7 @@ def register(sub: Any) -> None:
     )
     add_timeout_option(run, "--user-timeout", "the LLM user", USER_TIMEOUT)
     add_openai_options(run)
+    add_judge_options(run)
     run.set_defaults(func=cmd_batch_run)
 
     lst = batch_sub.add_parser("list", help="recorded batches and how far each got")

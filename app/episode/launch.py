@@ -26,6 +26,7 @@ from app.desktops.base import Desktop
 from app.desktops.factory import make_desktop
 from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import EpisodeResult, RunnerEvent
+from app.episode.judge import check_judge_configured
 from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.model import Task
@@ -196,6 +197,8 @@ def launch(
         agent = make_agent(agent, task, openai)
     if isinstance(user, str):
         user = make_user(user, task, cache_dir=llm_cache_dir(store))
+    # A judge that counts, and none to ask: refused now, not after the whole episode.
+    check_judge_configured(task, (options or RunOptions()).judge)
     closes = desktop is None
     if desktop is None:
         desktop = task_desktop(backend, task)
