@@ -68,12 +68,15 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
             agents: list[str] = []
             repeats = args.repeats
             agent_timeout = None
+            endpoint: dict[str, Any] | None = None
             if args.suite:
                 suite = load_suite(args.suite)
                 tasks_refs += suite.tasks
                 agents += suite.agents
                 repeats = repeats or suite.repeats
                 agent_timeout = suite.agent_timeout
+                if suite.endpoint is not None:
+                    endpoint = suite.endpoint.model_dump(exclude_none=True)
             tasks_refs += args.task or []
             agents += args.agent or []
             if not tasks_refs or not agents:
@@ -99,7 +102,7 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                     llm_user["deadline"] = args.user_timeout
             options = replace(
                 options,
-                openai=openai_config(args, agents, agent_timeout),
+                openai=openai_config(args, agents, agent_timeout, endpoint),
                 user=args.user,
                 llm_user=llm_user,
             )

@@ -33,7 +33,7 @@ from app.users.person import PersonUser
 from app.users.simulated import SimulatedUser, User
 
 if TYPE_CHECKING:
-    from app.agents.openai import OpenAIConfig
+    from app.agents.factory import ModelConfig
 
 USER_SPECS = ("simulated", "person", "llm")
 """simulated (the task's phase script) | person (replies from a UI) | llm (app.users.llm)."""
@@ -174,7 +174,7 @@ def launch(
     agent: str | Agent,
     user: str | User = "simulated",
     desktop: Desktop | None = None,
-    openai: OpenAIConfig | None = None,
+    openai: ModelConfig | None = None,
     options: RunOptions | None = None,
     progress: Callable[[str], None] | None = None,
     on_event: Callable[[RunnerEvent], None] | None = None,

@@ -46,8 +46,10 @@ class OpenAIConfig(EndpointConfig):
             "model": self.model,
             "base_url": self.base_url,
             "api_key_env": self.api_key_env,
+            "coordinates": "pixels",
             "image": [self.image_width, self.image_height],
             "tool_mode": self.tool_mode,
+            "deadline": self.deadline,
             "temperature": self.temperature,
             "seed": self.seed,
         }
