@@ -49,7 +49,8 @@ class Suite(BaseModel):
     """Task ids, task files, folders of tasks or globs; paths are relative to the
     suite file's folder."""
     agents: list[str] = Field(min_length=1)
-    """Agent specs, as `--agent` takes them (reference, null, scripted:FILE, openai:M)."""
+    """Agent specs, as `--agent` takes them (reference, null, scripted:FILE, openai:M,
+    ADAPTER:M)."""
     repeats: int = Field(default=1, ge=1)
     """Runs of each (task, agent)."""
     agent_timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)

@@ -229,7 +229,7 @@ def register(sub: Any) -> None:
     run.add_argument(
         "--agent",
         action="append",
-        help="reference | null | scripted:FILE | openai | openai:MODEL (repeatable)",
+        help="reference | null | scripted:FILE | openai[:MODEL] | ADAPTER:MODEL (repeatable)",
     )
     run.add_argument("--repeats", type=int, help="runs of each (task, agent) (default: 1)")
     run.add_argument(
