@@ -104,6 +104,45 @@ def make_agent(
     return AdapterAgent(adapter_config)
 
 
+def endpoint_config(
+    spec: str,
+    *,
+    adapter: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+) -> ModelConfig | None:
+    """A model agent's config from the fields a person fills in (the TUI's start
+    dialog): each empty one is the adapter's default. None when `spec` is no model
+    agent's or no field is given (the spec alone then decides).
+
+    Raises:
+        AgentError: an unknown adapter, or fields without a model anywhere.
+    """
+    parsed = model_spec(spec)
+    if parsed is None or not any((adapter, model, base_url, api_key_env)):
+        return None
+    named, spec_model = parsed
+    family = adapter or named or "deskloop"
+    if family not in ADAPTER_NAMES:
+        raise AgentError(f"unknown adapter {family!r}; known: {', '.join(ADAPTER_NAMES)}")
+    name = model or spec_model
+    if not name:
+        raise AgentError(f"{spec}: a model name is required (the Model field, or {family}:M)")
+    from app.agents.adapters import AdapterConfig
+    from app.agents.openai import OpenAIConfig
+
+    values: dict[str, Any] = {
+        "model": name,
+        "base_url": base_url or DEFAULT_BASE_URL.get(family, "https://api.openai.com/v1"),
+        "api_key_env": api_key_env
+        or ("ANTHROPIC_API_KEY" if family == "anthropic" else "OPENAI_API_KEY"),
+    }
+    if family == "deskloop":
+        return OpenAIConfig(**values)
+    return AdapterConfig(adapter=family, **values)
+
+
 def _default(config: Any, name: str) -> bool:
     """Whether the config's field still has its class's default."""
     field = next(f for f in fields(config) if f.name == name)
