@@ -22,7 +22,15 @@ from typing import Any
 
 from app.core.tables import render_table
 from app.metrics.slots import counted_episodes
-from app.metrics.summary import COLUMNS, POLICY_NOTE, Summary, cells, outcome
+from app.metrics.summary import (
+    COLUMNS,
+    POLICY_NOTE,
+    Summary,
+    cells,
+    num,
+    outcome,
+    token_usage,
+)
 from app.store import EpisodeRecord, Store
 
 # -- text -----------------------------------------------------------------------------
@@ -43,6 +51,26 @@ def format_report(summary: Summary) -> str:
             "By agent:",
             render_table(COLUMNS, [cells(g) for g in summary.totals], empty=_NO_EPISODES),
         ]
+    models = [g for g in summary.by_agent if g.token_attempts]
+    if models:
+        parts += [
+            "",
+            "Model tokens by agent (over the attempts that reported usage):",
+            render_table(
+                ["agent", "attempts", "tokens", "tokens/ep", "asks/ep"],
+                [
+                    [
+                        g.agent,
+                        str(g.token_attempts),
+                        str(g.tokens),
+                        num(g.tokens_per_episode, 0),
+                        num(g.asks_per_episode, 1),
+                    ]
+                    for g in models
+                ],
+                empty=_NO_EPISODES,
+            ),
+        ]
     parts += ["", POLICY_NOTE]
     return "\n".join(parts)
 
@@ -55,6 +83,9 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
 
     def frame(relative: str | None) -> str | None:
         return None if relative is None else str(store.frame_path(relative))
+
+    messages = store.messages(record.id)
+    tokens = token_usage(store, record.id)
 
     return {
         "episode_id": record.id,
@@ -80,6 +111,12 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
         "started_at": record.started_at.isoformat(),
         "ended_at": None if record.ended_at is None else record.ended_at.isoformat(),
         "final_frame": frame(record.final_frame),
+        # Per episode: the agent's questions, and its model calls' tokens (null: the
+        # agent reported none, as agents without a model).
+        "asks": sum(1 for m in messages if m.role == "agent" and m.kind == "question"),
+        "prompt_tokens": None if tokens is None else tokens.prompt,
+        "completion_tokens": None if tokens is None else tokens.completion,
+        "total_tokens": None if tokens is None else tokens.total,
         "messages": [
             {
                 "idx": m.idx,
@@ -90,7 +127,7 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
                 "source": m.source,
                 "phase_index": m.phase_index,
             }
-            for m in store.messages(record.id)
+            for m in messages
         ],
         "actions": [
             {
