@@ -137,13 +137,15 @@ def code_reply(code: str, gate: Callable[[], bool] | None = None) -> Reply:
     return Reply(body=completion(content=text), gate=gate)
 
 
-def uitars_reply(action: str, thought: str = "I will do the next step.",
-                 gate: Callable[[], bool] | None = None) -> Reply:  # fmt: skip
+def uitars_reply(
+    action: str, thought: str = "I will do the next step.", gate: Callable[[], bool] | None = None
+) -> Reply:
     return Reply(body=completion(content=f"Thought: {thought}\nAction: {action}"), gate=gate)
 
 
-def qwen_reply(arguments: dict[str, Any], name: str = "computer_use",
-               gate: Callable[[], bool] | None = None) -> Reply:  # fmt: skip
+def qwen_reply(
+    arguments: dict[str, Any], name: str = "computer_use", gate: Callable[[], bool] | None = None
+) -> Reply:
     """Qwen's Hermes-style answer: the call in the text, as vLLM returns it without a
     tool parser."""
     call = json.dumps({"name": name, "arguments": arguments})

@@ -118,8 +118,11 @@ async def test_pyautogui_code_is_queued_one_action_per_step() -> None:
         await agent.close()
     assert [first, second, third] == [Click(640, 400), Type("hi"), Key("enter")]
     assert info is not None and info["prompt_tokens"] == 1200 and info["calls"] == 1
-    assert info["coordinates"] == {"convention": "pixels", "screen": [1280, 800],
-                                   "sent": [1024, 640]}  # fmt: skip
+    assert info["coordinates"] == {
+        "convention": "pixels",
+        "screen": [1280, 800],
+        "sent": [1024, 640],
+    }
     assert info["actions_in_answer"] == ["click(640, 400)", "type('hi')", "key(enter)"]
     assert refused is not None and "only pyautogui" in refused["rejected"]
     request = endpoint.received[0]
@@ -177,8 +180,13 @@ async def test_anthropic_computer_tool_conversation(monkeypatch: pytest.MonkeyPa
     assert first.headers["anthropic-version"] == "2023-06-01"
     assert first.headers["anthropic-beta"] == "computer-use-2025-01-24"
     tool = first.body["tools"][0]
-    assert tool == {"type": "computer_20250124", "name": "computer", "display_width_px": 1024,
-                    "display_height_px": 640, "display_number": 1}  # fmt: skip
+    assert tool == {
+        "type": "computer_20250124",
+        "name": "computer",
+        "display_width_px": 1024,
+        "display_height_px": 640,
+        "display_number": 1,
+    }
     assert [t["name"] for t in first.body["tools"][1:]] == ["ask_user", "give_up"]
     opening = first.body["messages"][0]["content"]
     assert "Flip the photo." in opening[0]["text"]
@@ -191,8 +199,11 @@ async def test_anthropic_computer_tool_conversation(monkeypatch: pytest.MonkeyPa
     assert first_info["prompt_tokens"] == 2 * 2095 and first_info["total_tokens"] == 2 * 2598
     # The ask's answer and the user's new message reach the model in its conversation.
     turn = last.body["messages"][-1]["content"]
-    assert turn[0] == {"type": "tool_result", "tool_use_id": ask["id"],
-                       "content": "The user's answer follows."}  # fmt: skip
+    assert turn[0] == {
+        "type": "tool_result",
+        "tool_use_id": ask["id"],
+        "content": "The user's answer follows.",
+    }
     assert "400 pixels wide." in turn[1]["text"]
     # Only the newest screenshots are kept whole.
     kept = request_text(last.body).count('"type": "image"')
@@ -233,22 +244,33 @@ async def test_openai_computer_use_chains_responses_and_records_safety_checks() 
         rest = [await agent.decide(observation(i)) for i in (1, 2)]
         rest.append(await agent.decide(observation(3, extra="PNG.")))
         await agent.close()
-    assert [first, *rest] == [Click(640, 400), Type("photo-flipped.png"), Ask("PNG or JPEG?"),
-                              Done()]  # fmt: skip
+    assert [first, *rest] == [
+        Click(640, 400),
+        Type("photo-flipped.png"),
+        Ask("PNG or JPEG?"),
+        Done(),
+    ]
     assert info is not None and info["safety_checks"] == [SAFETY_CHECK]
     assert info["prompt_tokens"] == 1524 and info["total_tokens"] == 1561
     opening, answered, _, last = (r.body for r in endpoint.received)
     assert endpoint.received[0].path == "/v1/responses"
-    assert opening["tools"][0] == {"type": "computer_use_preview", "display_width": 1024,
-                                   "display_height": 640, "environment": "linux"}  # fmt: skip
+    assert opening["tools"][0] == {
+        "type": "computer_use_preview",
+        "display_width": 1024,
+        "display_height": 640,
+        "environment": "linux",
+    }
     assert opening["truncation"] == "auto" and "previous_response_id" not in opening
     output = answered["input"][0]
     assert output["type"] == "computer_call_output" and output["call_id"] == click["call_id"]
     assert output["acknowledged_safety_checks"] == [SAFETY_CHECK]
     assert output["output"]["type"] == "computer_screenshot"
     assert answered["previous_response_id"].startswith("resp_")
-    assert last["input"][0] == {"type": "function_call_output", "call_id": ask["call_id"],
-                                "output": "The user's answer follows."}  # fmt: skip
+    assert last["input"][0] == {
+        "type": "function_call_output",
+        "call_id": ask["call_id"],
+        "output": "The user's answer follows.",
+    }
     assert "PNG." in last["input"][1]["content"][0]["text"]
 
 
@@ -266,8 +288,10 @@ async def test_uitars_and_qwen_over_chat_completions() -> None:
         assert await agent.decide(observation(1)) == Ask("Which width should the photo have?")
         await agent.close()
     assert "call_user()" in endpoint.received[0].body["messages"][0]["content"]
-    replies = [qwen_reply({"action": "mouse_move", "coordinate": [644, 406]}),
-               qwen_reply({"action": "terminate", "status": "success"})]  # fmt: skip
+    replies = [
+        qwen_reply({"action": "mouse_move", "coordinate": [644, 406]}),
+        qwen_reply({"action": "terminate", "status": "success"}),
+    ]
     with FakeEndpoint(replies) as endpoint:
         agent = await started(config(endpoint, "qwen", image_width=1280, image_height=800))
         assert await agent.decide(observation()) == Move(640, 400)
@@ -345,8 +369,7 @@ async def test_an_ask_reaches_the_user_and_the_answer_the_model(
     task = load_task(folder / "adapter-ask.yaml")
     with FakeEndpoint(ASKS[adapter]) as endpoint, Store(tmp_path / "db.sqlite") as store:
         agent = AdapterAgent(config(endpoint, adapter))
-        runner = EpisodeRunner(task, StillDesktop(), agent, SimulatedUser(), store,
-                               backend="local")  # fmt: skip
+        runner = EpisodeRunner(task, StillDesktop(), agent, SimulatedUser(), store, backend="local")
         result = await runner.run()
         steps = store.steps(result.episode_id)
         record = store.get_episode(result.episode_id)
@@ -366,15 +389,33 @@ def test_the_options_choose_adapter_endpoint_key_and_coordinates(command: list[s
     from app.cli.agent_options import openai_config
 
     parser = build_parser()
-    args = parser.parse_args([*command, "--agent", "openai:m", "--adapter", "uitars",
-                              "--base-url", "http://127.0.0.1:8000/v1", "--coords",
-                              "qwen-grid", "--api-key-env", "VLLM_KEY",
-                              "--agent-timeout", "40"])  # fmt: skip
+    args = parser.parse_args(
+        [
+            *command,
+            "--agent",
+            "openai:m",
+            "--adapter",
+            "uitars",
+            "--base-url",
+            "http://127.0.0.1:8000/v1",
+            "--coords",
+            "qwen-grid",
+            "--api-key-env",
+            "VLLM_KEY",
+            "--agent-timeout",
+            "40",
+        ]
+    )
     made = openai_config(args, ["openai:m"])
     assert isinstance(made, AdapterConfig)
-    assert (made.adapter, made.model, made.base_url, made.api_key_env, made.convention,
-            made.deadline) == ("uitars", "m", "http://127.0.0.1:8000/v1", "VLLM_KEY",
-                               "qwen-grid", 40.0)  # fmt: skip
+    assert (
+        made.adapter,
+        made.model,
+        made.base_url,
+        made.api_key_env,
+        made.convention,
+        made.deadline,
+    ) == ("uitars", "m", "http://127.0.0.1:8000/v1", "VLLM_KEY", "qwen-grid", 40.0)
     named = openai_config(parser.parse_args([*command, "--agent", "anthropic:c"]), ["anthropic:c"])
     assert isinstance(named, AdapterConfig) and named.adapter == "anthropic"
     assert named.base_url == "https://api.anthropic.com/v1"
@@ -401,3 +442,24 @@ def test_a_suite_names_the_endpoint_and_refuses_unknown_adapters(tmp_path: Path)
     suite.write_text("tasks: [t]\nagents: [model]\nendpoint: {adapter: gemini}\n")
     with pytest.raises(TaskError, match=rf"{suite}: endpoint.adapter: "):
         load_suite(suite)
+
+
+@pytest.mark.parametrize("adapter", ["anthropic", "openai-cua", "uitars"])
+async def test_a_model_that_never_answers_is_an_infrastructure_error_within_its_deadline(
+    adapter: str, tmp_path: Path
+) -> None:
+    from tests.fake_openai import hang
+    from tests.test_hung_endpoint import STARTUP, make_task
+
+    task = make_task(tmp_path, seconds=600)
+    with FakeEndpoint([hang(60)]) as endpoint, Store(tmp_path / "db.sqlite") as store:
+        agent = AdapterAgent(config(endpoint, adapter, timeout=30.0, deadline=2.0))
+        runner = EpisodeRunner(task, StillDesktop(), agent, SimulatedUser(), store, backend="local")
+        started = time.monotonic()
+        result = await runner.run()
+        elapsed = time.monotonic() - started
+        record = store.get_episode(result.episode_id)
+    assert result.status == "error" and result.passed is None
+    assert record.error_kind == "agent_unavailable"
+    assert result.error is not None and "within the call's 2 s deadline" in result.error
+    assert elapsed < 2.0 + STARTUP + 2.0

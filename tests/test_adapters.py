@@ -207,8 +207,9 @@ def test_anything_else_refuses_the_whole_answer(answer: str, reason: str) -> Non
 def test_a_drag_needs_to_know_where_the_pointer_is() -> None:
     with pytest.raises(MalformedAction, match="starts where the pointer is"):
         read_pyautogui("pyautogui.dragTo(10, 10)", contract("pixels"), Pointer())
-    moved = read_pyautogui("pyautogui.moveTo(5, 5)\npyautogui.dragTo(10, 10)", contract("pixels"),
-                           Pointer())  # fmt: skip
+    moved = read_pyautogui(
+        "pyautogui.moveTo(5, 5)\npyautogui.dragTo(10, 10)", contract("pixels"), Pointer()
+    )
     assert moved.actions == [Move(5, 5), Drag(5, 5, 10, 10)]
 
 
@@ -264,19 +265,40 @@ def test_qwen_calls_in_text_and_in_tool_calls() -> None:
     parsed = {
         "content": None,
         "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "computer_use",
-             "arguments": '{"action": "key", "keys": ["ctrl", "s"]}'}},
-            {"id": "d", "type": "function", "function": {"name": "computer_use",
-             "arguments": '{"action": "terminate", "status": "success"}'}},
+            {
+                "id": "c",
+                "type": "function",
+                "function": {
+                    "name": "computer_use",
+                    "arguments": '{"action": "key", "keys": ["ctrl", "s"]}',
+                },
+            },
+            {
+                "id": "d",
+                "type": "function",
+                "function": {
+                    "name": "computer_use",
+                    "arguments": '{"action": "terminate", "status": "success"}',
+                },
+            },
         ],
-    }  # fmt: skip
+    }
     assert read_qwen(parsed, terms, Pointer(), {}).actions == [Key("ctrl+s"), Done()]
-    ask = {"content": '<tool_call>{"name": "ask_user", "arguments": {"question": "Which?"}}'
-           "</tool_call>"}  # fmt: skip
+    ask = {
+        "content": '<tool_call>{"name": "ask_user", "arguments": {"question": "Which?"}}'
+        "</tool_call>"
+    }
     assert read_qwen(ask, terms, Pointer(), {}).actions == [Ask("Which?")]
     with pytest.raises(MalformedAction, match="unknown action 'launch'"):
-        read_qwen({"content": '<tool_call>{"name": "computer_use", "arguments": '
-                   '{"action": "launch"}}</tool_call>'}, terms, Pointer(), {})  # fmt: skip
+        read_qwen(
+            {
+                "content": '<tool_call>{"name": "computer_use", "arguments": '
+                '{"action": "launch"}}</tool_call>'
+            },
+            terms,
+            Pointer(),
+            {},
+        )
     with pytest.raises(MalformedAction, match="no action"):
         read_qwen({"content": "I would click the button."}, terms, Pointer(), {})
 
@@ -300,8 +322,12 @@ def test_anthropic_computer_actions() -> None:
     assert computer_action({"action": "screenshot"}, terms, pointer) == ([], "")
     drag = {"action": "left_click_drag", "start_coordinate": [0, 0], "coordinate": [512, 320]}
     assert computer_action(drag, terms, pointer)[0] == [Drag(0, 0, 640, 400)]
-    scroll = {"action": "scroll", "coordinate": [512, 320], "scroll_direction": "up",
-              "scroll_amount": 3}  # fmt: skip
+    scroll = {
+        "action": "scroll",
+        "coordinate": [512, 320],
+        "scroll_direction": "up",
+        "scroll_amount": 3,
+    }
     assert computer_action(scroll, terms, pointer)[0] == [Scroll(640, 400, -3)]
     assert computer_action({"action": "key", "text": "ctrl+s"}, terms, pointer)[0] == [
         Key("ctrl+s")
@@ -323,8 +349,9 @@ def test_openai_computer_actions() -> None:
     assert cua_action({"type": "keypress", "keys": ["CTRL", "SHIFT", "E"]}, terms) == [
         Key("ctrl+shift+E")
     ]
-    assert cua_action({"type": "scroll", "x": 0, "y": 0, "scroll_x": 0, "scroll_y": 300},
-                      terms) == [Scroll(0, 0, 3)]  # fmt: skip
+    assert cua_action(
+        {"type": "scroll", "x": 0, "y": 0, "scroll_x": 0, "scroll_y": 300}, terms
+    ) == [Scroll(0, 0, 3)]
     path = {"type": "drag", "path": [{"x": 0, "y": 0}, {"x": 5, "y": 5}, {"x": 512, "y": 320}]}
     assert cua_action(path, terms) == [Drag(0, 0, 640, 400)]
     assert cua_action({"type": "screenshot"}, terms) is None

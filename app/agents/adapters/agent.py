@@ -164,8 +164,11 @@ class AdapterAgent:
         self._seen = len(observation.conversation)
         if rest:
             info["actions_in_answer"] = [describe_action(a) for a in reading.actions]
-            self._queued_from = {"adapter": self.config.adapter, "model": self.config.model,
-                                 "from_step": observation.steps_taken}  # fmt: skip
+            self._queued_from = {
+                "adapter": self.config.adapter,
+                "model": self.config.model,
+                "from_step": observation.steps_taken,
+            }
         return first
 
     def _count(self, info: dict[str, Any], completion: Completion) -> None:

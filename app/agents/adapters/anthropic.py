@@ -194,11 +194,20 @@ class AnthropicFamily:
             screen_results[-1]["content"] = [image]
         content += results
         if not self.messages:
-            content.append({"type": "text", "text": "Conversation (oldest first):\n"
-                            + conversation_text(observation)})  # fmt: skip
+            content.append(
+                {
+                    "type": "text",
+                    "text": "Conversation (oldest first):\n" + conversation_text(observation),
+                }
+            )
         elif len(observation.conversation) > self.shown:
-            content.append({"type": "text", "text": "New messages from the user:\n"
-                            + conversation_text(observation, self.shown)})  # fmt: skip
+            content.append(
+                {
+                    "type": "text",
+                    "text": "New messages from the user:\n"
+                    + conversation_text(observation, self.shown),
+                }
+            )
         if self.note:
             content.append({"type": "text", "text": f"Your last answer was refused: {self.note}"})
         if not screen_results:

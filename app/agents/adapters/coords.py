@@ -117,9 +117,11 @@ class CoordinateContract:
                 raise ActionError(f"{what}: coordinates must be finite, got ({x!r}, {y!r})")
         width, height = self.extent
         relative = self.convention in ("0-1", "0-1000")
-        inside = (0 <= x <= width and 0 <= y <= height) if relative else (
-            0 <= x < width and 0 <= y < height
-        )  # fmt: skip
+        inside = (
+            (0 <= x <= width and 0 <= y <= height)
+            if relative
+            else (0 <= x < width and 0 <= y < height)
+        )
         if not inside:
             raise ActionError(f"{what} ({x:g}, {y:g}) is outside {self.describe_range()}")
         screen_w, screen_h = self.screen

@@ -177,11 +177,20 @@ class OpenAICUAFamily:
                 )
         parts: list[dict[str, Any]] = []
         if self.previous is None:
-            parts.append({"type": "input_text", "text": "Conversation (oldest first):\n"
-                          + conversation_text(observation)})  # fmt: skip
+            parts.append(
+                {
+                    "type": "input_text",
+                    "text": "Conversation (oldest first):\n" + conversation_text(observation),
+                }
+            )
         elif len(observation.conversation) > self.shown:
-            parts.append({"type": "input_text", "text": "New messages from the user:\n"
-                          + conversation_text(observation, self.shown)})  # fmt: skip
+            parts.append(
+                {
+                    "type": "input_text",
+                    "text": "New messages from the user:\n"
+                    + conversation_text(observation, self.shown),
+                }
+            )
         if self.note:
             parts.append(
                 {"type": "input_text", "text": f"Your last answer was refused: {self.note}"}

@@ -156,8 +156,13 @@ def _only(values: dict[str, Any], allowed: set[str], what: str) -> None:
 
 
 def _button(value: Any, what: str) -> Button:
-    names = {"left": "left", "right": "right", "middle": "middle", "primary": "left",
-             "secondary": "right"}  # fmt: skip
+    names = {
+        "left": "left",
+        "right": "right",
+        "middle": "middle",
+        "primary": "left",
+        "secondary": "right",
+    }
     if value not in names:
         raise ActionError(f"{what}: button must be left, middle or right, not {value!r}")
     return names[value]  # type: ignore[return-value]
@@ -184,8 +189,13 @@ def _click(reader: _Reader, call: ast.Call, what: str, count: int, button: Butto
 
 def _pyautogui(reader: _Reader, name: str, call: ast.Call) -> None:
     what = f"pyautogui.{name}"
-    clicks = {"click": (1, "left"), "doubleClick": (2, "left"), "tripleClick": (3, "left"),
-              "rightClick": (1, "right"), "middleClick": (1, "middle")}  # fmt: skip
+    clicks = {
+        "click": (1, "left"),
+        "doubleClick": (2, "left"),
+        "tripleClick": (3, "left"),
+        "rightClick": (1, "right"),
+        "middleClick": (1, "middle"),
+    }
     if name in clicks:
         count, button = clicks[name]
         _click(reader, call, what, count, button)  # type: ignore[arg-type]

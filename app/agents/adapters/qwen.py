@@ -50,9 +50,20 @@ from app.endpoints.client import message_text
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 ACTIONS = (
-    "key", "type", "mouse_move", "left_click", "left_click_drag", "right_click",
-    "middle_click", "double_click", "triple_click", "scroll", "wait", "terminate", "answer",
-)  # fmt: skip
+    "key",
+    "type",
+    "mouse_move",
+    "left_click",
+    "left_click_drag",
+    "right_click",
+    "middle_click",
+    "double_click",
+    "triple_click",
+    "scroll",
+    "wait",
+    "terminate",
+    "answer",
+)
 
 
 def tools(contract: CoordinateContract) -> list[dict[str, Any]]:
@@ -138,9 +149,13 @@ def _action(
     args: dict[str, Any], contract: CoordinateContract, pointer: Pointer, info: dict[str, Any]
 ) -> Action | None:
     name = args.get("action")
-    clicks = {"left_click": (1, "left"), "right_click": (1, "right"),
-              "middle_click": (1, "middle"), "double_click": (2, "left"),
-              "triple_click": (3, "left")}  # fmt: skip
+    clicks = {
+        "left_click": (1, "left"),
+        "right_click": (1, "right"),
+        "middle_click": (1, "middle"),
+        "double_click": (2, "left"),
+        "triple_click": (3, "left"),
+    }
     if name in clicks:
         count, button = clicks[name]
         if "coordinate" in args:

@@ -137,9 +137,14 @@ def _one(call: ast.Call, contract: CoordinateContract, thought: str) -> Action:
     name = call.func.id
     args = _kwargs(call, name)
     start = args.get("start_box", args.get("point", args.get("start_point")))
-    clicks = {"click": (1, "left"), "left_single": (1, "left"), "left_double": (2, "left"),
-              "left_triple": (3, "left"), "right_single": (1, "right"),
-              "middle": (1, "middle")}  # fmt: skip
+    clicks = {
+        "click": (1, "left"),
+        "left_single": (1, "left"),
+        "left_double": (2, "left"),
+        "left_triple": (3, "left"),
+        "right_single": (1, "right"),
+        "middle": (1, "middle"),
+    }
     if name in clicks:
         count, button = clicks[name]
         return Click(*_box(start, contract, name), button, count)  # type: ignore[arg-type]
