@@ -463,3 +463,19 @@ async def test_a_model_that_never_answers_is_an_infrastructure_error_within_its_
     assert record.error_kind == "agent_unavailable"
     assert result.error is not None and "within the call's 2 s deadline" in result.error
     assert elapsed < 2.0 + STARTUP + 2.0
+
+
+async def test_earlier_screenshots_come_with_the_answers_given_to_them() -> None:
+    replies = [uitars_reply(f"hotkey(key='{k}')") for k in ("a", "b", "c")]
+    with FakeEndpoint(replies) as endpoint:
+        agent = await started(config(endpoint, "uitars", screenshots=2))
+        for step in range(3):
+            await agent.decide(observation(step))
+        await agent.close()
+    assert agent.record()["agent_config"]["screenshots"] == 2
+    first, _, third = (r.body["messages"] for r in endpoint.received)
+    assert [m["role"] for m in first] == ["system", "user"]
+    # The current screen and the one before, with the answer given to it.
+    assert [m["role"] for m in third] == ["system", "user", "assistant", "user"]
+    assert third[1]["content"][0]["text"] == "The screen at step 1:"
+    assert "hotkey(key='b')" in third[2]["content"]

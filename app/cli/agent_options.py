@@ -80,6 +80,14 @@ def add_openai_options(parser: argparse.ArgumentParser) -> None:
         help="largest screenshot sent to the model, WxH (default: 1280x800)",
     )
     group.add_argument(
+        "--screenshots",
+        type=int,
+        default=1,
+        metavar="N",
+        help="an adapter over chat completions (pyautogui, uitars, qwen) shows the model "
+        "its last N screenshots, each earlier one with its answer (default: 1)",
+    )
+    group.add_argument(
         "--tool-mode",
         choices=["tools", "json"],
         default="tools",
@@ -158,6 +166,7 @@ def openai_config(
             api_key_env=key_env,
             image_width=width,
             image_height=height,
+            screenshots=args.screenshots,
         )
     deadline = args.agent_timeout if args.agent_timeout is not None else timeout
     return config if deadline is None else replace(config, deadline=deadline)

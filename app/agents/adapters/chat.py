@@ -71,7 +71,10 @@ class ChatFamily:
 
     def reset(self) -> None:
         self.answers: list[tuple[int, str, str | None]] = []
+        self.shots: list[tuple[int, str, str]] = []
+        """(step, screenshot data URL, the answer to it): the earlier screenshots."""
         self.step = 0
+        self.shot = ""
 
     def headers(self) -> dict[str, str]:
         return {}
@@ -85,15 +88,23 @@ class ChatFamily:
             system = uitars.SYSTEM_PROMPT
         else:
             system = QWEN_PROMPT
+        self.shot = shot.data_url
         recent = self.answers[-self.config.history :] if self.config.history else []
         user = [
             {"type": "text", "text": chat_state(observation, recent)},
             {"type": "image_url", "image_url": {"url": shot.data_url}},
         ]
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": user},
-        ]
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        earlier = self.config.screenshots - 1
+        for step, url, answer in self.shots[-earlier:] if earlier else []:
+            # The model's own turns, as UI-TARS-style histories hold them.
+            seen = [
+                {"type": "text", "text": f"The screen at step {step}:"},
+                {"type": "image_url", "image_url": {"url": url}},
+            ]
+            messages.append({"role": "user", "content": seen})
+            messages.append({"role": "assistant", "content": answer})
+        messages.append({"role": "user", "content": user})
         extra: dict[str, Any] = {}
         if self.kind == "qwen":
             extra = {"tools": qwen.tools(contract), "tool_choice": "auto"}
@@ -108,6 +119,11 @@ class ChatFamily:
             info["content"] = text
         said = text or json.dumps(message.get("tool_calls"))[:2000]
         self.answers.append((self.step, said, None))
+        if self.config.screenshots > 1:
+            self.shots = [
+                *self.shots[-(self.config.screenshots - 1) :],
+                (self.step, self.shot, said),
+            ]
         if self.kind == "qwen":
             return qwen.read_qwen(message, shot.contract, pointer, info)
         if self.kind == "uitars":

@@ -42,6 +42,10 @@ class AdapterConfig(EndpointConfig):
     """The screenshot is scaled down (aspect kept) to fit this box; never up."""
     history: int = 8
     """How many of the model's earlier answers each request repeats (chat families)."""
+    screenshots: int = 1
+    """Screenshots each request of a chat family shows: the current one and the N-1
+    before it, each with the answer the model gave to it (UI-TARS is trained on such
+    a history)."""
     images_kept: int = 3
     """Screenshots kept in a stateful conversation (Anthropic); older ones are replaced
     by a note, as Anthropic's reference loop does, so requests stay small."""
@@ -73,8 +77,8 @@ class AdapterConfig(EndpointConfig):
             raise AgentError(
                 f"model agent: image size {self.image_width}x{self.image_height} is too small"
             )
-        if self.history < 0 or self.images_kept < 1:
-            raise AgentError("model agent: history must be >= 0 and images_kept >= 1")
+        if self.history < 0 or self.images_kept < 1 or self.screenshots < 1:
+            raise AgentError("model agent: history must be >= 0, screenshots and images_kept >= 1")
 
     @property
     def convention(self) -> Convention:
@@ -90,6 +94,7 @@ class AdapterConfig(EndpointConfig):
             "coordinates": self.convention,
             "image": [self.image_width, self.image_height],
             "history": self.history,
+            "screenshots": self.screenshots,
             "images_kept": self.images_kept,
             "deadline": self.deadline,
             "temperature": self.temperature,
