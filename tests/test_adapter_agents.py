@@ -479,3 +479,11 @@ async def test_earlier_screenshots_come_with_the_answers_given_to_them() -> None
     assert [m["role"] for m in third] == ["system", "user", "assistant", "user"]
     assert third[1]["content"][0]["text"] == "The screen at step 1:"
     assert "hotkey(key='b')" in third[2]["content"]
+
+
+def test_a_batch_records_an_adapters_config_and_resumes_with_it() -> None:
+    from app.batch import BatchOptions
+
+    made = AdapterConfig(model="m", adapter="qwen", coords="0-1000", screenshots=3)
+    again = BatchOptions.from_json(BatchOptions(openai=made).to_json()).openai
+    assert again == made
