@@ -21,10 +21,11 @@ from app.tasks.model import Task
 if TYPE_CHECKING:
     from app.agents.adapters import AdapterConfig
     from app.agents.openai import OpenAIConfig
+    from app.store import Store
 
     ModelConfig = OpenAIConfig | AdapterConfig
 
-AGENT_SPECS = "reference | null | scripted:FILE | openai[:MODEL] | ADAPTER:MODEL"
+AGENT_SPECS = "reference | null | scripted:FILE | replay:EPISODE | openai[:MODEL] | ADAPTER:MODEL"
 # The adapters' names, written out so that the factory's import stays light;
 # tests/test_adapters.py holds them equal to app.agents.adapters.ADAPTERS.
 ADAPTER_NAMES = ("deskloop", "pyautogui", "uitars", "anthropic", "openai-cua", "qwen")
@@ -48,8 +49,12 @@ def make_agent(
     openai: ModelConfig | None = None,
     *,
     agent_timeout: float | None = None,
+    store: Store | None = None,
 ) -> Agent:
     """The agent named by `spec` for `task`.
+
+    `replay:EPISODE` replays an episode of `task` recorded in `store`
+    (`app.agents.replay`).
 
     `openai` is the model agent's config (an `OpenAIConfig` for DeskLoop's own tools, an
     `AdapterConfig` for an adapter); a spec naming a model or an adapter overrides the
@@ -70,6 +75,15 @@ def make_agent(
         except ValueError as exc:
             raise AgentError(f"{task.source}: {exc}") from None
         return ScriptedAgent.from_file(path, name="reference")
+    if spec.startswith("replay:"):
+        from app.agents.replay import ReplayAgent, recorded_steps
+
+        number = spec.removeprefix("replay:")
+        if not number.isdigit():
+            raise AgentError(f"{spec}: replay takes an episode id, like replay:12")
+        if store is None:
+            raise AgentError(f"{spec}: a replay reads the store; start it with deskloop run")
+        return ReplayAgent(int(number), recorded_steps(store, int(number), task))
     if spec.startswith("scripted:"):
         path = Path(spec.removeprefix("scripted:"))
         if not path.is_file():

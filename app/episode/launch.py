@@ -193,7 +193,7 @@ def launch(
         AgentError: a bad agent spec. DeskLoopError: a bad user spec or backend.
     """
     if isinstance(agent, str):
-        agent = make_agent(agent, task, openai)
+        agent = make_agent(agent, task, openai, store=store)
     if isinstance(user, str):
         user = make_user(user, task, cache_dir=llm_cache_dir(store))
     closes = desktop is None

@@ -189,7 +189,7 @@ class DeskLoopApp(App[None]):
 
         # A bad spec fails here, before a desktop starts.
         model = endpoint_config(agent_spec, **(endpoint or {}))
-        agent = make_agent(agent_spec, task, model, agent_timeout=agent_timeout)
+        agent = make_agent(agent_spec, task, model, agent_timeout=agent_timeout, store=self.store)
         entry, started_here = self.pool.for_task(task)
         session = EpisodeSession(
             task=task,
