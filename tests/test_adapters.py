@@ -357,3 +357,33 @@ def test_openai_computer_actions() -> None:
     assert cua_action({"type": "screenshot"}, terms) is None
     with pytest.raises(ActionError, match="back"):
         cua_action({"type": "click", "button": "back", "x": 1, "y": 1}, terms)
+
+
+def test_mouse_down_up_is_a_drag_and_pyautogui_settings_are_ignored() -> None:
+    code = """
+pyautogui.PAUSE = 0.5
+pyautogui.FAILSAFE = False
+pyautogui.mouseDown(100, 100)
+pyautogui.moveTo(150, 120, duration=0.3)
+pyautogui.moveTo(200, 140)
+pyautogui.mouseUp()
+pyautogui.mouseDown(300, 300, button='right'); pyautogui.mouseUp(300, 300, button='right')
+pyautogui.scroll(-2)
+"""
+    assert read_pyautogui(code, contract("pixels"), Pointer()).actions == [
+        Drag(100, 100, 200, 140),
+        Click(300, 300, "right"),
+        Scroll(300, 300, 2),
+    ]
+    # Before anything put the pointer somewhere, a scroll is in the screen's middle.
+    assert read_pyautogui("pyautogui.scroll(3)", contract("pixels"), Pointer()).actions == [
+        Scroll(640, 400, -3)
+    ]
+    for code, reason in [
+        ("pyautogui.mouseDown(1, 1)\npyautogui.press('a')\npyautogui.mouseUp()", "held down"),
+        ("pyautogui.mouseDown(1, 1)", "without a mouseUp"),
+        ("pyautogui.mouseUp(1, 1)", "without a mouseDown"),
+        ("pyautogui.PAUSE = os.system('x')", "assign statements are not read"),
+    ]:
+        with pytest.raises(MalformedAction, match=reason):
+            read_pyautogui(code, contract("pixels"), Pointer())

@@ -10,7 +10,8 @@ The model answers with a code block (or bare code) of `pyautogui` calls and
 | `pyautogui.click(x, y, clicks=1, button='left')`, `doubleClick`, `tripleClick`, ... | `click` |
 | `pyautogui.moveTo(x, y)` | `move` |
 | `pyautogui.dragTo(x, y, button='left')` | `drag` from where the pointer is |
-| `pyautogui.scroll(n, x, y)` (`vscroll`) | `scroll` with dy = -n (pyautogui's positive is up) |
+| `mouseDown(x, y)`, `moveTo`..., `mouseUp(x, y)` | one `drag` (or a `click` in place) |
+| `pyautogui.scroll(n, x, y)` (`vscroll`) | `scroll`, dy = -n (pyautogui's positive is up) |
 | `pyautogui.write(text)`, `typewrite(text)` | `type`; `typewrite([...])` presses the keys |
 | `pyautogui.press(key or [keys], presses=n)` | `key` per press |
 | `pyautogui.hotkey(*keys)` | one `key` combo |
@@ -18,6 +19,8 @@ The model answers with a code block (or bare code) of `pyautogui` calls and
 | `time.sleep(s)` | `wait` |
 | `DONE`, `FAIL`, `WAIT`, `ASK("q")`, `FAIL("why")` | DONE, FAIL, wait 1 s, ASK |
 
+A scroll without a point scrolls where the pointer is (the screen's middle before any
+action has put it somewhere). Setting `pyautogui.PAUSE` or `FAILSAFE` is ignored.
 Anything else (an assignment, a loop, `os.system`, a call with a computed argument)
 refuses the whole answer before any of it acts, with the reason. `computer.terminate(
 status='success'|'failure')` (OpenCUA) and `agent.done()` / `agent.fail()` (Agent-S)
@@ -72,8 +75,15 @@ class _Reader:
         self.held_since: dict[str, int] = {}
         """How many actions there were when each held key went down."""
         self.ended = False
+        self.down: tuple[tuple[int, int], Button] | None = None
+        """Where mouseDown pressed, and the button, until its mouseUp: a drag."""
 
     def add(self, action: Action) -> None:
+        if self.down is not None:
+            raise ActionError(
+                f"{_describe(action)} while the mouse button is held down (mouseDown): "
+                "only moveTo and mouseUp may come before its mouseUp"
+            )
         if self.ended:
             raise ActionError(f"{_describe(action)} comes after the episode's end word")
         validate_action(action, "pyautogui")
@@ -203,7 +213,29 @@ def _pyautogui(reader: _Reader, name: str, call: ast.Call) -> None:
         values = _args(call, ("x", "y", "duration"), what)
         _only(values, {"x", "y"}, what)
         reader.no_held(what)
-        reader.add(Move(*reader.point(values.get("x"), values.get("y"), what)))
+        where = reader.point(values.get("x"), values.get("y"), what)
+        if reader.down is not None:
+            reader.pointer.at = where  # the drag goes on: its end is where mouseUp lets go
+        else:
+            reader.add(Move(*where))
+    elif name in ("mouseDown", "mouseUp"):
+        values = _args(call, ("x", "y", "button", "duration"), what)
+        _only(values, {"x", "y", "button"}, what)
+        reader.no_held(what)
+        where = reader.point(values.get("x"), values.get("y"), what)
+        button = _button(values.get("button", "left"), what)
+        if name == "mouseDown":
+            if reader.down is not None:
+                raise ActionError(f"{what}: the button is already down")
+            reader.down = (where, button)
+            reader.pointer.at = where
+        else:
+            if reader.down is None:
+                raise ActionError(f"{what} without a mouseDown before it")
+            start, pressed = reader.down
+            reader.down = None
+            # Pressed and let go at one spot is a click; elsewhere, a drag.
+            reader.add(Click(*start, pressed) if start == where else Drag(*start, *where, pressed))
     elif name == "dragTo":
         values = _args(call, ("x", "y", "duration", "tween", "button"), what)
         _only(values, {"x", "y", "button"}, what)
@@ -218,7 +250,12 @@ def _pyautogui(reader: _Reader, name: str, call: ast.Call) -> None:
         amount = values.get("clicks")
         if isinstance(amount, bool) or not isinstance(amount, int | float) or amount == 0:
             raise ActionError(f"{what}: clicks must be a non-zero number, not {amount!r}")
-        x, y = reader.point(values.get("x"), values.get("y"), what)
+        if values.get("x") is None and values.get("y") is None and reader.pointer.at is None:
+            # pyautogui scrolls wherever the pointer is; before any action put it
+            # somewhere, the middle of the screen stands in (a scroll clicks nothing).
+            x, y = reader.contract.screen[0] // 2, reader.contract.screen[1] // 2
+        else:
+            x, y = reader.point(values.get("x"), values.get("y"), what)
         reader.add(Scroll(x, y, -round(amount) or (-1 if amount > 0 else 1)))
     elif name in ("write", "typewrite"):
         values = _args(call, ("message", "interval"), what)
@@ -297,6 +334,16 @@ def _statement(reader: _Reader, node: ast.stmt) -> None:
         raise ActionError(f"import of {', '.join(names)}: only pyautogui and time are read")
     if isinstance(node, ast.Pass):
         return
+    if (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(assigned := node.targets[0], ast.Attribute)
+        and isinstance(assigned.value, ast.Name)
+        and assigned.value.id == "pyautogui"
+        and assigned.attr in ("PAUSE", "FAILSAFE")
+        and isinstance(node.value, ast.Constant)
+    ):
+        return  # pyautogui's own pacing and fail-safe: nothing to do over VNC
     if not isinstance(node, ast.Expr):
         raise ActionError(
             f"line {node.lineno}: {type(node).__name__.lower()} statements are not read "
@@ -356,6 +403,8 @@ def read_pyautogui(text: str, contract: CoordinateContract, pointer: Pointer) ->
             _statement(reader, node)
         for key in list(reader.held):
             reader.key_up(key)  # a key the code never let go is let go at its end
+        if reader.down is not None:
+            raise ActionError("mouseDown without a mouseUp: DeskLoop's drags end in the answer")
     except ActionError as exc:
         pointer.at = start  # nothing of a refused answer acts
         raise MalformedAction(str(exc), text) from None
