@@ -94,3 +94,11 @@ async def test_a_recorded_episode_replays_and_reports_where_the_screen_diverged(
     assert tampered.passed  # the actions were taken all the same
     assert [i["diverged"] for i in infos[1]] == [False, True, False]
     assert infos[1][-1]["first_divergence"] == 1 and infos[1][1]["screen_difference"] > 0.5
+
+
+def test_episodes_show_names_a_diverged_step() -> None:
+    from app.cli.episodes_cmd import _agent_note
+
+    info = {"diverged": True, "recorded_step": 3, "screen_difference": 0.42}
+    assert _agent_note(info) == ", screen diverged from recorded step 3 (42% of pixels)"
+    assert _agent_note({"diverged": False, "recorded_step": 3}) == ""
