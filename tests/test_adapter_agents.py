@@ -487,3 +487,20 @@ def test_a_batch_records_an_adapters_config_and_resumes_with_it() -> None:
     made = AdapterConfig(model="m", adapter="qwen", coords="0-1000", screenshots=3)
     again = BatchOptions.from_json(BatchOptions(openai=made).to_json()).openai
     assert again == made
+
+
+def test_history_and_screenshots_options_are_recorded() -> None:
+    from app.cli import build_parser
+    from app.cli.agent_options import openai_config
+
+    parser = build_parser()
+    args = parser.parse_args(
+        ["run", "t", "--agent", "uitars:m", "--history", "3", "--screenshots", "4"]
+    )
+    made = openai_config(args, ["uitars:m"])
+    assert (made.history, made.screenshots) == (3, 4)
+    assert made.public()["history"] == 3 and made.public()["screenshots"] == 4
+    tools = openai_config(
+        parser.parse_args(["run", "t", "--agent", "openai:m", "--history", "0"]), ["openai:m"]
+    )
+    assert tools.history == 0 and tools.public()["history"] == 0

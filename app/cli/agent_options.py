@@ -80,6 +80,13 @@ def add_openai_options(parser: argparse.ArgumentParser) -> None:
         help="largest screenshot sent to the model, WxH (default: 1280x800)",
     )
     group.add_argument(
+        "--history",
+        type=int,
+        metavar="N",
+        help="the model's last N actions or answers described as text in each request "
+        "(default: 12 for deskloop, 8 for the adapters over chat completions)",
+    )
+    group.add_argument(
         "--screenshots",
         type=int,
         default=1,
@@ -157,6 +164,8 @@ def openai_config(
             image_height=height,
             tool_mode=args.tool_mode,
         )
+        if args.history is not None:
+            config = replace(config, history=args.history)
     else:
         config = AdapterConfig(
             model=model,
@@ -168,5 +177,7 @@ def openai_config(
             image_height=height,
             screenshots=args.screenshots,
         )
+        if args.history is not None:
+            config = replace(config, history=args.history)
     deadline = args.agent_timeout if args.agent_timeout is not None else timeout
     return config if deadline is None else replace(config, deadline=deadline)
