@@ -380,70 +380,6 @@ async def test_an_ask_reaches_the_user_and_the_answer_the_model(
     assert record.config["agent_config"]["adapter"] == adapter
 
 
-# -- endpoint settings on the command line and in suites ------------------------------------
-
-
-@pytest.mark.parametrize("command", [["run", "some-task"], ["batch", "run"]])
-def test_the_options_choose_adapter_endpoint_key_and_coordinates(command: list[str]) -> None:
-    from app.cli import build_parser
-    from app.cli.agent_options import openai_config
-
-    parser = build_parser()
-    args = parser.parse_args(
-        [
-            *command,
-            "--agent",
-            "openai:m",
-            "--adapter",
-            "uitars",
-            "--base-url",
-            "http://127.0.0.1:8000/v1",
-            "--coords",
-            "qwen-grid",
-            "--api-key-env",
-            "VLLM_KEY",
-            "--agent-timeout",
-            "40",
-        ]
-    )
-    made = openai_config(args, ["openai:m"])
-    assert isinstance(made, AdapterConfig)
-    assert (
-        made.adapter,
-        made.model,
-        made.base_url,
-        made.api_key_env,
-        made.convention,
-        made.deadline,
-    ) == ("uitars", "m", "http://127.0.0.1:8000/v1", "VLLM_KEY", "qwen-grid", 40.0)
-    named = openai_config(parser.parse_args([*command, "--agent", "anthropic:c"]), ["anthropic:c"])
-    assert isinstance(named, AdapterConfig) and named.adapter == "anthropic"
-    assert named.base_url == "https://api.anthropic.com/v1"
-    assert named.api_key_env == "ANTHROPIC_API_KEY"
-
-
-def test_a_suite_names_the_endpoint_and_refuses_unknown_adapters(tmp_path: Path) -> None:
-    from app.batch import load_suite
-    from app.cli import build_parser
-    from app.cli.agent_options import openai_config
-    from app.core.errors import TaskError
-
-    suite = tmp_path / "suite.yaml"
-    suite.write_text(
-        "tasks: [t]\nagents: [model]\nendpoint:\n  adapter: qwen\n  model: Qwen/Qwen2.5-VL-7B\n"
-        "  base_url: http://127.0.0.1:8000/v1\n"
-    )
-    endpoint = load_suite(suite).endpoint
-    assert endpoint is not None
-    args = build_parser().parse_args(["batch", "run", str(suite)])
-    made = openai_config(args, ["model"], None, endpoint.model_dump(exclude_none=True))
-    assert isinstance(made, AdapterConfig) and made.adapter == "qwen"
-    assert made.model == "Qwen/Qwen2.5-VL-7B" and made.convention == "qwen-grid"
-    suite.write_text("tasks: [t]\nagents: [model]\nendpoint: {adapter: gemini}\n")
-    with pytest.raises(TaskError, match=rf"{suite}: endpoint.adapter: "):
-        load_suite(suite)
-
-
 @pytest.mark.parametrize("adapter", ["anthropic", "openai-cua", "uitars"])
 async def test_a_model_that_never_answers_is_an_infrastructure_error_within_its_deadline(
     adapter: str, tmp_path: Path
@@ -479,28 +415,3 @@ async def test_earlier_screenshots_come_with_the_answers_given_to_them() -> None
     assert [m["role"] for m in third] == ["system", "user", "assistant", "user"]
     assert third[1]["content"][0]["text"] == "The screen at step 1:"
     assert "hotkey(key='b')" in third[2]["content"]
-
-
-def test_a_batch_records_an_adapters_config_and_resumes_with_it() -> None:
-    from app.batch import BatchOptions
-
-    made = AdapterConfig(model="m", adapter="qwen", coords="0-1000", screenshots=3)
-    again = BatchOptions.from_json(BatchOptions(openai=made).to_json()).openai
-    assert again == made
-
-
-def test_history_and_screenshots_options_are_recorded() -> None:
-    from app.cli import build_parser
-    from app.cli.agent_options import openai_config
-
-    parser = build_parser()
-    args = parser.parse_args(
-        ["run", "t", "--agent", "uitars:m", "--history", "3", "--screenshots", "4"]
-    )
-    made = openai_config(args, ["uitars:m"])
-    assert (made.history, made.screenshots) == (3, 4)
-    assert made.public()["history"] == 3 and made.public()["screenshots"] == 4
-    tools = openai_config(
-        parser.parse_args(["run", "t", "--agent", "openai:m", "--history", "0"]), ["openai:m"]
-    )
-    assert tools.history == 0 and tools.public()["history"] == 0
