@@ -99,6 +99,8 @@ def test_points_outside_the_contract_are_refused(
         (["ESC"], "esc"),
         (["e", "shift", "ctrl"], "shift+ctrl+e"),  # modifiers first
         (["semicolon"], ";"),
+        (["CTRL+S"], "ctrl+S"),  # a combo written as one key
+        (["ctrl", "+"], "ctrl++"),
     ],
 )
 def test_key_names_of_every_family_become_deskloops(names: list[str], combo: str) -> None:

@@ -248,7 +248,11 @@ def combo_of(keys: list[str]) -> str:
     """
     if not keys:
         raise ActionError("no keys to press")
-    names = [normalize_key(key) for key in keys]
+    # A model may write a whole combo as one key (["CTRL+S"]); '+' alone is the key.
+    split = [part for key in keys for part in (key.split("+") if len(key) > 1 else [key])]
+    if any(part == "" for part in split):
+        raise ActionError(f"malformed keys {keys!r} (an empty part around '+')")
+    names = [normalize_key(key) for key in split]
     mods = [n for n in names if n in MODIFIERS]
     others = [n for n in names if n not in MODIFIERS]
     if len(others) > 1:
