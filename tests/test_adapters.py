@@ -68,6 +68,17 @@ def test_each_convention_maps_a_known_point_back(
     assert terms.public()["convention"] == convention
 
 
+def test_an_api_that_rescales_large_images_gets_them_within_its_bounds() -> None:
+    # Anthropic's: at most 1.15 MP and 1568 px on the long side.
+    big = CoordinateContract.make(
+        "pixels", (1920, 1080), (1920, 1080), max_area=1_150_000, max_edge=1568
+    )
+    assert big.sent[0] * big.sent[1] <= 1_150_000 and abs(big.sent[0] / big.sent[1] - 16 / 9) < 0.01
+    wide = CoordinateContract.make("pixels", (3840, 1080), (3840, 1080), max_edge=1568)
+    assert wide.sent == (1568, 441)
+    assert CoordinateContract.make("pixels", SCREEN, SCREEN, max_area=1_150_000).sent == SCREEN
+
+
 @pytest.mark.parametrize(
     ("convention", "point", "problem"),
     [

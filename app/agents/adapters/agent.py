@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from app.agents.adapters.anthropic import AnthropicFamily
+from app.agents.adapters.anthropic import MAX_AREA, MAX_EDGE, AnthropicFamily
 from app.agents.adapters.base import Family, Pointer, Shot
 from app.agents.adapters.chat import ChatFamily
 from app.agents.adapters.config import AdapterConfig
@@ -132,6 +132,8 @@ class AdapterAgent:
             (self.config.image_width, self.config.image_height),
             min_pixels=self.config.min_pixels,
             max_pixels=self.config.max_pixels,
+            max_area=MAX_AREA if self.config.adapter == "anthropic" else None,
+            max_edge=MAX_EDGE if self.config.adapter == "anthropic" else None,
         )
         png = await asyncio.to_thread(encode_png, frame.pixels, contract.sent)
         shot = Shot(contract, png)

@@ -48,6 +48,11 @@ from app.core.errors import ActionError, MalformedAction
 from app.core.keys import xdotool_combos
 
 TOOL_TYPE = "computer_20250124"
+MAX_AREA = 1_150_000
+MAX_EDGE = 1568
+"""Anthropic's API scales an image down past about 1.15 megapixels (or 1568 px on its
+long side), and the model's coordinates would then be of an image DeskLoop never sent:
+the screenshot is kept within it (1280×800 is 1.02 MP and goes as it is)."""
 BETA = "computer-use-2025-01-24"
 API_VERSION = "2023-06-01"
 

@@ -83,13 +83,22 @@ class CoordinateContract:
         *,
         min_pixels: int = QWEN_MIN_PIXELS,
         max_pixels: int = QWEN_MAX_PIXELS,
+        max_area: int | None = None,
+        max_edge: int | None = None,
     ) -> CoordinateContract:
-        """The contract for a screen of `screen` pixels, the image fitted to `box`."""
+        """The contract for a screen of `screen` pixels, the image fitted to `box` (and
+        to `max_area` pixels in all, for an API that would otherwise rescale it and
+        so move every point the model names), and to `max_edge` on its long side."""
         if convention not in CONVENTIONS:
             raise ActionError(
                 f"unknown coordinate convention {convention!r}; known: {', '.join(CONVENTIONS)}"
             )
         sent = fit_size(*screen, *box)
+        if max_area is not None and sent[0] * sent[1] > max_area:
+            scale = math.sqrt(max_area / (sent[0] * sent[1]))
+            sent = (max(1, int(sent[0] * scale)), max(1, int(sent[1] * scale)))
+        if max_edge is not None and max(sent) > max_edge:
+            sent = fit_size(*sent, max_edge, max_edge)
         if convention == "qwen-grid":
             sent = smart_resize(*sent, min_pixels=min_pixels, max_pixels=max_pixels)
         return cls(convention, screen, sent)
