@@ -147,7 +147,26 @@ async def test_a_new_user_message_drops_the_rest_of_an_answer() -> None:
         # The user spoke: the model is asked again, and sees it.
         assert await agent.decide(observation(1, extra="Stop, use B.")) == Wait(1.0)
         await agent.close()
-    assert "Stop, use B." in request_text(endpoint.received[1].body)
+    told = request_text(endpoint.received[1].body)
+    assert "Stop, use B." in told and "its last 1 action(s) were not run" in told
+
+
+async def test_anthropic_tool_uses_dropped_for_a_new_message_are_answered_as_not_run() -> None:
+    first, second = computer("key", text="a"), computer("key", text="b")
+    replies = [anthropic_reply(first, second), anthropic_reply(text="Stopped.")]
+    with FakeEndpoint(replies) as endpoint:
+        agent = await started(config(endpoint, "anthropic"))
+        assert await agent.decide(observation()) == Key("a")
+        assert await agent.decide(observation(1, extra="Stop.")) == Done()
+        await agent.close()
+    results = endpoint.received[1].body["messages"][-1]["content"]
+    assert results[0]["tool_use_id"] == first["id"] and "is_error" not in results[0]
+    assert results[1] == {
+        "type": "tool_result",
+        "tool_use_id": second["id"],
+        "is_error": True,
+        "content": "not run: a new message from the user came first",
+    }
 
 
 # -- Anthropic ------------------------------------------------------------------------------

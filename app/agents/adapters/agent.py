@@ -120,7 +120,10 @@ class AdapterAgent:
         if self._client is None or self._context is None:
             raise AgentError("model agent: decide() before start()")
         if self._queue and len(observation.conversation) > self._seen:
-            self._queue = []  # the user said something new: the model should see it
+            # The user said something new: the model should see it, and know what of
+            # its last answer was not done.
+            self.family.dropped(len(self._queue))
+            self._queue = []
         if self._queue:
             action = self._queue.pop(0)
             self._info = {**self._queued_from, "queued": True}

@@ -183,6 +183,8 @@ class AnthropicFamily:
         """Refused tool uses, by id: answered as `is_error` results."""
         self.note: str | None = None
         """Why the last answer as a whole was refused (one without a tool use)."""
+        self.counts: list[tuple[str, int]] = []
+        """(tool_use id, how many actions it became) of the last answer, in order."""
 
     def headers(self) -> dict[str, str]:
         return {"anthropic-version": API_VERSION, "anthropic-beta": BETA}
@@ -282,6 +284,7 @@ class AnthropicFamily:
         uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
         info["tool_uses"] = [{"name": u.get("name"), "input": u.get("input")} for u in uses]
         self.pending = [(str(u.get("id")), str(u.get("name"))) for u in uses]
+        self.counts = []
         if not uses:
             if data.get("stop_reason") == "max_tokens":
                 raise MalformedAction("the answer was cut off at max_tokens", data)
@@ -310,6 +313,7 @@ class AnthropicFamily:
                     validate_action(action, str(name))
                     pointer.follow(action)
                 actions += found
+                self.counts.append((tool_id, len(found)))
             except ActionError as exc:
                 pointer.at = start
                 for other, _ in self.pending:
@@ -321,6 +325,16 @@ class AnthropicFamily:
     def rejected(self, reason: str) -> None:
         if not self.pending:
             self.note = reason
+
+    def dropped(self, count: int) -> None:
+        """The last `count` actions of the answer were not taken (the user spoke first):
+        the tool uses none of whose actions ran are answered as errors saying so."""
+        left = count
+        for tool_id, made in reversed(self.counts):
+            if left <= 0 or made > left:
+                break
+            left -= made
+            self.errors[tool_id] = "not run: a new message from the user came first"
 
     def usage(self, data: dict[str, Any]) -> dict[str, Any]:
         usage = data.get("usage")

@@ -95,6 +95,11 @@ class Family(Protocol):
         """The last answer was refused for `reason`: say so in the next request."""
         ...
 
+    def dropped(self, count: int) -> None:
+        """The last `count` actions of the last answer were not taken (a new user
+        message came first): say so, where the family's format has a place for it."""
+        ...
+
     def usage(self, data: dict[str, Any]) -> dict[str, Any]:
         """prompt_tokens, completion_tokens and total_tokens of an answer (None when
         the endpoint did not say)."""
@@ -124,14 +129,15 @@ def _line(message: Message, active: bool) -> str:
 
 def chat_state(observation: Observation, answers: Sequence[tuple[int, str, str | None]]) -> str:
     """The user turn of a stateless chat family: the whole conversation, the model's
-    recent answers (step, raw text, why it was refused) and the step count."""
+    recent answers (step, raw text, a note: why it was refused, or what of it was not
+    run) and the step count."""
     lines = ["Conversation so far (oldest first):", conversation_text(observation)]
     if answers:
         lines += ["", "Your recent answers:"]
         for step, text, refused in answers:
             lines.append(f"step {step}: {text.strip()}")
             if refused:
-                lines.append(f"  -- REJECTED: {refused}")
+                lines.append(f"  -- {refused}")
     lines += ["", f"Steps taken: {observation.steps_taken}. The current screenshot follows."]
     return "\n".join(lines)
 

@@ -133,7 +133,13 @@ class ChatFamily:
     def rejected(self, reason: str) -> None:
         if self.answers:
             step, text, _ = self.answers[-1]
-            self.answers[-1] = (step, text, reason)
+            self.answers[-1] = (step, text, f"REJECTED: {reason}")
+
+    def dropped(self, count: int) -> None:
+        if self.answers:
+            step, text, _ = self.answers[-1]
+            why = f"NOT ALL RUN: its last {count} action(s) were not run: the user spoke first"
+            self.answers[-1] = (step, text, why)
 
     def usage(self, data: dict[str, Any]) -> dict[str, Any]:
         return chat_usage(data)

@@ -300,6 +300,9 @@ class OpenAICUAFamily:
     def rejected(self, reason: str) -> None:
         self.note = reason
 
+    def dropped(self, count: int) -> None:
+        self.note = f"the last {count} action(s) of your answer were not run: the user spoke first"
+
     def usage(self, data: dict[str, Any]) -> dict[str, Any]:
         usage = data.get("usage")
         usage = usage if isinstance(usage, dict) else {}
