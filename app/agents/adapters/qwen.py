@@ -67,7 +67,8 @@ ACTIONS = (
 
 
 def tools(contract: CoordinateContract) -> list[dict[str, Any]]:
-    """The `computer_use` function (the cookbook's) and DeskLoop's `ask_user`."""
+    """The `computer_use` function (after Qwen2.5-VL's computer-use cookbook, Apache-2.0:
+    the model is trained on its action names and arguments) and DeskLoop's `ask_user`."""
     width, height = contract.sent
     where = (
         f"The screen's resolution is {width}x{height}."

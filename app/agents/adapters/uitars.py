@@ -44,6 +44,9 @@ from app.core.actions import (
 from app.core.errors import ActionError, MalformedAction
 from app.core.keys import combo_of
 
+# The action space as UI-TARS's published computer-use prompt states it (bytedance/UI-TARS,
+# Apache-2.0): the model is trained on these words, so they are kept, with DeskLoop's
+# note on the conversation added.
 SYSTEM_PROMPT = """\
 You are a GUI agent. You are given a task and your action history, with screenshots. \
 You need to perform the next action to complete the task.
