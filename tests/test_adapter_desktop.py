@@ -281,3 +281,36 @@ async def test_gimp_flip_export_scores_1_when_the_endpoint_plays_its_reference(
     assert steps[-1].kind == "done"
     assert record.config["agent_config"]["adapter"] == adapter
     assert time.monotonic() - started < 300
+
+
+async def test_deskloop_run_drives_a_local_endpoint_through_an_adapter(tmp_path: Path) -> None:
+    """The command line end to end: `deskloop run TASK --agent uitars:M --base-url URL`."""
+    import json
+    import os
+    import sys
+
+    from tests.xterm_task import write_xterm_task
+
+    task = write_xterm_task(tmp_path, steps=6, seconds=180)
+    replies = [
+        uitars_reply("type(content='touch ~/proof.txt\\n')"),
+        uitars_reply("finished(content='The file is there.')"),
+    ]
+    with FakeEndpoint(replies) as endpoint:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "app.cli", "--db", str(tmp_path / "db" / "deskloop.db"),
+            "run", str(task), "--agent", "uitars:fake-ui-tars", "--base-url",
+            endpoint.base_url, "--api-key-env", "DESKLOOP_NO_SUCH_KEY", "--agent-timeout",
+            "60", "--json",
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(proc.communicate(), 240)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    result = json.loads(out.decode().splitlines()[-1])
+    assert result["status"] == "finished" and result["passed"] is True
+    with Store(tmp_path / "db" / "deskloop.db") as store:
+        record = store.get_episode(result["episode"])
+    assert record.agent == "uitars:fake-ui-tars"
+    assert record.config["agent_config"]["coordinates"] == "0-1000"
+    assert endpoint.received[0].path == "/v1/chat/completions"
