@@ -95,3 +95,56 @@ def test_history_and_screenshots_options_are_recorded() -> None:
         parser.parse_args(["run", "t", "--agent", "openai:m", "--history", "0"]), ["openai:m"]
     )
     assert tools.history == 0 and tools.public()["history"] == 0
+
+
+async def test_a_batch_runs_two_families_against_their_endpoints(tmp_path: Path) -> None:
+    """A batch of `anthropic:M` and `qwen:M` on one config: each agent speaks its own
+    format, and the report counts their tokens (fake desktops: the batch is the point)."""
+    import io
+
+    from app.batch import BatchOptions, start_batch
+    from app.metrics.summary import summarize
+    from app.store import Store
+    from tests.fake_openai import FakeEndpoint
+    from tests.fake_providers import anthropic_reply, qwen_reply
+    from tests.test_batch_pool import World
+    from tests.test_hung_endpoint import make_task
+
+    task = make_task(tmp_path)
+    world = World()
+    replies = [
+        anthropic_reply(text="Nothing to do."),
+        qwen_reply({"action": "terminate", "status": "success"}),
+    ]
+    with FakeEndpoint(replies) as endpoint, Store(tmp_path / "db.sqlite") as store:
+        options = BatchOptions(
+            openai=AdapterConfig(model="m", adapter="anthropic", base_url=endpoint.base_url)
+        )
+        runner = start_batch(
+            store, [task], ["anthropic:claude", "qwen:qwen-vl"], 1, options, batch_id="two",
+            desktop_factory=world.factory, progress_stream=io.StringIO(), log=lambda _: None,
+        )  # fmt: skip
+        rows = await runner.run()
+        by_agent = {g.agent: g for g in summarize(store, "two").by_agent}
+    assert sorted(row.status for row in rows) == ["finished", "finished"]
+    assert sorted(r.path for r in endpoint.received) == ["/v1/chat/completions", "/v1/messages"]
+    assert by_agent["anthropic:claude"].tokens == 2095 + 503
+    assert by_agent["qwen:qwen-vl"].tokens == 1230
+
+
+def test_each_family_has_its_own_endpoint_and_key_variable_by_default() -> None:
+    from app.agents.factory import make_agent
+    from app.tasks.loader import load_task
+
+    assert AdapterConfig(model="c", adapter="anthropic").base_url == "https://api.anthropic.com/v1"
+    assert AdapterConfig(model="c", adapter="anthropic").api_key_env == "ANTHROPIC_API_KEY"
+    assert AdapterConfig(model="q", adapter="qwen").api_key_env == "OPENAI_API_KEY"
+    task = load_task(Path("tasks/gimp/gimp-flip-export.yaml"))
+    hosted = AdapterConfig(model="c", adapter="anthropic")
+    # Another family on the same config: its own defaults, not Anthropic's.
+    other = make_agent("openai-cua:computer-use-preview", task, hosted)
+    assert other.config.base_url == "https://api.openai.com/v1"  # type: ignore[attr-defined]
+    assert other.config.api_key_env == "OPENAI_API_KEY"  # type: ignore[attr-defined]
+    local = AdapterConfig(model="c", adapter="anthropic", base_url="http://127.0.0.1:9/v1")
+    kept = make_agent("qwen:q", task, local)
+    assert kept.config.base_url == "http://127.0.0.1:9/v1"  # type: ignore[attr-defined]

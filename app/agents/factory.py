@@ -29,7 +29,6 @@ AGENT_SPECS = "reference | null | scripted:FILE | replay:EPISODE | openai[:MODEL
 # The adapters' names, written out so that the factory's import stays light;
 # tests/test_adapters.py holds them equal to app.agents.adapters.ADAPTERS.
 ADAPTER_NAMES = ("deskloop", "pyautogui", "uitars", "anthropic", "openai-cua", "qwen")
-DEFAULT_BASE_URL = {"anthropic": "https://api.anthropic.com/v1"}
 
 
 def model_spec(spec: str) -> tuple[str | None, str] | None:
@@ -105,13 +104,17 @@ def make_agent(
         if agent_timeout is not None:
             config = replace(config, deadline=agent_timeout)
         return OpenAIAgent(config)
+    from app.agents.adapters.config import family_base_url, family_key_env
+    from app.endpoints.client import EndpointConfig
+
     changes: dict[str, Any] = {"adapter": adapter, "model": model or None}
-    if openai is None or (isinstance(openai, AdapterConfig) and openai.adapter != adapter):
-        # Another family's defaults, where the config had left them as they were.
-        if adapter in DEFAULT_BASE_URL and (openai is None or _default(openai, "base_url")):
-            changes["base_url"] = DEFAULT_BASE_URL[adapter]
-        if adapter == "anthropic" and (openai is None or _default(openai, "api_key_env")):
-            changes["api_key_env"] = "ANTHROPIC_API_KEY"
+    if isinstance(openai, AdapterConfig) and openai.adapter != adapter:
+        # The other family's own endpoint and key variable are not this one's: back to
+        # the defaults, which AdapterConfig makes this family's.
+        if openai.base_url == family_base_url(openai.adapter):
+            changes["base_url"] = EndpointConfig.base_url
+        if openai.api_key_env == family_key_env(openai.adapter):
+            changes["api_key_env"] = EndpointConfig.api_key_env
     adapter_config = _convert(AdapterConfig, openai, **changes)
     if agent_timeout is not None:
         adapter_config = replace(adapter_config, deadline=agent_timeout)
@@ -146,21 +149,12 @@ def endpoint_config(
     from app.agents.adapters import AdapterConfig
     from app.agents.openai import OpenAIConfig
 
-    values: dict[str, Any] = {
-        "model": name,
-        "base_url": base_url or DEFAULT_BASE_URL.get(family, "https://api.openai.com/v1"),
-        "api_key_env": api_key_env
-        or ("ANTHROPIC_API_KEY" if family == "anthropic" else "OPENAI_API_KEY"),
-    }
+    # An empty field is the family's default (AdapterConfig puts in the family's own).
+    values = {"base_url": base_url, "api_key_env": api_key_env}
+    given: dict[str, Any] = {k: v for k, v in values.items() if v}
     if family == "deskloop":
-        return OpenAIConfig(**values)
-    return AdapterConfig(adapter=family, **values)
-
-
-def _default(config: Any, name: str) -> bool:
-    """Whether the config's field still has its class's default."""
-    field = next(f for f in fields(config) if f.name == name)
-    return bool(getattr(config, name) == field.default)
+        return OpenAIConfig(model=name, **given)
+    return AdapterConfig(model=name, adapter=family, **given)
 
 
 def _convert(cls: Any, config: Any, **changes: Any) -> Any:

@@ -119,7 +119,8 @@ def openai_config(
     `endpoint` is a suite file's endpoint settings, which the options override;
     `--agent-timeout`, else `timeout` (a suite's), else the default, is its deadline."""
     from app.agents.adapters import AdapterConfig
-    from app.agents.factory import DEFAULT_BASE_URL, model_spec
+    from app.agents.adapters.config import family_base_url, family_key_env
+    from app.agents.factory import model_spec
     from app.agents.openai import OpenAIConfig
 
     model_agents = [a for a in agents if needs_model(a)]
@@ -141,16 +142,8 @@ def openai_config(
         or settings.get("adapter")
         or next((a for a, _ in named if a is not None), "deskloop")
     )
-    base_url = (
-        args.base_url
-        or settings.get("base_url")
-        or DEFAULT_BASE_URL.get(adapter, "https://api.openai.com/v1")
-    )
-    key_env = (
-        args.api_key_env
-        or settings.get("api_key_env")
-        or ("ANTHROPIC_API_KEY" if adapter == "anthropic" else "OPENAI_API_KEY")
-    )
+    base_url = args.base_url or settings.get("base_url") or family_base_url(adapter)
+    key_env = args.api_key_env or settings.get("api_key_env") or family_key_env(adapter)
     coords = args.coords or settings.get("coords")
     config: Any
     if adapter == "deskloop":

@@ -27,7 +27,18 @@ DEFAULT_CONVENTION: dict[str, Convention] = {
 """Each family's native convention; `coords` overrides it (UI-TARS-1.5 and OpenCUA
 write pixels of the smart-resized image, `qwen-grid`; Qwen3-VL writes `0-1000`)."""
 
-DEFAULT_KEY_ENV: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY"}
+FAMILY_BASE_URL: dict[str, str] = {"anthropic": "https://api.anthropic.com/v1"}
+FAMILY_KEY_ENV: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY"}
+"""A family's own endpoint and key variable, where they are not OpenAI's (the
+`EndpointConfig` defaults, which every other family's hosted or local server takes)."""
+
+
+def family_base_url(adapter: str) -> str:
+    return FAMILY_BASE_URL.get(adapter, EndpointConfig.base_url)
+
+
+def family_key_env(adapter: str) -> str:
+    return FAMILY_KEY_ENV.get(adapter, EndpointConfig.api_key_env)
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,11 @@ class AdapterConfig(EndpointConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        # Left as OpenAI's, the endpoint and the key variable are the family's own.
+        if self.base_url == EndpointConfig.base_url:
+            object.__setattr__(self, "base_url", family_base_url(self.adapter))
+        if self.api_key_env == EndpointConfig.api_key_env:
+            object.__setattr__(self, "api_key_env", family_key_env(self.adapter))
         if self.adapter not in ADAPTERS:
             raise AgentError(
                 f"model agent: unknown adapter {self.adapter!r}; known: "
