@@ -96,7 +96,7 @@ class AdapterAgent:
             self._client = EndpointClient(
                 self.config,
                 transport=self._transport,
-                key_header=self.family.key_header,  # type: ignore[arg-type]
+                key_header=self.family.key_header,
             )
 
     async def close(self) -> None:

@@ -46,6 +46,7 @@ from app.core.actions import (
 )
 from app.core.errors import ActionError, MalformedAction
 from app.core.keys import xdotool_combos
+from app.endpoints.client import KeyHeader
 
 TOOL_TYPE = "computer_20250124"
 MAX_AREA = 1_150_000
@@ -165,7 +166,7 @@ class AnthropicFamily:
     """The Messages API conversation of one episode (see the module doc)."""
 
     path = "/messages"
-    key_header = "x-api-key"
+    key_header: KeyHeader = "x-api-key"
 
     def __init__(self, config: AdapterConfig) -> None:
         self.config = config

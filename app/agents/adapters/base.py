@@ -14,6 +14,7 @@ from app.agents.base import Observation
 from app.core.actions import Action, Click, Drag, Move, Scroll
 from app.core.conversation import Message
 from app.core.errors import ActionError, MalformedAction
+from app.endpoints.client import KeyHeader
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,8 @@ class Family(Protocol):
 
     path: str
     """Appended to the base URL: '/chat/completions', '/messages', '/responses'."""
-    key_header: str
-    """'bearer' or 'x-api-key' (see `EndpointClient`)."""
+    key_header: KeyHeader
+    """How the key is sent (see `EndpointClient`)."""
 
     def reset(self) -> None: ...
 

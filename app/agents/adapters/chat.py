@@ -23,7 +23,7 @@ from app.agents.adapters.base import (
 from app.agents.adapters.config import AdapterConfig
 from app.agents.adapters.coords import CoordinateContract
 from app.agents.base import Observation
-from app.endpoints.client import message_text
+from app.endpoints.client import KeyHeader, message_text
 
 ChatKind = Literal["pyautogui", "uitars", "qwen"]
 
@@ -62,7 +62,7 @@ class ChatFamily:
     """One of the chat-completion families (see the module doc)."""
 
     path = "/chat/completions"
-    key_header = "bearer"
+    key_header: KeyHeader = "bearer"
 
     def __init__(self, config: AdapterConfig, kind: ChatKind) -> None:
         self.config = config

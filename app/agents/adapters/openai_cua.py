@@ -47,6 +47,7 @@ from app.core.actions import (
 )
 from app.core.errors import ActionError, MalformedAction
 from app.core.keys import combo_of
+from app.endpoints.client import KeyHeader
 
 INSTRUCTIONS = """\
 You are operating a Linux desktop for a user. The user's messages come in this \
@@ -141,7 +142,7 @@ class OpenAICUAFamily:
     """The Responses API conversation of one episode (see the module doc)."""
 
     path = "/responses"
-    key_header = "bearer"
+    key_header: KeyHeader = "bearer"
 
     def __init__(self, config: AdapterConfig) -> None:
         self.config = config
