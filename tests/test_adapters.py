@@ -156,8 +156,7 @@ def test_osworld_code_becomes_actions_in_order() -> None:
     pointer = Pointer()
     reading = read_pyautogui(OSWORLD_ANSWER, contract("pixels"), pointer)
     assert reading.actions == [
-        Click(640, 400),
-        Wait(0.5),
+        Click(640, 400),  # the time.sleep(0.5) after it was pacing: the runner settles
         Key("ctrl+a"),
         Type("photo-flipped.png"),
         Key("enter"),
@@ -215,6 +214,13 @@ def test_anything_else_refuses_the_whole_answer(answer: str, reason: str) -> Non
         read_pyautogui(answer, contract("pixels"), pointer)
     assert caught.value.raw == answer
     assert pointer.at == (7, 7)  # nothing of a refused answer acts
+
+
+def test_sleeps_beside_calls_are_pacing_and_alone_are_waits() -> None:
+    terms = contract("pixels")
+    paced = "pyautogui.press('a')\ntime.sleep(1)\npyautogui.press('b')\ntime.sleep(5)"
+    assert read_pyautogui(paced, terms, Pointer()).actions == [Key("a"), Key("b"), Wait(5)]
+    assert read_pyautogui("time.sleep(1.5)", terms, Pointer()).actions == [Wait(1.5)]
 
 
 def test_a_drag_needs_to_know_where_the_pointer_is() -> None:

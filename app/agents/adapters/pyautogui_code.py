@@ -16,7 +16,7 @@ The model answers with a code block (or bare code) of `pyautogui` calls and
 | `pyautogui.press(key or [keys], presses=n)` | `key` per press |
 | `pyautogui.hotkey(*keys)` | one `key` combo |
 | `pyautogui.keyDown(k)` ... `keyUp(k)` | the held modifiers join the keys pressed between |
-| `time.sleep(s)` | `wait` |
+| `time.sleep(s)` | `wait`; beside other calls, one of 2 s or less is dropped (pacing) |
 | `DONE`, `FAIL`, `WAIT`, `ASK("q")`, `FAIL("why")` | DONE, FAIL, wait 1 s, ASK |
 
 A scroll without a point scrolls where the pointer is (the screen's middle before any
@@ -57,6 +57,8 @@ _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n?(.*?)```", re.DOTALL)
 _WORDS = {"DONE", "FAIL", "WAIT"}
 # Seconds a bare WAIT waits (OSWorld's agent sleeps between looks; the runner settles).
 WAIT_SECONDS = 1.0
+PACING = 2.0
+"""A `time.sleep` this short beside other calls is pacing, left to the runner's settle."""
 
 
 def code_of(text: str) -> str:
@@ -410,4 +412,9 @@ def read_pyautogui(text: str, contract: CoordinateContract, pointer: Pointer) ->
         raise MalformedAction(str(exc), text) from None
     if not reader.actions:
         raise MalformedAction("no action: the code calls nothing DeskLoop reads", text)
-    return Reading(reader.actions)
+    actions = reader.actions
+    if any(not isinstance(a, Wait) for a in actions):
+        # Short sleeps between calls pace pyautogui; the runner already waits for the
+        # screen to settle after every action, and each wait would spend a step.
+        actions = [a for a in actions if not (isinstance(a, Wait) and a.seconds <= PACING)]
+    return Reading(actions)
