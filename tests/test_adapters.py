@@ -406,3 +406,12 @@ pyautogui.scroll(-2)
     ]:
         with pytest.raises(MalformedAction, match=reason):
             read_pyautogui(code, contract("pixels"), Pointer())
+
+
+def test_each_claude_gets_the_computer_tool_it_takes() -> None:
+    from app.agents.adapters.anthropic import tool_version
+
+    assert tool_version("claude-3-5-sonnet-20241022") == "computer_20241022"
+    assert tool_version("claude-sonnet-4-5") == "computer_20250124"
+    assert tool_version("claude-3-7-sonnet-20250219") == "computer_20250124"
+    assert tool_version("claude-opus-4-5-20251101") == "computer_20251124"
