@@ -148,3 +148,14 @@ def test_each_family_has_its_own_endpoint_and_key_variable_by_default() -> None:
     local = AdapterConfig(model="c", adapter="anthropic", base_url="http://127.0.0.1:9/v1")
     kept = make_agent("qwen:q", task, local)
     assert kept.config.base_url == "http://127.0.0.1:9/v1"  # type: ignore[attr-defined]
+
+
+def test_a_checkpoints_name_refines_its_familys_convention() -> None:
+    def convention(adapter: str, model: str) -> str:
+        return AdapterConfig(model=model, adapter=adapter).convention
+
+    assert convention("qwen", "Qwen/Qwen2.5-VL-7B-Instruct") == "qwen-grid"
+    assert convention("qwen", "Qwen/Qwen3-VL-30B-A3B-Instruct") == "0-1000"
+    assert convention("uitars", "ByteDance-Seed/UI-TARS-1.5-7B") == "qwen-grid"
+    assert convention("uitars", "bytedance-research/UI-TARS-7B-DPO") == "0-1000"
+    assert AdapterConfig(model="UI-TARS-1.5-7B", adapter="uitars", coords="0-1").convention == "0-1"

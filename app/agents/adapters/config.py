@@ -98,7 +98,17 @@ class AdapterConfig(EndpointConfig):
 
     @property
     def convention(self) -> Convention:
-        return self.coords or DEFAULT_CONVENTION[self.adapter]
+        """`coords`, else the family's convention, refined by the model's name where a
+        family's checkpoints differ (Qwen3-VL writes 0-1000, UI-TARS-1.5 pixels of the
+        smart-resized image)."""
+        if self.coords is not None:
+            return self.coords
+        name = self.model.lower().replace("_", "-").replace(".", "-")
+        if self.adapter == "qwen" and "qwen3" in name:
+            return "0-1000"
+        if self.adapter == "uitars" and "1-5" in name:
+            return "qwen-grid"
+        return DEFAULT_CONVENTION[self.adapter]
 
     def public(self) -> dict[str, Any]:
         """The settings recorded with an episode (never the key itself)."""
