@@ -211,3 +211,27 @@ def test_report_and_batch_commands(tmp_path: Path, capsys: pytest.CaptureFixture
     assert row["agent"] == "null" and row["status"] == "finished" and row["score"] == 0.0
     assert main(["--db", str(db), "batch", "show", "nightlly"]) == 2
     assert "did you mean nightly" in capsys.readouterr().err
+
+
+def test_tokens_and_asks_per_episode(store: Store, tmp_path: Path) -> None:
+    # The model episodes' steps report prompt tokens 100, 101, ... (recorded_episodes).
+    report = summarize(store)
+    groups = {(g.level, g.agent): g for g in report.groups}
+    model = groups[("L1", "openai:m")]
+    # Over the two attempts (the error is not one): 100..103 and 100..105.
+    assert model.token_attempts == 2 and model.tokens == 406 + 615
+    assert model.tokens_per_episode == (406 + 615) / 2
+    assert groups[("L1", "reference")].tokens_per_episode is None
+    text = format_report(report)
+    # By agent: the L2 attempt too (3 steps: 100..102).
+    assert "Model tokens by agent" in text and "441" in text
+    path = tmp_path / "episodes.jsonl"
+    write_jsonl(store, path)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(line["agent"], line["total_tokens"], line["asks"]) for line in lines[:4]] == [
+        ("reference", None, 0),
+        ("reference", None, 0),
+        ("openai:m", 406, 2),
+        ("openai:m", 615, 0),
+    ]
+    assert lines[2]["prompt_tokens"] == 406 and lines[2]["completion_tokens"] == 0

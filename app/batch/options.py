@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from app.agents.adapters import AdapterConfig
 from app.agents.openai import OpenAIConfig
 from app.batch.hosts import URIS_ENV, Host, describe_pool, parse_hosts
 from app.core.errors import DeskLoopError
@@ -24,7 +25,8 @@ class BatchOptions:
     """Wall-clock seconds per episode (setup to score); None: task budget + 300 s."""
     retries: int = 2
     """Extra tries of a slot after an infrastructure error, in one run."""
-    openai: OpenAIConfig | None = None
+    openai: OpenAIConfig | AdapterConfig | None = None
+    """The model agents' endpoint and, for an adapter, its family (`AdapterConfig`)."""
     user: str = "simulated"
     """simulated | llm (app.users.llm, configured by `llm_user`)."""
     llm_user: dict[str, Any] | None = None
@@ -88,10 +90,19 @@ class BatchOptions:
             else concurrency,
             time_limit=data.get("time_limit"),
             retries=data.get("retries", 2),
-            openai=None if openai is None else OpenAIConfig(**openai),
+            openai=model_config(openai),
             user=data.get("user", "simulated"),
             llm_user=data.get("llm_user"),
             store_frames=data.get("store_frames", True),
             judge=None if judge is None else JudgeConfig(**judge),
             hosts=pool,
         )
+
+
+def model_config(data: dict[str, Any] | None) -> OpenAIConfig | AdapterConfig | None:
+    """A model agent's config as `to_json` recorded it: an adapter's has `adapter`."""
+    if data is None:
+        return None
+    if "adapter" in data:
+        return AdapterConfig(**data)
+    return OpenAIConfig(**data)

@@ -75,12 +75,15 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
             agents: list[str] = []
             repeats = args.repeats
             agent_timeout = None
+            endpoint: dict[str, Any] | None = None
             if args.suite:
                 suite = load_suite(args.suite)
                 tasks_refs += suite.tasks
                 agents += suite.agents
                 repeats = repeats or suite.repeats
                 agent_timeout = suite.agent_timeout
+                if suite.endpoint is not None:
+                    endpoint = suite.endpoint.model_dump(exclude_none=True)
             tasks_refs += args.task or []
             agents += args.agent or []
             if not tasks_refs or not agents:
@@ -106,7 +109,7 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                     llm_user["deadline"] = args.user_timeout
             options = replace(
                 options,
-                openai=openai_config(args, agents, agent_timeout),
+                openai=openai_config(args, agents, agent_timeout, endpoint),
                 user=args.user,
                 llm_user=llm_user,
                 judge=judge_config(args),
@@ -234,7 +237,7 @@ def register(sub: Any) -> None:
     run.add_argument(
         "--agent",
         action="append",
-        help="reference | null | scripted:FILE | openai | openai:MODEL (repeatable)",
+        help="reference | null | scripted:FILE | openai[:MODEL] | ADAPTER:MODEL (repeatable)",
     )
     run.add_argument("--repeats", type=int, help="runs of each (task, agent) (default: 1)")
     run.add_argument(

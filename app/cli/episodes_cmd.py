@@ -114,7 +114,8 @@ def print_judgements(judgements: Sequence[Judgement]) -> None:
 
 
 def _agent_note(info: dict[str, Any] | None) -> str:
-    """Token counts and endpoint latency a model agent reported for the step."""
+    """Token counts and endpoint latency a model agent reported for the step; a
+    replay's divergence from the recording."""
     if not info:
         return ""
     parts = []
@@ -124,6 +125,11 @@ def _agent_note(info: dict[str, Any] | None) -> str:
         parts.append(f"model {float(info['latency_s']) * 1000:.0f} ms")
     if info.get("retries"):
         parts.append(f"retries {info['retries']}")
+    if info.get("diverged"):
+        parts.append(
+            f"screen diverged from recorded step {info.get('recorded_step')} "
+            f"({float(info.get('screen_difference') or 0):.0%} of pixels)"
+        )
     return f", {', '.join(parts)}" if parts else ""
 
 

@@ -193,7 +193,10 @@ def register(sub: Any) -> None:
         "--agent",
         default="reference",
         help="reference (the task's own solution) | null (DONE at once) | scripted:FILE | "
-        "openai[:MODEL] (an OpenAI-compatible endpoint, see --base-url) (default: reference)",
+        "replay:EPISODE (a recorded episode of this task, played back) | "
+        "openai[:MODEL] (a model endpoint with DeskLoop's tools, see --base-url) | "
+        "ADAPTER:MODEL (a model in its family's own format: pyautogui, uitars, anthropic, "
+        "openai-cua, qwen; see --adapter) (default: reference)",
     )
     add_openai_options(run)
     add_judge_options(run)

@@ -34,7 +34,7 @@ from app.users.person import PersonUser
 from app.users.simulated import SimulatedUser, User
 
 if TYPE_CHECKING:
-    from app.agents.openai import OpenAIConfig
+    from app.agents.factory import ModelConfig
 
 USER_SPECS = ("simulated", "person", "llm")
 """simulated (the task's phase script) | person (replies from a UI) | llm (app.users.llm)."""
@@ -175,7 +175,7 @@ def launch(
     agent: str | Agent,
     user: str | User = "simulated",
     desktop: Desktop | None = None,
-    openai: OpenAIConfig | None = None,
+    openai: ModelConfig | None = None,
     options: RunOptions | None = None,
     progress: Callable[[str], None] | None = None,
     on_event: Callable[[RunnerEvent], None] | None = None,
@@ -194,7 +194,7 @@ def launch(
         AgentError: a bad agent spec. DeskLoopError: a bad user spec or backend.
     """
     if isinstance(agent, str):
-        agent = make_agent(agent, task, openai)
+        agent = make_agent(agent, task, openai, store=store)
     if isinstance(user, str):
         user = make_user(user, task, cache_dir=llm_cache_dir(store))
     # A judge that counts, and none to ask: refused now, not after the whole episode.

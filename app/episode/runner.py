@@ -25,7 +25,14 @@ from typing import Any, Literal, ParamSpec, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from app.agents.base import Agent, AgentContext, CallsEndpoint, GuestProbe, Observation
+from app.agents.base import (
+    Agent,
+    AgentContext,
+    CallsEndpoint,
+    GuestProbe,
+    Observation,
+    RecordsSettings,
+)
 from app.core.actions import (
     Action,
     Ask,
@@ -169,6 +176,8 @@ class EpisodeRunner:
                 "settle_quiet": self.options.settle_quiet,
                 "budget_steps": task.budget.steps,
                 "budget_seconds": task.budget.seconds,
+                # A model agent's adapter, endpoint and coordinate contract.
+                **(self.agent.record() if isinstance(self.agent, RecordsSettings) else {}),
                 **self.options.extra_config,
             },
             batch_id=self.options.batch_id,

@@ -35,11 +35,13 @@ from app.metrics.summary import (
     Summary,
     cells,
     check_cells,
+    num,
     outcome,
     paired_cells,
     phase_cells,
     reliability_cells,
     repeat_cells,
+    token_usage,
 )
 from app.store import EpisodeRecord, Store
 
@@ -60,6 +62,26 @@ def format_report(summary: Summary) -> str:
             "",
             "By agent:",
             render_table(COLUMNS, [cells(g) for g in summary.totals], empty=_NO_EPISODES),
+        ]
+    models = [g for g in summary.by_agent if g.token_attempts]
+    if models:
+        parts += [
+            "",
+            "Model tokens by agent (over the attempts that reported usage):",
+            render_table(
+                ["agent", "attempts", "tokens", "tokens/ep", "asks/ep"],
+                [
+                    [
+                        g.agent,
+                        str(g.token_attempts),
+                        str(g.tokens),
+                        num(g.tokens_per_episode, 0),
+                        num(g.asks_per_episode, 1),
+                    ]
+                    for g in models
+                ],
+                empty=_NO_EPISODES,
+            ),
         ]
     parts += ["", POLICY_NOTE]
     if summary.totals:
@@ -98,6 +120,9 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
     def frame(relative: str | None) -> str | None:
         return None if relative is None else str(store.frame_path(relative))
 
+    messages = store.messages(record.id)
+    tokens = token_usage(store, record.id)
+
     return {
         "episode_id": record.id,
         "task_id": record.task_id,
@@ -122,6 +147,12 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
         "started_at": record.started_at.isoformat(),
         "ended_at": None if record.ended_at is None else record.ended_at.isoformat(),
         "final_frame": frame(record.final_frame),
+        # Per episode: the agent's questions, and its model calls' tokens (null: the
+        # agent reported none, as agents without a model).
+        "asks": sum(1 for m in messages if m.role == "agent" and m.kind == "question"),
+        "prompt_tokens": None if tokens is None else tokens.prompt,
+        "completion_tokens": None if tokens is None else tokens.completion,
+        "total_tokens": None if tokens is None else tokens.total,
         "messages": [
             {
                 "idx": m.idx,
@@ -132,7 +163,7 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
                 "source": m.source,
                 "phase_index": m.phase_index,
             }
-            for m in store.messages(record.id)
+            for m in messages
         ],
         "actions": [
             {

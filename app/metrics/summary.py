@@ -118,6 +118,15 @@ class GroupStats:
     at_thresholds: tuple[int, ...] = ()
     """Attempts whose partial credit is at least each of `THRESHOLDS` (an agent's own
     error has none, so it reaches no threshold)."""
+    token_attempts: int = 0
+    """Attempts whose agent reported token usage (model agents)."""
+    tokens: int = 0
+    """Total tokens (prompt + completion) those attempts' model calls used."""
+
+    @property
+    def tokens_per_episode(self) -> float | None:
+        """Mean tokens per attempt, over the attempts that reported any."""
+        return self.tokens / self.token_attempts if self.token_attempts else None
 
     @property
     def episodes(self) -> int:
@@ -205,11 +214,13 @@ def _stats(
     episodes: Sequence[EpisodeRecord],
     retries: int,
     asks: Mapping[int, int],
+    tokens: Mapping[int, TokenUsage] | None = None,
 ) -> GroupStats:
     outcomes = [outcome(e) for e in episodes]
     attempts = [e for e in episodes if is_attempt(e)]
     counts = [asks.get(e.id, 0) for e in attempts]
     credit = [e.score or 0.0 for e in attempts]
+    used = [tokens[e.id] for e in attempts if tokens and e.id in tokens]
     return GroupStats(
         *key,
         passed=outcomes.count("passed"),
@@ -222,6 +233,8 @@ def _stats(
         asked=sum(1 for n in counts if n > 0),
         asks=sum(counts),
         at_thresholds=tuple(sum(1 for c in credit if c >= k - _EPS) for k in THRESHOLDS),
+        token_attempts=len(used),
+        tokens=sum(u.total for u in used),
     )
 
 
@@ -235,6 +248,7 @@ def _grouped(
     retries: Sequence[EpisodeRecord],
     asks: Mapping[int, int],
     key: Callable[[EpisodeRecord], GroupKey],
+    tokens: Mapping[int, TokenUsage] | None = None,
 ) -> list[GroupStats]:
     members: dict[GroupKey, list[EpisodeRecord]] = {}
     replaced: dict[GroupKey, int] = {}
@@ -243,7 +257,10 @@ def _grouped(
     for e in retries:
         members.setdefault(key(e), [])
         replaced[key(e)] = replaced.get(key(e), 0) + 1
-    return [_stats(k, members[k], replaced.get(k, 0), asks) for k in sorted(members, key=_sort_key)]
+    return [
+        _stats(k, members[k], replaced.get(k, 0), asks, tokens)
+        for k in sorted(members, key=_sort_key)
+    ]
 
 
 def ask_counts(store: Store, episodes: Iterable[EpisodeRecord]) -> dict[int, int]:
@@ -254,20 +271,54 @@ def ask_counts(store: Store, episodes: Iterable[EpisodeRecord]) -> dict[int, int
     }
 
 
+@dataclass(frozen=True)
+class TokenUsage:
+    """The tokens an episode's model calls used, summed over its steps' `agent_info`."""
+
+    prompt: int
+    completion: int
+    total: int
+
+
+def token_usage(store: Store, episode_id: int) -> TokenUsage | None:
+    """What a model agent's steps report (`prompt_tokens`, `completion_tokens`,
+    `total_tokens`; a total missing is their sum); None when no step reports any, as
+    for agents that call no model."""
+    prompt = completion = total = 0
+    reported = False
+    for step in store.steps(episode_id):
+        info = step.agent_info or {}
+        values = [info.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
+        if not any(isinstance(v, int) for v in values):
+            continue
+        reported = True
+        p, c, t = (v if isinstance(v, int) else 0 for v in values)
+        prompt, completion = prompt + p, completion + c
+        total += t if isinstance(values[2], int) else p + c
+    return TokenUsage(prompt, completion, total) if reported else None
+
+
+def token_counts(store: Store, episodes: Iterable[EpisodeRecord]) -> dict[int, TokenUsage]:
+    """Each episode's token usage, for those that report any."""
+    found = {e.id: token_usage(store, e.id) for e in episodes}
+    return {k: v for k, v in found.items() if v is not None}
+
+
 def summarize(store: Store, batch_id: str | None = None) -> Summary:
     """The figures over every ended episode in `store`, or over one batch's slots."""
     counted = counted_episodes(store, batch_id)
     episodes, retries = counted.episodes, counted.retries
     asks = ask_counts(store, episodes)
-    overall = _grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, ALL, ALL))
+    tokens = token_counts(store, episodes)
+    overall = _grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, ALL, ALL), tokens)
     attempts = [e for e in episodes if is_attempt(e)]
     checks = {e.id: store.checks(e.id) for e in attempts}
     phases = {e.id: store.phases(e.id) for e in attempts if e.interactive}
     return Summary(
         batch_id=batch_id,
         generated_at=datetime.now(UTC),
-        groups=_grouped(episodes, retries, asks, _group_key),
-        by_agent=_grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, e.agent, ALL)),
+        groups=_grouped(episodes, retries, asks, _group_key, tokens),
+        by_agent=_grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, e.agent, ALL), tokens),
         overall=overall[0] if overall else None,
         unscored=[e for e in episodes if outcome(e) in ("error", "aborted")],
         checks=check_rates(attempts, checks),
