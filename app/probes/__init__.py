@@ -17,6 +17,6 @@ from app.probes.registry import PROBERS, gather_probe, prober
 
 # Importing the modules registers their probers.
 from app.probes import blender, stat  # noqa: F401  isort: skip
-from app.probes import media  # noqa: F401  isort: skip
+from app.probes import media, web  # noqa: F401  isort: skip
 
 __all__ = ["PROBERS", "gather_probe", "prober"]
