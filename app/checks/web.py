@@ -64,7 +64,8 @@ def web_evaluate(state: CheckState, params: WebEvaluateParams) -> CheckResult:
 class WebStateParams(CheckParams):
     name: str = Field(min_length=1)
     """A name in the object the page's `window.getState()` returns (e.g. 'cart.count':
-    dots reach into nested objects)."""
+    dots reach into nested objects; a key holding dots, such as 'clip.mp4', is matched
+    whole first)."""
     equals: Any
     """The value it must equal (compared as JSON: 3 and 3.0 are equal, '3' is not)."""
 

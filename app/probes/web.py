@@ -41,13 +41,21 @@ async def web_evaluate(guest: Guest, task_id: str) -> ProbeResult:
 
 
 def lookup(state: Any, name: str) -> Any:
-    """`name`'s value in `state` (dots reach into nested objects); `_MISSING` if absent."""
-    value = state
-    for part in name.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return _MISSING
-        value = value[part]
-    return value
+    """`name`'s value in `state`; dots reach into nested objects, and a key that holds
+    dots itself (a file name such as 'clip.mp4') is matched whole before it is split.
+    `_MISSING` when there is no such value."""
+    if not isinstance(state, dict):
+        return _MISSING
+    if name in state:
+        return state[name]
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        head = ".".join(parts[:cut])
+        if head in state:
+            found = lookup(state[head], ".".join(parts[cut:]))
+            if found is not _MISSING:
+                return found
+    return _MISSING
 
 
 @prober("web_state")
