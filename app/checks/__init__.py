@@ -42,7 +42,7 @@ from app.checks.tree import (
 )
 
 # Importing these modules registers their checks.
-from app.checks import kdenlive, media, web  # noqa: F401  isort: skip
+from app.checks import answers, kdenlive, media, web  # noqa: F401  isort: skip
 
 __all__ = [
     "REGISTRY",

@@ -150,6 +150,11 @@ class CheckState:
     probes: dict[Probe, ProbeResult] = field(default_factory=dict)
     started_at: float | None = None
     """When the episode started (Unix time), for checks about modification times."""
+    answer: Any = None
+    """The answer (text or JSON) the agent returned with the DONE that ended the
+    episode; None when it returned none."""
+    answer_schema: dict[str, Any] | None = None
+    """The task's declared JSON schema for that answer, if any."""
 
     def file(self, path: str) -> FileState:
         """The gathered state of `path`; a file scoring did not gather reads as unreadable."""

@@ -188,7 +188,9 @@ class EpisodeRunner:
             final_frame = await self._play(episode_id, protocol)
             stage = "scoring"
             self._say("scoring the final state")
-            score = await score_task(task, self.desktop.guest, self._agent_started_at)
+            score = await score_task(
+                task, self.desktop.guest, self._agent_started_at, answer=protocol.returned
+            )
         except asyncio.CancelledError:
             why = self.options.cancel_reason() if self.options.cancel_reason else None
             during = "during the episode" if stage == "episode" else "during scoring"

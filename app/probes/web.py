@@ -14,7 +14,7 @@ from app.checks.base import ProbeResult
 from app.desktops.base import Guest, HostsWebPages
 from app.desktops.cdp import CdpError, WebPage
 from app.desktops.web import call_evaluate, page_state
-from app.probes.registry import prober
+from app.probes.registry import answer_prober, prober
 
 _MISSING = object()
 
@@ -28,14 +28,14 @@ def _page(guest: Guest) -> WebPage | str:
     return page
 
 
-@prober("web_evaluate")
-async def web_evaluate(guest: Guest, task_id: str) -> ProbeResult:
+@answer_prober("web_evaluate")
+async def web_evaluate(guest: Guest, task_id: str, returned: Any) -> ProbeResult:
     page = _page(guest)
     if isinstance(page, str):
         return ProbeResult.failure(page)
     try:
-        # The returned answer: None until DONE carries one.
-        return ProbeResult(await call_evaluate(page, task_id, None))
+        # `returned`: the answer of the DONE that ended the episode (None: null).
+        return ProbeResult(await call_evaluate(page, task_id, returned))
     except CdpError as exc:
         return ProbeResult.failure(str(exc))
 

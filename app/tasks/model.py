@@ -274,6 +274,9 @@ class Task(_Strict):
     screen: Screen | None = None
     """The screen size the task needs; an episode on a desktop of another size ends at
     once with an error naming both. None: any size (its desktops are made 1280×800)."""
+    answer_schema: dict[str, Any] | None = None
+    """A JSON schema for the answer the agent returns with DONE (text or JSON), for tasks
+    that ask for a returned value; `answer_matches_schema` checks it by default."""
     evaluate: ParsedTree
     """R: a tree of checks (see docs/tasks.md)."""
     reference: str | None = None
@@ -296,6 +299,20 @@ class Task(_Strict):
             raise ValueError(
                 f"{value!r} is not a valid id: use lowercase letters, digits and single dashes"
             )
+        return value
+
+    @field_validator("answer_schema")
+    @classmethod
+    def _a_json_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            # Imported here: only tasks that declare a schema need the library.
+            from jsonschema import Draft202012Validator
+            from jsonschema.exceptions import SchemaError
+
+            try:
+                Draft202012Validator.check_schema(value)
+            except SchemaError as exc:
+                raise ValueError(f"not a JSON schema: {exc.message}") from None
         return value
 
     @model_validator(mode="after")
