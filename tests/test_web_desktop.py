@@ -6,6 +6,7 @@ outside their folder."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from pathlib import Path
@@ -13,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from app.core.actions import Click
-from app.core.errors import TaskError
+from app.core.errors import DesktopError, GuestError, TaskError
 from app.core.procfs import process_name, process_start_time
 from app.desktops import reaper
+from app.desktops.base import DesktopInfo
 from app.desktops.local import LocalDesktop
 from app.desktops.web import call_evaluate, call_reset, page_tasks
 from app.desktops.xwindows import wait_window
@@ -155,3 +157,37 @@ def test_page_steps_belong_to_web_tasks(tmp_path: Path) -> None:
     )
     with pytest.raises(TaskError, match=r"a web task opens its page with an open_page step"):
         load_task(_copy_task(tmp_path / "b", no_page))
+
+
+class _NoWebGuest:
+    """A guest channel without web pages (as a VM's is, for now)."""
+
+    home = "/home/user"
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        return None
+
+    async def run(self, argv: list[str], timeout: float = 30.0) -> None:
+        raise GuestError("no commands here")
+
+
+class _NoWebDesktop:
+    guest = _NoWebGuest()
+
+    def info(self) -> DesktopInfo:
+        return DesktopInfo(name="vm-1", backend="libvirt", state="running", width=1280, height=800)
+
+    async def frame(self, timeout: float = 5.0) -> None:
+        raise DesktopError("no frames here")
+
+    async def until_dead(self) -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+
+async def test_a_desktop_without_web_pages_says_so_at_open_page() -> None:
+    task = load_task(START_CARD)
+    with pytest.raises(
+        DesktopError, match=r"setup\[0\]: the libvirt backend cannot show web pages"
+    ):
+        await run_setup(task, _NoWebDesktop())  # type: ignore[arg-type]
