@@ -114,8 +114,11 @@ def render() -> str:
             lines.append("| parameter | type | default | meaning |")
             lines.append("|---|---|---|---|")
             for field_name, field in spec.params.model_fields.items():
+                # A task file writes a field by its alias where it has one
+                # (answer_matches_schema's `schema`, a name pydantic models reserve).
+                written = field.alias or field_name
                 lines.append(
-                    f"| `{field_name}` | {cell(type_name(field.annotation))} | "
+                    f"| `{written}` | {cell(type_name(field.annotation))} | "
                     f"{default_text(field)} | {cell(field.description or '')} |"
                 )
     return "\n".join(lines).rstrip() + "\n"

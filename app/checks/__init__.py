@@ -43,7 +43,7 @@ from app.checks.tree import (
 )
 
 # Importing these modules registers their checks.
-from app.checks import judge, kdenlive, media  # noqa: F401  isort: skip
+from app.checks import answers, judge, kdenlive, media, web  # noqa: F401  isort: skip
 
 __all__ = [
     "REGISTRY",

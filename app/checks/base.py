@@ -155,6 +155,11 @@ class CheckState:
     judgements: dict[str, Judgement] = field(default_factory=dict)
     """What the model judge answered, keyed by `app.checks.judge.judge_key` of the
     judge check's parameters (scoring asks before the checks run)."""
+    answer: Any = None
+    """The answer (text or JSON) the agent returned with the DONE that ended the
+    episode; None when it returned none."""
+    answer_schema: dict[str, Any] | None = None
+    """The task's declared JSON schema for that answer, if any."""
 
     def file(self, path: str) -> FileState:
         """The gathered state of `path`; a file scoring did not gather reads as unreadable."""

@@ -60,7 +60,7 @@ class DesktopSpec:
 
 def task_image(backend: str, task: Task) -> str | None:
     """The VM image an episode of `task` needs: a VM image per app (gimp, blender,
-    kdenlive); $DESKLOOP_IMAGE overrides (an image with every app, a test image).
+    kdenlive, web); $DESKLOOP_IMAGE overrides (an image with every app, a test image).
     None: the backend has no images (one local desktop runs every app)."""
     if backend != "libvirt":
         return None

@@ -21,8 +21,9 @@ agent sees it from step index `step` on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from app.core.actions import Action, Ask, Done, Fail, is_gui_action
+from app.core.actions import Action, Ask, Done, Fail, answer_text, is_gui_action
 from app.core.conversation import Message
 from app.core.triggers import Event, Trigger, describe_trigger, holds
 from app.core.vocabulary import AgentKind, EndReason, PhaseKind, Source, UserKind
@@ -67,6 +68,9 @@ class Protocol:
     """When set (a person in the loop), a DONE that no phase answers waits for the
     user's review: accepting ends the episode, feedback continues it."""
     awaiting_review: bool = False
+    last_answer: Any = None
+    """The answer (text or JSON) of the latest agent output if it was a DONE; None after
+    any other output. See `returned`."""
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -85,6 +89,13 @@ class Protocol:
     @property
     def pending_phase(self) -> int | None:
         return self.next_phase if self.next_phase < len(self.phases) else None
+
+    @property
+    def returned(self) -> Any:
+        """The value the agent returned: the answer of the DONE that ended the episode
+        (directly, or once a person accepted it). None while the episode runs, when it
+        ended otherwise (a budget, FAIL, an error), or when that DONE carried none."""
+        return self.last_answer if self.ended == "done" else None
 
     def pending_description(self) -> str:
         index = self.pending_phase
@@ -107,6 +118,7 @@ class Protocol:
         if self.awaiting_review:
             raise RuntimeError("the previous DONE has not been reviewed")
         self.steps += 1
+        self.last_answer = action.answer if isinstance(action, Done) else None
         new: list[Message] = []
         delivered: int | None = None
         needs_answer = False
@@ -117,7 +129,8 @@ class Protocol:
             self.actions_since_active += 1
             delivered = self._maybe_deliver(Event.ACTION, "interruption", new)
         elif isinstance(action, Done):
-            new.append(self._agent_message("done", "DONE"))
+            said = "DONE" if action.answer is None else f"DONE: {answer_text(action.answer)}"
+            new.append(self._agent_message("done", said))
             delivered = self._maybe_deliver(Event.DONE, "feedback", new)
             if delivered is None:
                 if self.review_done:

@@ -199,7 +199,11 @@ class EpisodeRunner:
             stage = "scoring"
             self._say("scoring the final state")
             score = await score_task(
-                task, self.desktop.guest, self._agent_started_at, self._judge_context()
+                task,
+                self.desktop.guest,
+                self._agent_started_at,
+                self._judge_context(),
+                answer=protocol.returned,
             )
         except asyncio.CancelledError:
             why = self.options.cancel_reason() if self.options.cancel_reason else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from app.checks.base import CheckResult, CheckState, FileState, Probe, ProbeResult
 from app.checks.registry import run_check
@@ -47,17 +48,21 @@ async def _gather_file(guest: Guest, path: str) -> FileState:
 
 
 async def gather_state(
-    task: Task, guest: Guest, started_at: float | None = None, tree: EvalNode | None = None
+    task: Task,
+    guest: Guest,
+    started_at: float | None = None,
+    tree: EvalNode | None = None,
+    answer: Any = None,
 ) -> CheckState:
     """Everything the checks of `tree` (default: the task's evaluate tree) need, each
-    file and probe gathered once."""
+    file and probe gathered once; `answer` is what the agent returned with DONE."""
     files: dict[str, FileState] = {}
     assets: dict[str, bytes] = {}
     probes: dict[Probe, ProbeResult] = {}
     for leaf in leaves(task.eval_tree if tree is None else tree):
         for probe in leaf.spec.probes(leaf.params):
             if probe not in probes:
-                probes[probe] = await gather_probe(guest, probe)
+                probes[probe] = await gather_probe(guest, probe, answer)
         for path in leaf.spec.files(leaf.params):
             if path not in files:
                 files[path] = await _gather_file(guest, path)
@@ -69,7 +74,14 @@ async def gather_state(
                 except (ValueError, OSError):
                     # Left out: the check reports the missing asset as its failure.
                     continue
-    return CheckState(files=files, assets=assets, probes=probes, started_at=started_at)
+    return CheckState(
+        files=files,
+        assets=assets,
+        probes=probes,
+        started_at=started_at,
+        answer=answer,
+        answer_schema=task.answer_schema,
+    )
 
 
 def score_state(
@@ -102,9 +114,14 @@ def score_state(
 
 
 async def score_task(
-    task: Task, guest: Guest, started_at: float | None = None, judge: JudgeContext | None = None
+    task: Task,
+    guest: Guest,
+    started_at: float | None = None,
+    judge: JudgeContext | None = None,
+    answer: Any = None,
 ) -> ScoreResult:
-    state = await gather_state(task, guest, started_at)
+    """Score the final state; `answer` is the agent's returned value (DONE's answer)."""
+    state = await gather_state(task, guest, started_at, answer=answer)
     judgements = await ask_judges(task.eval_tree, state, judge)
     # Decoding and SSIM of large images take seconds: keep them off the event loop.
     result = await asyncio.to_thread(score_state, task, state)
