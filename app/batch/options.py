@@ -31,6 +31,9 @@ class BatchOptions:
     """libvirt only: the URIs desktops are placed on, each with its capacity. Empty:
     every desktop on the default URI ($DESKLOOP_LIBVIRT_URI), as many as the
     concurrency."""
+    warm: int = 0
+    """Desktops beyond the concurrency brought to the next slots' start states while
+    the current episodes run (app.batch.warm); 0: each episode sets up its own."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -40,7 +43,16 @@ class BatchOptions:
                 f"a pool of libvirt URIs (--libvirt-uri, {URIS_ENV}) needs --backend "
                 f"libvirt, not {self.backend}"
             )
+        if self.warm < 0:
+            raise DeskLoopError(f"warm must be >= 0, got {self.warm}")
         total = sum(host.capacity for host in self.hosts)
+        if self.hosts and self.concurrency + self.warm > total and self.warm:
+            raise DeskLoopError(
+                f"concurrency {self.concurrency} and {self.warm} warm desktop(s) need "
+                f"{self.concurrency + self.warm} places, more than the pool's total "
+                f"capacity {total} ({describe_pool(self.hosts)}); lower --concurrency or "
+                "--warm, or give the hosts more capacity (URI*N)"
+            )
         if self.hosts and self.concurrency > total:
             raise DeskLoopError(
                 f"concurrency {self.concurrency} is more than the pool's total capacity "
@@ -62,6 +74,7 @@ class BatchOptions:
             "llm_user": self.llm_user,
             "store_frames": self.store_frames,
             "libvirt_uris": [str(host) for host in self.hosts],
+            "warm": self.warm,
         }
 
     @classmethod
@@ -87,4 +100,5 @@ class BatchOptions:
             llm_user=data.get("llm_user"),
             store_frames=data.get("store_frames", True),
             hosts=pool,
+            warm=data.get("warm", 0),
         )

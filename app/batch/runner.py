@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import sys
+from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +28,8 @@ from app.batch.options import BatchOptions
 from app.batch.pool import DesktopFactory, DesktopPool, Lease, pool_hosts
 from app.batch.progress import Progress
 from app.batch.retry import TimeLimitExceeded, failed_at_startup, is_retried
+from app.batch.warm import Ready, WarmStarts
+from app.batch.warm import discard as discard_warm
 from app.core.errors import DeskLoopError, StoreError, TaskError, describe_error
 from app.core.vocabulary import ErrorKind
 from app.episode.control import RunOptions
@@ -39,6 +42,7 @@ from app.episode.launch import (
     make_user,
     task_image,
 )
+from app.episode.prepare import PreparedStart
 from app.metrics.slots import Slot, SlotRow, batch_table
 from app.store import EpisodeRecord, Store
 from app.tasks.loader import load_task
@@ -100,6 +104,7 @@ class BatchRunner:
         self.pool = DesktopPool(
             options.backend, pool_hosts(options), desktop_factory or make_spec_desktop, self._log
         )
+        self.warm = WarmStarts(self.pool, options.warm, self._task_of, self._log)
 
     @property
     def desktops_made(self) -> int:
@@ -129,9 +134,7 @@ class BatchRunner:
                 else:
                     progress.failed += 1
         self._progress = progress
-        queue: asyncio.Queue[tuple[Slot, int]] = asyncio.Queue()
-        for item in pending:
-            queue.put_nowait(item)
+        queue = deque(pending)
         progress.show()
         workers = [
             asyncio.create_task(self._worker(queue), name=f"batch-worker-{n}")
@@ -146,6 +149,7 @@ class BatchRunner:
             raise
         finally:
             progress.close()
+            await self.warm.close()
             await self.pool.close()
         return await self.store.off_loop(batch_table, self.store, self.batch_id)
 
@@ -159,29 +163,40 @@ class BatchRunner:
                 f"process {record.pid} on {record.hostname}; stop it before resuming"
             )
 
-    async def _worker(self, queue: asyncio.Queue[tuple[Slot, int]]) -> None:
-        while True:
-            try:
-                slot, attempt = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            await self._run_slot(slot, attempt)
-
-    async def _run_slot(self, slot: Slot, attempt: int) -> None:
-        """Run one slot with its retries, each try on a desktop from the pool."""
-        progress = self._progress
+    def _task_of(self, slot: Slot) -> tuple[Task, str | None]:
         task = self.tasks[slot.task_id]
-        image = task_image(self.options.backend, task)
+        return task, task_image(self.options.backend, task)
+
+    async def _worker(self, queue: deque[tuple[Slot, int]]) -> None:
+        while queue:
+            slot, attempt = queue.popleft()
+            warm = self.warm.take(slot)
+            # The next slots' desktops are set up while this one runs.
+            self.warm.fill(slot for slot, _ in queue)
+            await self._run_slot(slot, attempt, warm)
+
+    async def _run_slot(
+        self, slot: Slot, attempt: int, warm: asyncio.Task[Ready] | None = None
+    ) -> None:
+        """Run one slot with its retries, each try on a desktop from the pool; the
+        first on the desktop `warm` prepared for it, if there is one."""
+        progress = self._progress
+        task, image = self._task_of(slot)
         failed_on: set[int] = set()
         last: EpisodeResult | None = None
         for try_index in range(self.options.retries + 1):
             if try_index:
                 progress.retry()
-            lease = await self.pool.acquire(image, failed_on)
+            ready = await self._warm_start(task, warm) if warm and not try_index else None
+            prepared = None
+            if ready is not None:
+                lease, prepared = ready
+            else:
+                lease = await self.pool.acquire(image, failed_on)
             progress.running += 1
             progress.show()
             try:
-                last = await self._run_episode(task, slot, attempt + try_index, lease)
+                last = await self._run_episode(task, slot, attempt + try_index, lease, prepared)
             except BaseException:
                 # Cancelled (or the store failed): the desktop is closed with the pool.
                 self.pool.give_back(lease, host_ok=False)
@@ -206,8 +221,29 @@ class BatchRunner:
         assert last is not None
         progress.finished(last.status, last.passed)
 
+    async def _warm_start(self, task: Task, warm: asyncio.Task[Ready]) -> Ready | None:
+        """The desktop prepared for a slot, once ready; None (it is closed) when it
+        is not ready within the episode's time limit, and the slot's first try
+        starts on a desktop of its own."""
+        limit = self.options.time_limit or task.budget.seconds + DEFAULT_TIME_MARGIN
+        try:
+            done, _ = await asyncio.wait({warm}, timeout=limit)
+        except BaseException:
+            await discard_warm(self.pool, warm)  # cancelled: nobody will take it now
+            raise
+        if not done:
+            self._log(f"{task.id}: its warm desktop was not ready in {limit:g} s; closing it")
+            await discard_warm(self.pool, warm)
+            return None
+        return warm.result()
+
     async def _run_episode(
-        self, task: Task, slot: Slot, attempt: int, lease: Lease
+        self,
+        task: Task,
+        slot: Slot,
+        attempt: int,
+        lease: Lease,
+        prepared: PreparedStart | None = None,
     ) -> EpisodeResult:
         agent = self._agent_factory(slot.agent, task, self.options.openai)
         user = self._user_factory(task)
@@ -261,6 +297,7 @@ class BatchRunner:
                 cancel_reason=cancel_reason,
             ),
             on_event=on_event,
+            prepared=prepared,
         )
         runner = episode.runner
         if callable(bind):

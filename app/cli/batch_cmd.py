@@ -40,13 +40,15 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
         if hosts is None and args.backend == "libvirt":
             hosts = hosts_from_env()
         pool = hosts or ()
-        default = sum(h.capacity for h in pool) or 1
+        # The warm desktops take places of the pool too.
+        default = max(1, sum(h.capacity for h in pool) - args.warm) if pool else 1
         options = BatchOptions(
             backend=args.backend,
             concurrency=default if args.concurrency is None else args.concurrency,
             time_limit=args.time_limit,
             retries=args.retries,
             hosts=pool,
+            warm=args.warm,
         )
     with open_store(args.db) as store:
         if args.resume:
@@ -243,6 +245,14 @@ def register(sub: Any) -> None:
         "(N, default 1), e.g. qemu+ssh://user@lab2/system*4 (repeatable; --backend "
         "libvirt; default: $DESKLOOP_LIBVIRT_URIS, comma separated, else one host, "
         "$DESKLOOP_LIBVIRT_URI). With --resume: replaces the batch's recorded pool",
+    )
+    run.add_argument(
+        "--warm",
+        type=int,
+        default=0,
+        metavar="N",
+        help="desktops brought to the next episodes' start states (reset + setup) while "
+        "the current ones run, beyond --concurrency (default: 0)",
     )
     run.add_argument(
         "--time-limit",
