@@ -34,6 +34,10 @@ class BatchOptions:
     warm: int = 0
     """Desktops beyond the concurrency brought to the next slots' start states while
     the current episodes run (app.batch.warm); 0: each episode sets up its own."""
+    ray: str | None = None
+    """The address of a Ray cluster (`auto`: the one this machine belongs to) whose
+    nodes run the episodes on their own backends (app.batch.ray_nodes); None: this
+    machine's pool runs them."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -42,6 +46,11 @@ class BatchOptions:
             raise DeskLoopError(
                 f"a pool of libvirt URIs (--libvirt-uri, {URIS_ENV}) needs --backend "
                 f"libvirt, not {self.backend}"
+            )
+        if self.ray is not None and (self.hosts or self.warm):
+            raise DeskLoopError(
+                "--ray places episodes on the cluster's nodes: it takes no --libvirt-uri "
+                "pool and no --warm (each node sets up its own desktops)"
             )
         if self.warm < 0:
             raise DeskLoopError(f"warm must be >= 0, got {self.warm}")
@@ -75,6 +84,7 @@ class BatchOptions:
             "store_frames": self.store_frames,
             "libvirt_uris": [str(host) for host in self.hosts],
             "warm": self.warm,
+            "ray": self.ray,
         }
 
     @classmethod
@@ -83,9 +93,11 @@ class BatchOptions:
         data: dict[str, Any],
         concurrency: int | None = None,
         hosts: Sequence[Host] | None = None,
+        ray: str | None = None,
     ) -> BatchOptions:
-        """Options recorded with a batch; `hosts` replaces the recorded pool. The
-        concurrency defaults to the pool's total capacity, else 1."""
+        """Options recorded with a batch; `hosts` replaces the recorded pool and `ray`
+        the recorded cluster's address. The concurrency defaults to the pool's total
+        capacity, else 1."""
         openai = data.get("openai")
         pool = tuple(hosts) if hosts else parse_hosts(data.get("libvirt_uris") or [])
         return cls(
@@ -101,4 +113,5 @@ class BatchOptions:
             store_frames=data.get("store_frames", True),
             hosts=pool,
             warm=data.get("warm", 0),
+            ray=ray or data.get("ray"),
         )

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from app.agents.base import Agent
 from app.agents.factory import make_agent
@@ -49,6 +49,9 @@ from app.tasks.loader import load_task
 from app.tasks.model import Task
 from app.users.llm import LLMUser
 from app.users.simulated import User
+
+if TYPE_CHECKING:
+    from app.batch.ray_nodes import RayNodes
 
 # Setup and scoring come on top of the task's own time budget.
 DEFAULT_TIME_MARGIN = 300.0
@@ -105,6 +108,10 @@ class BatchRunner:
             options.backend, pool_hosts(options), desktop_factory or make_spec_desktop, self._log
         )
         self.warm = WarmStarts(self.pool, options.warm, self._task_of, self._log)
+        self.extra_config: dict[str, Any] = {}
+        """Added to each episode's recorded config (a Ray node names itself)."""
+        self.remote: RayNodes | None = None
+        """The Ray cluster whose nodes run the tries (options.ray), once joined."""
 
     @property
     def desktops_made(self) -> int:
@@ -136,6 +143,10 @@ class BatchRunner:
         self._progress = progress
         queue = deque(pending)
         progress.show()
+        if self.options.ray is not None and self.remote is None:
+            from app.batch.ray_nodes import RayNodes  # imports Ray: only when asked
+
+            self.remote = RayNodes(self.options.ray, self._log)
         workers = [
             asyncio.create_task(self._worker(queue), name=f"batch-worker-{n}")
             for n in range(min(self.options.concurrency, len(pending)))
@@ -151,6 +162,9 @@ class BatchRunner:
             progress.close()
             await self.warm.close()
             await self.pool.close()
+            if self.remote is not None:
+                self.remote.close()
+                self.remote = None
         return await self.store.off_loop(batch_table, self.store, self.batch_id)
 
     def _refuse_if_running(self) -> None:
@@ -187,6 +201,20 @@ class BatchRunner:
         for try_index in range(self.options.retries + 1):
             if try_index:
                 progress.retry()
+            if self.remote is not None:
+                # On a Ray node that offers a desktop; a retry goes where Ray places it.
+                progress.running += 1
+                progress.show()
+                try:
+                    last = await self.remote.run_try(self, task, slot, attempt + try_index)
+                finally:
+                    progress.running -= 1
+                if not is_retried(last.status, last.error_kind):
+                    break
+                self._log(f"{slot}: {last.error}; " + (
+                    "retrying" if try_index < self.options.retries else "no retries left"
+                ))  # fmt: skip
+                continue
             ready = await self._warm_start(task, warm) if warm and not try_index else None
             prepared = None
             if ready is not None:
@@ -196,7 +224,7 @@ class BatchRunner:
             progress.running += 1
             progress.show()
             try:
-                last = await self._run_episode(task, slot, attempt + try_index, lease, prepared)
+                last = await self.run_try(task, slot, attempt + try_index, lease, prepared)
             except BaseException:
                 # Cancelled (or the store failed): the desktop is closed with the pool.
                 self.pool.give_back(lease, host_ok=False)
@@ -237,7 +265,7 @@ class BatchRunner:
             return None
         return warm.result()
 
-    async def _run_episode(
+    async def run_try(
         self,
         task: Task,
         slot: Slot,
@@ -248,7 +276,9 @@ class BatchRunner:
         agent = self._agent_factory(slot.agent, task, self.options.openai)
         user = self._user_factory(task)
         bind = getattr(user, "bind_conversation", None)
-        placement: dict[str, Any] = {"desktop": lease.desktop.info().name}
+        """Run one try of `slot` on the desktop `lease` lent (or a Ray node's own),
+        recorded in this runner's store and tagged with its slot."""
+        placement: dict[str, Any] = {"desktop": lease.desktop.info().name, **self.extra_config}
         if self.options.backend == "libvirt":
             placement["libvirt_uri"] = lease.where(self.options.backend)
         if isinstance(user, LLMUser):
@@ -415,6 +445,7 @@ def resume_batch(
     *,
     concurrency: int | None = None,
     hosts: Sequence[Host] | None = None,
+    ray: str | None = None,
     **kwargs: Any,
 ) -> BatchRunner:
     """The runner of a recorded batch, for its slots without a finished episode.
@@ -438,5 +469,5 @@ def resume_batch(
                 "start a new batch to run the new version"
             )
         tasks[task.id] = task
-    options = BatchOptions.from_json(suite.get("options", {}), concurrency, hosts)
+    options = BatchOptions.from_json(suite.get("options", {}), concurrency, hosts, ray)
     return BatchRunner(store, batch_id, tasks, suite, options, **kwargs)

@@ -2,7 +2,8 @@
 
 Assembled from its parts, each a module of this package: `base` (the connection, its
 lock, the writer thread behind `off_loop`, the frame directory), `writes`,
-`queries` and `liveness` (who runs an episode; recovering those whose runner died).
+`queries`, `liveness` (who runs an episode; recovering those whose runner died) and
+`transfer` (a whole episode out of one database and into another).
 The dataclasses read back are `records`.
 """
 
@@ -14,10 +15,11 @@ from pathlib import Path
 from app.store.base import MEMORY, LockWait
 from app.store.liveness import Liveness
 from app.store.queries import Queries
+from app.store.transfer import Transfer
 from app.store.writes import Writes
 
 
-class Store(Writes, Queries, Liveness):
+class Store(Writes, Queries, Liveness, Transfer):
     """The episode database at `path` and its frames under `<path's dir>/frames/<id>/`,
     a folder of this database's own (`id` is random, recorded in the database).
 
