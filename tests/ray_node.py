@@ -17,9 +17,9 @@ from ray._private import ray_constants, services
 from ray.scripts.scripts import main
 
 ray_constants.ENABLE_RAY_CLUSTER = True  # this process may join a head
-services.resolve_ip_for_localhost = lambda host: host  # type: ignore[assignment]
-services.get_node_ip_address = lambda address=None: "127.0.0.1"  # type: ignore[assignment]
+services.resolve_ip_for_localhost = lambda host: host
+services.get_node_ip_address = lambda address=None: "127.0.0.1"
 
 if __name__ == "__main__":
     sys.argv = ["ray", *sys.argv[1:]]
-    main()
+    main()  # type: ignore[no-untyped-call]

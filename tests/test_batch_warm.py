@@ -76,7 +76,7 @@ def test_warm_desktops_take_places_of_the_pool() -> None:
 
     assert pool_hosts(BatchOptions(concurrency=2, warm=1)) == [(None, 3)]
     hosts = parse_hosts(["qemu:///system*2"])
-    with pytest.raises(DeskLoopError, match="1 warm desktop.*need 3 places.*capacity 2"):
+    with pytest.raises(DeskLoopError, match=r"1 warm desktop.*need 3 places.*capacity 2"):
         BatchOptions(backend="libvirt", hosts=hosts, concurrency=2, warm=1)
     with pytest.raises(DeskLoopError, match="warm must be >= 0"):
         BatchOptions(warm=-1)
@@ -121,9 +121,7 @@ async def test_the_next_slot_runs_on_a_warm_desktop_recorded_as_completely(
             setup = episode.setup
             assert setup is not None and cold.setup is not None
             # The same setup, line for line, with its own time...
-            assert [text for _, text in setup["lines"]] == [
-                text for _, text in cold.setup["lines"]
-            ]
+            assert [text for _, text in setup["lines"]] == [text for _, text in cold.setup["lines"]]
             assert any(text.startswith("launch xterm") for _, text in setup["lines"])
             assert setup["seconds"] > 0 and not setup["failed"]
             # ...done before the episode began, on the other desktop.
