@@ -30,6 +30,17 @@ def test_ray_takes_no_pool_and_no_warm_desktops() -> None:
     assert BatchOptions.from_json({"ray": "a:1"}, ray="b:2").ray == "b:2"
 
 
+def test_deskloop_does_not_import_ray_until_a_batch_asks_for_it() -> None:
+    code = (
+        "import sys, app.cli, app.cli.batch_cmd, app.batch, app.batch.runner, app.env\n"
+        "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
 def _finished(db: Path) -> int:
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
