@@ -27,6 +27,13 @@ gimp-flip-export, two runs a minute apart:
 An episode alone takes 7-8 s (GIMP opens with the image, the reference flips
 and exports). More episodes at once help, but on two busy cores by how much
 moves a lot from run to run. The libvirt backend has not been measured here.
+
+With warm pools, `--episodes 6 --concurrency 1 --warm 0 1 2` (load average 3-4):
+
+    backend   warm   concurrency 1
+    local     0      442.6
+    local     1      701.7 (1.59×)
+    local     2      677.5 (1.53×)
 """
 
 from __future__ import annotations
