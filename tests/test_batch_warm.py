@@ -175,3 +175,45 @@ async def test_a_warm_desktop_no_slot_needs_is_closed(tmp_path: Path) -> None:
         assert [(e.status, e.end_reason) for e in episodes] == [("error", "aborted")]
     assert len(made) == 2
     assert [d.info().state for d in made] == ["closed", "closed"]
+
+
+@pytest.mark.desktop
+async def test_a_setup_that_fails_on_a_warm_desktop_is_recorded_as_a_cold_one(
+    tmp_path: Path,
+) -> None:
+    path = write_xterm_task(tmp_path)
+    # The window awaited never comes: setup fails after the xterm opened.
+    path.write_text(
+        path.read_text().replace("{class: XTerm, timeout: 60}", "{class: Nope, timeout: 3}")
+    )
+    task = load_task(path)
+
+    def agents(spec: str, task: Task, openai: OpenAIConfig | None) -> Agent:
+        return _ProofAgent()
+
+    with Store(tmp_path / "db.sqlite") as store:
+        runner = start_batch(
+            store,
+            [task],
+            ["proof"],
+            2,
+            BatchOptions(concurrency=1, warm=1, retries=0),
+            batch_id="failing",
+            agent_factory=agents,
+            progress_stream=io.StringIO(),
+        )
+        rows = await runner.run()
+        assert [row.status for row in rows] == ["error", "error"]
+        cold, warm = sorted(store.list_episodes(batch_id="failing", limit=None), key=lambda e: e.id)
+        assert cold.setup is not None and warm.setup is not None
+        assert (cold.setup["warm"], warm.setup["warm"]) == (False, True)
+        for episode in (cold, warm):
+            assert episode.setup is not None and episode.setup["failed"]
+            assert episode.error_kind == cold.error_kind == "desktop"
+            assert episode.error is not None and "setup[1]" in episode.error
+            # The setup's last screen and the windows open then, as a cold one keeps them.
+            assert episode.final_frame and episode.final_frame.endswith("setup-failed.png")
+            assert store.frame_path(episode.final_frame).is_file()
+            assert episode.final_windows is not None
+            assert any(w.wm_class == "XTerm" for w in episode.final_windows.windows)
+            assert episode.steps == 0 and store.steps(episode.id) == []
