@@ -68,11 +68,23 @@ class RayCluster:
                 raise AssertionError(f"ray node {name} did not start:\n{log.read_text()}")
             time.sleep(0.2)  # polling the node's log for its start, bounded above
 
+    def node_of(self, pid: int) -> str:
+        """The node a process belongs to (its ancestors include the node's `ray start`)."""
+        parents = _parents()
+        while pid > 1:
+            for name, proc in self.nodes.items():
+                if proc.pid == pid:
+                    return name
+            pid = parents.get(pid, 0)
+        raise AssertionError("the process belongs to no node of this cluster")
+
     def kill_node(self, name: str) -> None:
-        """Lose a node at once: SIGKILL its whole process group."""
+        """Lose a node at once: SIGKILL its `ray start`, its raylet and every process
+        they started (Ray's workers have process groups of their own)."""
         proc = self.nodes.pop(name)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in [proc.pid, *_descendants(proc.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         proc.wait(timeout=30)
 
     def stop(self) -> None:
@@ -81,16 +93,43 @@ class RayCluster:
             proc = self.nodes.pop(name, None)
             if proc is None:
                 continue
+            # Known now: once `ray start` is gone, its children are orphans.
+            started = _descendants(proc.pid)
             # `ray start --block` stops the processes it started on SIGTERM.
             proc.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=15)
-            # Whatever is left of the node's group (its raylet, its workers).
+            # Whatever is left of the node (its raylet, its workers).
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
+            for pid in started:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=15)
         shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def _parents() -> dict[int, int]:
+    """Every process's parent, from /proc."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # The command name, in parentheses, may hold spaces: split after it.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+    return parents
+
+
+def _descendants(root: int) -> list[int]:
+    parents = _parents()
+    found: list[int] = []
+    frontier = [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
 
 
 @contextlib.contextmanager

@@ -27,8 +27,10 @@ import contextlib
 import fcntl
 import ipaddress
 import os
+import queue
 import socket
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +101,9 @@ class RayNodes:
                 ray.init(address=address, logging_level="ERROR", log_to_driver=False)
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ...
             raise RayUnavailable(f"cannot join the Ray cluster at {address}: {exc}") from exc
-        self._remote = ray.remote(num_cpus=0, resources={RESOURCE: 1}, max_retries=0)(run_on_node)
+        self._remote = ray.remote(
+            num_cpus=0, resources={RESOURCE: 1}, max_retries=0, num_returns="streaming"
+        )(run_on_node)
 
     def capacity(self) -> int:
         """Desktops the cluster's nodes offer in all (the default concurrency)."""
@@ -119,11 +123,22 @@ class RayNodes:
             attempt,
             runner.options.to_json(),
         )
-        ref = self._remote.remote(job)
+        stream = self._remote.remote(job)
+        store = runner.store
+        episode_id: int | None = None
+        paths: dict[str, str] = {}
         try:
-            bundle: EpisodeBundle = await ref
+            # The episode as recorded so far, after each step and at its end: the
+            # first import makes it here, each later one replaces its rows.
+            async for ref in stream:
+                bundle: EpisodeBundle = await ref
+                episode_id = await store.off_loop(
+                    store.import_episode, bundle, into=episode_id, paths=paths
+                )
         except asyncio.CancelledError:
-            self._ray.cancel(ref, force=True)
+            self._ray.cancel(stream, force=True)
+            if episode_id is not None:
+                await store.off_loop(_end_lost, store, episode_id, "aborted while on a Ray node")
             raise
         except RayTaskError as exc:
             cause = exc.cause
@@ -133,16 +148,12 @@ class RayNodes:
         except RayError as exc:
             # The batch logs it with the retry.
             reason = f"interrupted: the Ray node running it was lost ({type(exc).__name__})"
-            store = runner.store
-            episode_id = await store.off_loop(
-                _record_lost, store, runner, task, slot, attempt, reason
-            )
-            return EpisodeResult(
-                episode_id, task.id, "error", "error", None, None, 0, reason,
-                error_kind="interrupted",
-            )  # fmt: skip
-        episode_id = await runner.store.off_loop(runner.store.import_episode, bundle)
-        record = await runner.store.off_loop(runner.store.get_episode, episode_id)
+            if episode_id is None:
+                episode_id = await store.off_loop(_record_lost, store, runner, task, slot, attempt)
+            await store.off_loop(_end_lost, store, episode_id, reason)
+        if episode_id is None:
+            raise DeskLoopError(f"{slot}: its Ray node sent no episode back")
+        record = await store.off_loop(store.get_episode, episode_id)
         return EpisodeResult(
             record.id, record.task_id, record.status, record.end_reason, record.passed,
             record.score, record.steps, record.error, error_kind=record.error_kind,
@@ -152,10 +163,9 @@ class RayNodes:
         self._ray.shutdown()
 
 
-def _record_lost(
-    store: Store, runner: BatchRunner, task: Task, slot: Slot, attempt: int, reason: str
-) -> int:
-    """The driver's record of a try whose node was lost: an error, tagged with its slot."""
+def _record_lost(store: Store, runner: BatchRunner, task: Task, slot: Slot, attempt: int) -> int:
+    """The driver's record of a try whose node was lost before it sent anything back,
+    tagged with its slot (`_end_lost` ends it)."""
     episode_id = store.start_episode(
         task_id=task.id,
         task_path=str(task.source),
@@ -171,22 +181,86 @@ def _record_lost(
     )
     store.tag_batch_slot(episode_id, agent=slot.agent, repeat=slot.repeat, attempt=attempt)
     store.init_phases(episode_id, task.phases)
-    store.finish_episode(
-        episode_id, status="error", end_reason="error", error=reason,
-        error_kind="interrupted", steps=0,
-    )  # fmt: skip
     return episode_id
+
+
+def _end_lost(store: Store, episode_id: int, reason: str) -> None:
+    """End a try whose node was lost (or whose batch was stopped) with what came back
+    of it: an infrastructure error (an abort), its steps kept."""
+    record = store.get_episode(episode_id)
+    if record.status != "running":
+        return  # its end had come back already
+    aborted = reason.startswith("aborted")
+    store.finish_episode(
+        episode_id,
+        status="error",
+        end_reason="aborted" if aborted else "error",
+        error=reason,
+        error_kind="aborted" if aborted else "interrupted",
+        steps=len(store.steps(episode_id)),
+    )
 
 
 # -- the node's side -------------------------------------------------------------------
 
 
-def run_on_node(job: NodeJob) -> EpisodeBundle:
-    """The Ray task: run one try on this node's backend; return the episode recorded."""
-    return asyncio.run(_run_on_node(job))
+def run_on_node(job: NodeJob) -> Iterator[EpisodeBundle]:
+    """The Ray task: run one try on this node's backend and stream the episode back,
+    as recorded so far, after each of its steps and at its end.
+
+    The episode runs on an asyncio loop in a thread of its own; this generator takes
+    each change it reports (`_Changes`) and exports the episode from the node's
+    database, with only the frames not sent yet.
+    """
+    changes = _Changes()
+    result: list[EpisodeBundle] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            result.append(asyncio.run(_run_on_node(job, changes)))
+        except BaseException as exc:
+            failure.append(exc)
+        finally:
+            changes.put(None)
+
+    thread = threading.Thread(target=work, name="deskloop-episode", daemon=True)
+    thread.start()
+    sent: set[str] = set()
+    while (seen := changes.take()) is not None:
+        store, episode_id = seen
+        try:
+            bundle = store.export_episode(episode_id, skip_frames=sent)
+        except DeskLoopError:
+            continue  # the episode has ended meanwhile: its last export follows
+        sent.update(bundle.frames)
+        yield bundle
+    thread.join()
+    if failure:
+        raise failure[0]
+    final = result[0]
+    final.frames = {k: v for k, v in final.frames.items() if k not in sent}
+    yield final
 
 
-async def _run_on_node(job: NodeJob) -> EpisodeBundle:
+class _Changes:
+    """The node's episode changed (a step was recorded): the latest change only, since
+    each export carries everything recorded so far."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[Store, int] | None] = queue.Queue()
+
+    def put(self, item: tuple[Store, int] | None) -> None:
+        self._queue.put(item)
+
+    def take(self) -> tuple[Store, int] | None:
+        item = self._queue.get()
+        while item is not None and not self._queue.empty():
+            item = self._queue.get()  # a later change covers this one
+        return item
+
+
+async def _run_on_node(job: NodeJob, changes: _Changes) -> EpisodeBundle:
     from app.batch.runner import BatchRunner
 
     task = load_task(job.task_path)
@@ -205,7 +279,13 @@ async def _run_on_node(job: NodeJob) -> EpisodeBundle:
         spec = desktop_spec(options.backend, task, index=place)
         desktop = make_spec_desktop(spec)
         lease = Lease(0, place, spec.image, desktop, None)
-        runner.extra_config = {"ray_node": socket.gethostname(), "ray_place": place}
+        runner.extra_config = {
+            "ray_node": socket.gethostname(),
+            "ray_node_id": _node_id(),
+            "ray_worker_pid": os.getpid(),
+            "ray_place": place,
+        }
+        runner.on_step = lambda episode_id: changes.put((store, episode_id))
         try:
             result = await runner.run_try(task, job.slot, job.attempt, lease)
         finally:
@@ -213,6 +293,16 @@ async def _run_on_node(job: NodeJob) -> EpisodeBundle:
         if result.episode_id < 0:
             raise DeskLoopError(f"{job.slot}: the episode was not recorded on its node")
         return await store.off_loop(store.export_episode, result.episode_id)
+
+
+def _node_id() -> str | None:
+    """This Ray node's id (None outside a Ray worker)."""
+    try:
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
+    except Exception:  # not in a Ray worker: the id is only a note
+        return None
 
 
 @contextlib.contextmanager

@@ -33,7 +33,7 @@ from app.batch.warm import discard as discard_warm
 from app.core.errors import DeskLoopError, StoreError, TaskError, describe_error
 from app.core.vocabulary import ErrorKind
 from app.episode.control import RunOptions
-from app.episode.events import EpisodeResult, RunnerEvent
+from app.episode.events import EpisodeResult, RunnerEvent, StepEvent
 from app.episode.launch import (
     LLM_USER_CACHE,
     Episode,
@@ -110,6 +110,9 @@ class BatchRunner:
         self.warm = WarmStarts(self.pool, options.warm, self._task_of, self._log)
         self.extra_config: dict[str, Any] = {}
         """Added to each episode's recorded config (a Ray node names itself)."""
+        self.on_step: Callable[[int], None] | None = None
+        """Called with the episode's id after each step is recorded (a Ray node
+        streams the episode back to its driver)."""
         self.remote: RayNodes | None = None
         """The Ray cluster whose nodes run the tries (options.ray), once joined."""
 
@@ -307,6 +310,8 @@ class BatchRunner:
 
         def on_event(event: RunnerEvent) -> None:
             nonlocal tagging
+            if self.on_step is not None and isinstance(event, StepEvent) and tagging is not None:
+                self.on_step(episode.episode_id or -1)
             if tagging is None and episode.episode_id is not None:
                 # An event handler cannot await: the tag is handed to the store's
                 # thread now, ahead of the runner's next write (the episode may end

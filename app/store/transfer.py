@@ -12,6 +12,7 @@ message) and its frames' paths (`frames/<db>/<episode>/<name>.png` on each side)
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,12 +42,17 @@ class EpisodeBundle:
 class Transfer(StoreBase):
     """`Store`'s export and import of whole episodes."""
 
-    def export_episode(self, episode_id: int) -> EpisodeBundle:
-        """Everything recorded of an episode, with its frame files' bytes.
+    def export_episode(self, episode_id: int, skip_frames: Collection[str] = ()) -> EpisodeBundle:
+        """Everything recorded of an episode so far, with its frame files' bytes, but
+        those named in `skip_frames` (sent with an earlier export).
 
         Raises:
             StoreError: no such episode, or a frame file cannot be read.
         """
+        with self._lock:  # one consistent read: no step may land between two tables
+            return self._export(episode_id, skip_frames)
+
+    def _export(self, episode_id: int, skip_frames: Collection[str]) -> EpisodeBundle:
         doing = f"exporting episode {episode_id}"
         found = self._rows(doing, "SELECT * FROM episodes WHERE id = ?", (episode_id,))
         if not found:
@@ -59,15 +65,26 @@ class Transfer(StoreBase):
         bundle.frames_prefix = folder.relative_to(self.frames.relative_to).as_posix() + "/"
         try:
             for path in sorted(folder.glob("*.png")) if folder.is_dir() else []:
-                bundle.frames[path.stem] = path.read_bytes()
+                if path.stem not in skip_frames:
+                    bundle.frames[path.stem] = path.read_bytes()
         except OSError as exc:
             raise StoreError(f"{doing}: cannot read its frames in {folder}: {exc}") from exc
         return bundle
 
-    def import_episode(self, bundle: EpisodeBundle, **changes: Any) -> int:
+    def import_episode(
+        self,
+        bundle: EpisodeBundle,
+        *,
+        into: int | None = None,
+        paths: dict[str, str] | None = None,
+    ) -> int:
         """Record an exported episode as a new one of this database, owned by this
-        process (its pid, host and start: `liveness`); `changes` replace columns of
-        its episodes row (a batch's slot, say). Returns its id here.
+        process (its pid, host and start: `liveness`), and return its id here.
+
+        An episode streamed while it runs comes as several exports: the first is
+        imported as a new episode, each later one `into` it, replacing its rows with
+        the newer ones. `paths` carries the frames' paths from one import to the next
+        (the earlier frames are not sent again); the caller keeps it.
 
         Raises:
             StoreError: a row the schema refuses (nothing is written then).
@@ -75,16 +92,24 @@ class Transfer(StoreBase):
         episode = {k: v for k, v in bundle.episode.items() if k != "id"}
         runner = this_runner()
         episode.update(pid=runner.pid, hostname=runner.hostname, runner_start=runner.start)
-        episode.update(changes)
+        paths = {} if paths is None else paths
         doing = f"importing an episode of {episode.get('task_id')}"
         with self._write(doing) as conn:
-            new_id = _insert(conn, "episodes", episode)
+            if into is None:
+                new_id = _insert(conn, "episodes", episode)
+            else:
+                new_id = into
+                # Children first: steps point at messages and phases.
+                for table in reversed(CHILD_TABLES):
+                    conn.execute(f"DELETE FROM {table} WHERE episode_id = ?", (new_id,))
+                sets = ", ".join(f"{column} = ?" for column in episode)
+                conn.execute(
+                    f"UPDATE episodes SET {sets} WHERE id = ?", [*episode.values(), new_id]
+                )
             # The files are written before the rows that point at them; a refused row
             # leaves them behind, unreferenced, like the frames of a killed runner.
-            paths = {
-                bundle.frames_prefix + f"{name}.png": self.frames.save(new_id, name, png)
-                for name, png in bundle.frames.items()
-            }
+            for name, png in bundle.frames.items():
+                paths[bundle.frames_prefix + f"{name}.png"] = self.frames.save(new_id, name, png)
 
             def remap(value: Any) -> Any:
                 if isinstance(value, str) and bundle.frames_prefix in value:
@@ -108,7 +133,8 @@ class Transfer(StoreBase):
                     if table == "steps" and row.get("active_message_id") is not None:
                         row["active_message_id"] = message_ids[row["active_message_id"]]
                     _insert(conn, table, row)
-        self.frames.forget(new_id)
+        if episode.get("status") != "running":
+            self.frames.forget(new_id)
         return new_id
 
 
