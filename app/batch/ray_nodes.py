@@ -5,15 +5,16 @@ custom resource `deskloop_desktop`, which a node declares when it joins
 (`ray start --address ... --resources '{"deskloop_desktop": 2}'`). The node runs the
 episode on its own backend (a local desktop, or a VM of its own libvirt), recorded in
 a throw-away database there, exactly as a batch on one machine runs it (the same
-`BatchRunner.run_try`: time limit, slot tags, setup). The whole episode then comes
-back to the driver (`app.store.transfer`: its rows, frames and score), which imports
-it into its database, the only one written for the batch.
+`BatchRunner.run_try`: time limit, slot tags, setup). The episode streams back to the
+driver as it runs (a Ray streaming generator: after each step and at its end, the
+episode as recorded so far, with the frames not sent yet; `app.store.transfer`), and
+the driver imports it into its database, the only one written for the batch.
 
 A node lost while it ran an episode (its raylet or its worker died, the machine went
-away) is recorded by the driver as an error of kind `interrupted` (infrastructure: the
-runner died), and the slot is retried; Ray places the retry on a node that is still
-alive. What the lost node had recorded of that try is lost with it. A resume works as
-on one machine: the driver's database says which slots have a finished episode.
+away) ends that try, in the driver's database, as an error of kind `interrupted`
+(infrastructure: the runner died) with the steps it had streamed back, and the slot is
+retried; Ray places the retry on a node that is still alive. A resume works as on one
+machine: the driver's database says which slots have a finished episode.
 
 Ray is imported here only, and only when a batch asks for it, so the rest of DeskLoop
 does not pay for it. The tasks' files must be at the same path on every node (a
