@@ -189,7 +189,7 @@ class BatchRunner:
             slot, attempt = queue.popleft()
             warm = self.warm.take(slot)
             # The next slots' desktops are set up while this one runs.
-            self.warm.fill(slot for slot, _ in queue)
+            self.warm.fill(upcoming for upcoming, _ in queue)
             await self._run_slot(slot, attempt, warm)
 
     async def _run_slot(
@@ -276,11 +276,12 @@ class BatchRunner:
         lease: Lease,
         prepared: PreparedStart | None = None,
     ) -> EpisodeResult:
+        """Run one try of `slot` on the desktop `lease` lent (or a Ray node's own),
+        recorded in this runner's store and tagged with its slot; on the desktop as
+        `prepared` left it, if it was brought to the task's start state ahead."""
         agent = self._agent_factory(slot.agent, task, self.options.openai)
         user = self._user_factory(task)
         bind = getattr(user, "bind_conversation", None)
-        """Run one try of `slot` on the desktop `lease` lent (or a Ray node's own),
-        recorded in this runner's store and tagged with its slot."""
         placement: dict[str, Any] = {"desktop": lease.desktop.info().name, **self.extra_config}
         if self.options.backend == "libvirt":
             placement["libvirt_uri"] = lease.where(self.options.backend)

@@ -245,6 +245,7 @@ class EpisodeRunner:
         if prepared is None:
             prepared = await prepare_start(self.task, desktop, self.backend, say=self._say)
         else:
+            self._check_prepared(prepared)
             self._say(f"desktop brought to its start state ahead ({prepared.seconds:.1f} s)")
         await self._take_start(episode_id, prepared)
         await self._record_messages(episode_id, protocol.conversation)
@@ -259,9 +260,8 @@ class EpisodeRunner:
                 f"{exc} (during step {protocol.steps}, {into:.1f} s into the episode)"
             ) from exc
 
-    async def _take_start(self, episode_id: int, prepared: PreparedStart) -> None:
-        """Record how the desktop reached its start state, done now or ahead; when it
-        failed, keep the last frame and windows the setup saw, and raise its error."""
+    def _check_prepared(self, prepared: PreparedStart) -> None:
+        """A desktop prepared ahead serves only an episode of the task it was set up for."""
         if prepared.error is None and (prepared.task_id, prepared.setup_key) != (
             self.task.id,
             setup_key(self.task),
@@ -270,6 +270,10 @@ class EpisodeRunner:
                 f"the desktop was prepared for task {prepared.task_id}'s start state, "
                 f"not {self.task.id}'s"
             )
+
+    async def _take_start(self, episode_id: int, prepared: PreparedStart) -> None:
+        """Record how the desktop reached its start state, done now or ahead; when it
+        failed, keep the last frame and windows the setup saw, and raise its error."""
         await self._stored(self.store.record_setup, episode_id, prepared.as_json())
         if prepared.error is None:
             return
