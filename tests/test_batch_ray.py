@@ -4,6 +4,7 @@ back whole to the driver's database; a worker node killed mid-batch loses nothin
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -39,6 +40,23 @@ def test_deskloop_does_not_import_ray_until_a_batch_asks_for_it() -> None:
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_ray_address_nobody_answers_is_refused_before_anything_is_recorded(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again below: nothing listens there
+    db = tmp_path / "deskloop.db"
+    out = subprocess.run(
+        [sys.executable, "-m", "app.cli", "--db", str(db), "batch", "run",
+         "--task", "gimp-flip-export", "--agent", "null", "--ray", f"127.0.0.1:{port}"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert f"--ray 127.0.0.1:{port}: no Ray cluster answers there" in out.stderr
+    assert not db.exists()
 
 
 def _streamed_worker(db: Path) -> int | None:

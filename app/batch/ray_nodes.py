@@ -90,10 +90,30 @@ def _import_ray(address: str) -> Any:
     return ray
 
 
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Refuse an address whose head does not answer: Ray itself retries for minutes.
+
+    Raises:
+        RayUnavailable: nothing accepts a connection at `address` within `timeout`.
+    """
+    if address == "auto":
+        return  # Ray finds the cluster this machine belongs to, or says it found none
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise RayUnavailable(f"--ray {address}: expected HOST:PORT or auto")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise RayUnavailable(
+            f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc})"
+        ) from exc
+
+
 class RayNodes:
     """The driver's side: runs tries of slots as Ray tasks and imports their episodes."""
 
     def __init__(self, address: str, log: Callable[[str], None] | None = None) -> None:
+        check_reachable(address)
         ray = _import_ray(address)
         self._ray = ray
         self._log = log or (lambda text: None)

@@ -51,6 +51,10 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
             warm=args.warm,
             ray=args.ray,
         )
+    if args.ray is not None:
+        from app.batch.ray_nodes import check_reachable  # Ray itself is not imported
+
+        check_reachable(args.ray)  # before anything is recorded
     with open_store(args.db) as store:
         if args.resume:
             if args.suite or args.task or args.agent:
