@@ -80,6 +80,11 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
         "started_at": record.started_at.isoformat(),
         "ended_at": None if record.ended_at is None else record.ended_at.isoformat(),
         "final_frame": frame(record.final_frame),
+        # The setup's time (the reset and the task's setup), done as the episode's first
+        # part or ahead on a warm desktop (then outside started_at..ended_at); None for
+        # episodes recorded before it was.
+        "setup_seconds": None if record.setup is None else float(record.setup["seconds"]),
+        "setup_warm": None if record.setup is None else bool(record.setup["warm"]),
         "messages": [
             {
                 "idx": m.idx,
