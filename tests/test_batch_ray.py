@@ -131,3 +131,45 @@ def test_a_ray_batch_survives_a_worker_node_killed_mid_batch(tmp_path: Path) -> 
             assert e.setup is not None and not e.setup["failed"]
             assert e.config["ray_node"]
             assert e.pid != 0 and e.hostname
+
+
+@pytest.mark.desktop
+def test_a_ray_batch_whose_driver_was_killed_resumes_to_every_slot_once(
+    tmp_path: Path,
+) -> None:
+    task = write_xterm_task(tmp_path)
+    script = tmp_path / "proof.yaml"
+    script.write_text(SCRIPT)
+    db = tmp_path / "driver" / "deskloop.db"
+    with ray_cluster(tmp_path, {"node-a": 2}) as cluster:
+        argv = [
+            sys.executable, "-m", "app.cli", "--db", str(db), "batch", "run",
+            "--task", str(task), "--agent", f"scripted:{script}", "--repeats", "4",
+            "--batch-id", "resumed", "--ray", cluster.address,
+        ]  # fmt: skip
+        with (tmp_path / "first.log").open("wb") as log:
+            driver = subprocess.Popen(argv, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 240
+            while _streamed_worker(db) is None:
+                assert driver.poll() is None, (tmp_path / "first.log").read_text()
+                assert time.monotonic() < deadline, "no episode streamed back from the node"
+                time.sleep(0.2)  # polling the driver's database, bounded above
+        finally:
+            driver.kill()  # the driver dies mid-batch, its episodes half streamed
+            driver.wait()
+        resume = [
+            sys.executable, "-m", "app.cli", "--db", str(db), "batch", "run",
+            "--resume", "resumed", "--ray", cluster.address,
+        ]  # fmt: skip
+        out = subprocess.run(resume, cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stdout + out.stderr
+    with Store(db) as store:
+        episodes = store.list_episodes(batch_id="resumed", limit=None)
+        finished = [e for e in episodes if e.status == "finished"]
+        assert sorted(e.batch_repeat or 0 for e in finished) == [0, 1, 2, 3]
+        assert all(e.passed for e in finished)
+        # The driver's half-streamed episodes were marked when the database reopened.
+        interrupted = [e for e in episodes if e.status == "error"]
+        assert interrupted and all(e.error_kind == "interrupted" for e in interrupted)
+        assert not [e for e in episodes if e.status == "running"]
