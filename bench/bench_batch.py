@@ -2,16 +2,20 @@
 
     .venv/bin/python bench/bench_batch.py [--task gimp-flip-export] [--episodes 4]
         [--concurrency 1 2 4] [--backend local libvirt] [--libvirt-uri URI[*N] ...]
+        [--warm 0 1]
 
 For each backend and concurrency level, one batch of `--episodes` episodes (one
 task, the reference agent, repeats) runs into a throw-away database. The bench
 prints its wall time, episodes per hour and how many passed, then a table of
-episodes per hour. On libvirt the pool is `--libvirt-uri` (else
-$DESKLOOP_LIBVIRT_URIS, else one host); a level above the pool's capacity is
-skipped with the reason. The first episode on each VM place boots the VM and
-saves the task's start state (minutes under TCG); the VMs keep their names, so
-later levels restore it. On a shared 2-core machine the figures move with the
-load: run it when the machine is quiet and compare within one run.
+episodes per hour, one row per backend and warm pool size (`--warm`: desktops
+set up for the next episodes while the current ones run, app.batch.warm; 0 is
+without a warm pool), and each warm row's ratio to the row without. On libvirt
+the pool is `--libvirt-uri` (else $DESKLOOP_LIBVIRT_URIS, else one host); a
+level above the pool's capacity is skipped with the reason. The first episode
+on each VM place boots the VM and saves the task's start state (minutes under
+TCG); the VMs keep their names, so later levels restore it. On a shared 2-core
+machine the figures move with the load: run it when the machine is quiet and
+compare within one run.
 
 Measured on the 2-core development machine, shared with other engineers' test
 runs (load average 3-5 during the runs), `--backend local --episodes 4`,
@@ -23,6 +27,13 @@ gimp-flip-export, two runs a minute apart:
 An episode alone takes 7-8 s (GIMP opens with the image, the reference flips
 and exports). More episodes at once help, but on two busy cores by how much
 moves a lot from run to run. The libvirt backend has not been measured here.
+
+With warm pools, `--episodes 6 --concurrency 1 --warm 0 1 2` (load average 3-4):
+
+    backend   warm   concurrency 1
+    local     0      442.6
+    local     1      701.7 (1.59×)
+    local     2      677.5 (1.53×)
 """
 
 from __future__ import annotations
@@ -42,16 +53,25 @@ from app.store import Store
 
 
 async def one(
-    task_ref: str, episodes: int, concurrency: int, backend: str, hosts: tuple[Host, ...]
+    task_ref: str,
+    episodes: int,
+    concurrency: int,
+    backend: str,
+    hosts: tuple[Host, ...],
+    warm: int = 0,
 ) -> float | None:
     """Episodes per hour of one batch; None when the level cannot run."""
     tasks = resolve_tasks([task_ref], Path("tasks"))
+    what = f"{backend:<8} concurrency {concurrency} warm {warm}"
     try:
         options = BatchOptions(
-            backend=backend, concurrency=concurrency, hosts=hosts if backend == "libvirt" else ()
+            backend=backend,
+            concurrency=concurrency,
+            hosts=hosts if backend == "libvirt" else (),
+            warm=warm,
         )
     except DeskLoopError as exc:
-        print(f"{backend:<8} concurrency {concurrency}: skipped: {exc}", flush=True)
+        print(f"{what}: skipped: {exc}", flush=True)
         return None
     with (
         tempfile.TemporaryDirectory(prefix="deskloop-bench-") as folder,
@@ -66,7 +86,7 @@ async def one(
     passed = sum(1 for r in rows if r.episode is not None and r.episode.passed)
     rate = episodes / seconds * 3600
     print(
-        f"{backend:<8} concurrency {concurrency}: {episodes} episodes in {seconds:6.1f} s"
+        f"{what}: {episodes} episodes in {seconds:6.1f} s"
         f" = {rate:6.1f} episodes/hour ({passed}/{episodes} passed)",
         flush=True,
     )
@@ -80,23 +100,35 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--backend", nargs="+", choices=["local", "libvirt"], default=["local"])
     parser.add_argument("--libvirt-uri", action="append", metavar="URI[*N]")
+    parser.add_argument(
+        "--warm", type=int, nargs="+", default=[0], metavar="N", help="warm pool sizes"
+    )
     args = parser.parse_args()
     try:
         hosts = parse_hosts(args.libvirt_uri) if args.libvirt_uri else hosts_from_env()
     except DeskLoopError as exc:
         sys.exit(str(exc))
-    rates: dict[tuple[str, int], float | None] = {}
+    rates: dict[tuple[str, int, int], float | None] = {}
+    warms = list(dict.fromkeys(args.warm))
     for backend in dict.fromkeys(args.backend):
         for concurrency in args.concurrency:
-            rates[backend, concurrency] = asyncio.run(
-                one(args.task, args.episodes, concurrency, backend, hosts)
-            )
+            for warm in warms:
+                rates[backend, warm, concurrency] = asyncio.run(
+                    one(args.task, args.episodes, concurrency, backend, hosts, warm)
+                )
     print("\nepisodes/hour")
     rows = []
     for backend in dict.fromkeys(args.backend):
-        cells = [rates[backend, c] for c in args.concurrency]
-        rows.append([backend, *("skipped" if r is None else f"{r:.1f}" for r in cells)])
-    headers = ["backend", *(f"concurrency {c}" for c in args.concurrency)]
+        for warm in warms:
+            cells = []
+            for c in args.concurrency:
+                rate, cold = rates[backend, warm, c], rates.get((backend, 0, c))
+                cell = "skipped" if rate is None else f"{rate:.1f}"
+                if rate is not None and warm and cold:
+                    cell += f" ({rate / cold:.2f}×)"
+                cells.append(cell)
+            rows.append([backend, str(warm), *cells])
+    headers = ["backend", "warm", *(f"concurrency {c}" for c in args.concurrency)]
     print(render_table(headers, rows, empty="(no backend)"))
 
 

@@ -94,3 +94,11 @@ def test_a_tui_service_cannot_reach_textual_through_a_screen_module(tree_copy: P
     assert out.returncode != 0
     assert "No Textual in app.ui's services BROKEN" in out.stdout
     assert "app.ui.services.desktops -> app.ui.modals" in out.stdout
+
+
+def test_ray_outside_its_module_breaks_a_contract(tree_copy: Path) -> None:
+    # Ray is a large import: the batch runner reaches it only through app.batch.ray_nodes.
+    add_import(tree_copy / "app/batch/runner.py", "import ray  # noqa")
+    out = lint_imports(tree_copy)
+    assert out.returncode != 0
+    assert "Ray only in app.batch.ray_nodes BROKEN" in out.stdout

@@ -10,6 +10,10 @@ The package owns:
 - `options`: a batch's options, recorded with it so a resume runs the same way;
 - `pool`: the desktops of a run, placed on hosts with free capacity and reused from
   try to try;
+- `warm`: the warm pool, desktops brought to the next slots' start states while the
+  current episodes run (`--warm N`);
+- `ray_nodes`: tries run as Ray tasks on the nodes of a Ray cluster (`--ray`), their
+  episodes brought back whole to the driver's store; the only module importing Ray;
 - `retry`: which failed tries are retried and which mark their host down;
 - `progress`: the progress bar on stderr;
 - `runner`: `start_batch`, `resume_batch` and the `BatchRunner` that runs the slots.

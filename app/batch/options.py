@@ -37,6 +37,13 @@ class BatchOptions:
     """libvirt only: the URIs desktops are placed on, each with its capacity. Empty:
     every desktop on the default URI ($DESKLOOP_LIBVIRT_URI), as many as the
     concurrency."""
+    warm: int = 0
+    """Desktops beyond the concurrency brought to the next slots' start states while
+    the current episodes run (app.batch.warm); 0: each episode sets up its own."""
+    ray: str | None = None
+    """The address of a Ray cluster (`auto`: the one this machine belongs to) whose
+    nodes run the episodes on their own backends (app.batch.ray_nodes); None: this
+    machine's pool runs them."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -46,7 +53,21 @@ class BatchOptions:
                 f"a pool of libvirt URIs (--libvirt-uri, {URIS_ENV}) needs --backend "
                 f"libvirt, not {self.backend}"
             )
+        if self.ray is not None and (self.hosts or self.warm):
+            raise DeskLoopError(
+                "--ray places episodes on the cluster's nodes: it takes no --libvirt-uri "
+                "pool and no --warm (each node sets up its own desktops)"
+            )
+        if self.warm < 0:
+            raise DeskLoopError(f"warm must be >= 0, got {self.warm}")
         total = sum(host.capacity for host in self.hosts)
+        if self.hosts and self.concurrency + self.warm > total and self.warm:
+            raise DeskLoopError(
+                f"concurrency {self.concurrency} and {self.warm} warm desktop(s) need "
+                f"{self.concurrency + self.warm} places, more than the pool's total "
+                f"capacity {total} ({describe_pool(self.hosts)}); lower --concurrency or "
+                "--warm, or give the hosts more capacity (URI*N)"
+            )
         if self.hosts and self.concurrency > total:
             raise DeskLoopError(
                 f"concurrency {self.concurrency} is more than the pool's total capacity "
@@ -69,6 +90,8 @@ class BatchOptions:
             "store_frames": self.store_frames,
             "judge": None if self.judge is None else asdict(self.judge),
             "libvirt_uris": [str(host) for host in self.hosts],
+            "warm": self.warm,
+            "ray": self.ray,
         }
 
     @classmethod
@@ -77,9 +100,11 @@ class BatchOptions:
         data: dict[str, Any],
         concurrency: int | None = None,
         hosts: Sequence[Host] | None = None,
+        ray: str | None = None,
     ) -> BatchOptions:
-        """Options recorded with a batch; `hosts` replaces the recorded pool. The
-        concurrency defaults to the pool's total capacity, else 1."""
+        """Options recorded with a batch; `hosts` replaces the recorded pool and `ray`
+        the recorded cluster's address. The concurrency defaults to the pool's total
+        capacity, else 1."""
         openai = data.get("openai")
         judge = data.get("judge")
         pool = tuple(hosts) if hosts else parse_hosts(data.get("libvirt_uris") or [])
@@ -96,6 +121,8 @@ class BatchOptions:
             store_frames=data.get("store_frames", True),
             judge=None if judge is None else JudgeConfig(**judge),
             hosts=pool,
+            warm=data.get("warm", 0),
+            ray=ray or data.get("ray"),
         )
 
 

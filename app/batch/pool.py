@@ -196,7 +196,7 @@ class DesktopPool:
 
 def pool_hosts(options: BatchOptions) -> list[tuple[str | None, int]]:
     """The pool's hosts: the libvirt URIs given, else the backend's default host, as
-    large as the concurrency."""
+    large as the concurrency and the warm desktops together."""
     if options.hosts:
         return [(host.uri, host.capacity) for host in options.hosts]
-    return [(None, options.concurrency)]
+    return [(None, options.concurrency + options.warm)]

@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import secrets
 import sys
+from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from app.agents.adapters import AdapterConfig
 from app.agents.base import Agent
@@ -28,10 +29,12 @@ from app.batch.options import BatchOptions
 from app.batch.pool import DesktopFactory, DesktopPool, Lease, pool_hosts
 from app.batch.progress import Progress
 from app.batch.retry import TimeLimitExceeded, failed_at_startup, is_retried
+from app.batch.warm import Ready, WarmStarts
+from app.batch.warm import discard as discard_warm
 from app.core.errors import DeskLoopError, StoreError, TaskError, describe_error
 from app.core.vocabulary import ErrorKind
 from app.episode.control import RunOptions
-from app.episode.events import EpisodeResult, RunnerEvent
+from app.episode.events import EpisodeResult, RunnerEvent, StepEvent
 from app.episode.launch import (
     LLM_USER_CACHE,
     Episode,
@@ -40,12 +43,16 @@ from app.episode.launch import (
     make_user,
     task_image,
 )
+from app.episode.prepare import PreparedStart
 from app.metrics.slots import Slot, SlotRow, batch_table
 from app.store import EpisodeRecord, Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
 from app.users.llm import LLMUser
 from app.users.simulated import User
+
+if TYPE_CHECKING:
+    from app.batch.ray_nodes import RayNodes
 
 # Setup and scoring come on top of the task's own time budget.
 DEFAULT_TIME_MARGIN = 300.0
@@ -101,6 +108,14 @@ class BatchRunner:
         self.pool = DesktopPool(
             options.backend, pool_hosts(options), desktop_factory or make_spec_desktop, self._log
         )
+        self.warm = WarmStarts(self.pool, options.warm, self._task_of, self._log)
+        self.extra_config: dict[str, Any] = {}
+        """Added to each episode's recorded config (a Ray node names itself)."""
+        self.on_step: Callable[[int], None] | None = None
+        """Called with the episode's id after each step is recorded (a Ray node
+        streams the episode back to its driver)."""
+        self.remote: RayNodes | None = None
+        """The Ray cluster whose nodes run the tries (options.ray), once joined."""
 
     @property
     def desktops_made(self) -> int:
@@ -130,10 +145,12 @@ class BatchRunner:
                 else:
                     progress.failed += 1
         self._progress = progress
-        queue: asyncio.Queue[tuple[Slot, int]] = asyncio.Queue()
-        for item in pending:
-            queue.put_nowait(item)
+        queue = deque(pending)
         progress.show()
+        if self.options.ray is not None and self.remote is None:
+            from app.batch.ray_nodes import RayNodes  # imports Ray: only when asked
+
+            self.remote = RayNodes(self.options.ray, self._log)
         workers = [
             asyncio.create_task(self._worker(queue), name=f"batch-worker-{n}")
             for n in range(min(self.options.concurrency, len(pending)))
@@ -147,7 +164,11 @@ class BatchRunner:
             raise
         finally:
             progress.close()
+            await self.warm.close()
             await self.pool.close()
+            if self.remote is not None:
+                self.remote.close()
+                self.remote = None
         return await self.store.off_loop(batch_table, self.store, self.batch_id)
 
     def _refuse_if_running(self) -> None:
@@ -160,29 +181,54 @@ class BatchRunner:
                 f"process {record.pid} on {record.hostname}; stop it before resuming"
             )
 
-    async def _worker(self, queue: asyncio.Queue[tuple[Slot, int]]) -> None:
-        while True:
-            try:
-                slot, attempt = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            await self._run_slot(slot, attempt)
-
-    async def _run_slot(self, slot: Slot, attempt: int) -> None:
-        """Run one slot with its retries, each try on a desktop from the pool."""
-        progress = self._progress
+    def _task_of(self, slot: Slot) -> tuple[Task, str | None]:
         task = self.tasks[slot.task_id]
-        image = task_image(self.options.backend, task)
+        return task, task_image(self.options.backend, task)
+
+    async def _worker(self, queue: deque[tuple[Slot, int]]) -> None:
+        while queue:
+            slot, attempt = queue.popleft()
+            warm = self.warm.take(slot)
+            # The next slots' desktops are set up while this one runs.
+            self.warm.fill(upcoming for upcoming, _ in queue)
+            await self._run_slot(slot, attempt, warm)
+
+    async def _run_slot(
+        self, slot: Slot, attempt: int, warm: asyncio.Task[Ready] | None = None
+    ) -> None:
+        """Run one slot with its retries, each try on a desktop from the pool; the
+        first on the desktop `warm` prepared for it, if there is one."""
+        progress = self._progress
+        task, image = self._task_of(slot)
         failed_on: set[int] = set()
         last: EpisodeResult | None = None
         for try_index in range(self.options.retries + 1):
             if try_index:
                 progress.retry()
-            lease = await self.pool.acquire(image, failed_on)
+            if self.remote is not None:
+                # On a Ray node that offers a desktop; a retry goes where Ray places it.
+                progress.running += 1
+                progress.show()
+                try:
+                    last = await self.remote.run_try(self, task, slot, attempt + try_index)
+                finally:
+                    progress.running -= 1
+                if not is_retried(last.status, last.error_kind):
+                    break
+                self._log(f"{slot}: {last.error}; " + (
+                    "retrying" if try_index < self.options.retries else "no retries left"
+                ))  # fmt: skip
+                continue
+            ready = await self._warm_start(task, warm) if warm and not try_index else None
+            prepared = None
+            if ready is not None:
+                lease, prepared = ready
+            else:
+                lease = await self.pool.acquire(image, failed_on)
             progress.running += 1
             progress.show()
             try:
-                last = await self._run_episode(task, slot, attempt + try_index, lease)
+                last = await self.run_try(task, slot, attempt + try_index, lease, prepared)
             except BaseException:
                 # Cancelled (or the store failed): the desktop is closed with the pool.
                 self.pool.give_back(lease, host_ok=False)
@@ -207,13 +253,37 @@ class BatchRunner:
         assert last is not None
         progress.finished(last.status, last.passed)
 
-    async def _run_episode(
-        self, task: Task, slot: Slot, attempt: int, lease: Lease
+    async def _warm_start(self, task: Task, warm: asyncio.Task[Ready]) -> Ready | None:
+        """The desktop prepared for a slot, once ready; None (it is closed) when it
+        is not ready within the episode's time limit, and the slot's first try
+        starts on a desktop of its own."""
+        limit = self.options.time_limit or task.budget.seconds + DEFAULT_TIME_MARGIN
+        try:
+            done, _ = await asyncio.wait({warm}, timeout=limit)
+        except BaseException:
+            await discard_warm(self.pool, warm)  # cancelled: nobody will take it now
+            raise
+        if not done:
+            self._log(f"{task.id}: its warm desktop was not ready in {limit:g} s; closing it")
+            await discard_warm(self.pool, warm)
+            return None
+        return warm.result()
+
+    async def run_try(
+        self,
+        task: Task,
+        slot: Slot,
+        attempt: int,
+        lease: Lease,
+        prepared: PreparedStart | None = None,
     ) -> EpisodeResult:
+        """Run one try of `slot` on the desktop `lease` lent (or a Ray node's own),
+        recorded in this runner's store and tagged with its slot; on the desktop as
+        `prepared` left it, if it was brought to the task's start state ahead."""
         agent = self._agent_factory(slot.agent, task, self.options.openai)
         user = self._user_factory(task)
         bind = getattr(user, "bind_conversation", None)
-        placement: dict[str, Any] = {"desktop": lease.desktop.info().name}
+        placement: dict[str, Any] = {"desktop": lease.desktop.info().name, **self.extra_config}
         if self.options.backend == "libvirt":
             placement["libvirt_uri"] = lease.where(self.options.backend)
         if isinstance(user, LLMUser):
@@ -242,6 +312,8 @@ class BatchRunner:
 
         def on_event(event: RunnerEvent) -> None:
             nonlocal tagging
+            if self.on_step is not None and isinstance(event, StepEvent) and tagging is not None:
+                self.on_step(episode.episode_id or -1)
             if tagging is None and episode.episode_id is not None:
                 # An event handler cannot await: the tag is handed to the store's
                 # thread now, ahead of the runner's next write (the episode may end
@@ -263,6 +335,7 @@ class BatchRunner:
                 judge=self.options.judge,
             ),
             on_event=on_event,
+            prepared=prepared,
         )
         runner = episode.runner
         if callable(bind):
@@ -380,6 +453,7 @@ def resume_batch(
     *,
     concurrency: int | None = None,
     hosts: Sequence[Host] | None = None,
+    ray: str | None = None,
     **kwargs: Any,
 ) -> BatchRunner:
     """The runner of a recorded batch, for its slots without a finished episode.
@@ -403,5 +477,5 @@ def resume_batch(
                 "start a new batch to run the new version"
             )
         tasks[task.id] = task
-    options = BatchOptions.from_json(suite.get("options", {}), concurrency, hosts)
+    options = BatchOptions.from_json(suite.get("options", {}), concurrency, hosts, ray)
     return BatchRunner(store, batch_id, tasks, suite, options, **kwargs)

@@ -42,14 +42,21 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
         if hosts is None and args.backend == "libvirt":
             hosts = hosts_from_env()
         pool = hosts or ()
-        default = sum(h.capacity for h in pool) or 1
+        # The warm desktops take places of the pool too.
+        default = max(1, sum(h.capacity for h in pool) - args.warm) if pool else 1
         options = BatchOptions(
             backend=args.backend,
             concurrency=default if args.concurrency is None else args.concurrency,
             time_limit=args.time_limit,
             retries=args.retries,
             hosts=pool,
+            warm=args.warm,
+            ray=args.ray,
         )
+    if args.ray is not None:
+        from app.batch.ray_nodes import check_reachable  # Ray itself is not imported
+
+        check_reachable(args.ray)  # before anything is recorded
     with open_store(args.db) as store:
         if args.resume:
             if args.suite or args.task or args.agent:
@@ -68,8 +75,9 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                     "it was started with"
                 )
             runner = resume_batch(
-                store, args.resume, concurrency=args.concurrency, hosts=hosts, log=log
-            )
+                store, args.resume, concurrency=args.concurrency, hosts=hosts, log=log,
+                ray=args.ray,
+            )  # fmt: skip
         else:
             tasks_refs: list[str] = []
             agents: list[str] = []
@@ -117,6 +125,8 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
             runner = start_batch(
                 store, tasks, agents, repeats or 1, options, batch_id=args.batch_id, log=log
             )
+        if runner.options.ray is not None:
+            join_ray(runner, args.concurrency, log)
         print_err(
             f"batch {runner.batch_id}: {len(runner.pending())} episode(s) to run "
             f"(resume with: deskloop batch run --resume {runner.batch_id})"
@@ -133,6 +143,29 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
         print_err(f"host {host}: {len(errors)} desktop(s) failed at start-up; last: {errors[-1]}")
     print(f"\nbatch {runner.batch_id}; see `deskloop report --batch {runner.batch_id}`")
     return 0 if all(row.status == "finished" for row in rows) else 1
+
+
+def join_ray(runner: Any, concurrency: int | None, log: Any) -> None:
+    """Join the batch's Ray cluster; without --concurrency, run as many episodes at
+    once as its nodes offer desktops."""
+    from dataclasses import replace as replaced
+
+    from app.batch.ray_nodes import RESOURCE, RayNodes
+
+    nodes = RayNodes(runner.options.ray, log)
+    runner.remote = nodes
+    capacity = nodes.capacity()
+    if capacity < 1:
+        raise DeskLoopError(
+            f"the Ray cluster at {runner.options.ray} offers no desktops: start its nodes "
+            f"with --resources '{{\"{RESOURCE}\": N}}'"
+        )
+    if concurrency is None:
+        runner.options = replaced(runner.options, concurrency=capacity)
+    print_err(
+        f"episodes on the Ray cluster at {runner.options.ray}: {capacity} desktop(s) "
+        f"offered; {runner.options.concurrency} at once"
+    )
 
 
 def print_table(rows: list[Any]) -> None:
@@ -254,6 +287,22 @@ def register(sub: Any) -> None:
         "(N, default 1), e.g. qemu+ssh://user@lab2/system*4 (repeatable; --backend "
         "libvirt; default: $DESKLOOP_LIBVIRT_URIS, comma separated, else one host, "
         "$DESKLOOP_LIBVIRT_URI). With --resume: replaces the batch's recorded pool",
+    )
+    run.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the episodes as Ray tasks on the nodes of the Ray cluster at ADDRESS "
+        "(host:port, or auto) that offer desktops (the deskloop_desktop resource), each "
+        "on its own backend; this machine records them. With --resume: the cluster's "
+        "address, if it moved",
+    )
+    run.add_argument(
+        "--warm",
+        type=int,
+        default=0,
+        metavar="N",
+        help="desktops brought to the next episodes' start states (reset + setup) while "
+        "the current ones run, beyond --concurrency (default: 0)",
     )
     run.add_argument(
         "--time-limit",

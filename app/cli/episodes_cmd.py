@@ -64,6 +64,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"status {e.status} · end {e.end_reason} · steps {e.steps} · "
         f"started {e.started_at.isoformat(timespec='seconds')} · ended {ended}"
     )
+    if e.setup is not None:
+        ahead = " ahead, on a warm desktop" if e.setup.get("warm") else ""
+        print(f"setup {e.setup['seconds']:.1f} s{ahead} · from {e.setup['started_at']}")
+        for at, text in e.setup.get("lines", []):
+            print(f"  +{at:6.1f} s  {text}")
     if e.error:
         print(f"error: {e.error}")
     if final_frame is not None:

@@ -27,6 +27,7 @@ from app.desktops.factory import make_desktop
 from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import EpisodeResult, RunnerEvent
 from app.episode.judge import check_judge_configured
+from app.episode.prepare import PreparedStart
 from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.model import Task
@@ -180,6 +181,7 @@ def launch(
     progress: Callable[[str], None] | None = None,
     on_event: Callable[[RunnerEvent], None] | None = None,
     control: EpisodeControl | None = None,
+    prepared: PreparedStart | None = None,
 ) -> Episode:
     """An episode of `task` on `backend`, recorded in `store`, ready to run.
 
@@ -188,7 +190,10 @@ def launch(
     built. Without `desktop`, a new one of the task's image is made, and closed when
     the episode ends; a desktop passed in stays its owner's. The agent and the user are
     built first, so a bad spec fails before any desktop exists. `options`, `progress`,
-    `on_event` and `control` go to the runner (`EpisodeRunner`).
+    `on_event` and `control` go to the runner (`EpisodeRunner`), and so does
+    `prepared`: `desktop` already brought to the task's start state
+    (`app.episode.prepare.prepare_start`, a batch's warm pool), so the episode starts
+    on it without a reset and records the setup done ahead.
 
     Raises:
         AgentError: a bad agent spec. DeskLoopError: a bad user spec or backend.
@@ -213,5 +218,6 @@ def launch(
         progress=progress,
         on_event=on_event,
         control=control,
+        prepared=prepared,
     )
     return Episode(runner, desktop, closes)

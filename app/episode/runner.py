@@ -46,15 +46,15 @@ from app.core.conversation import Message
 from app.core.errors import (
     ActionError,
     AgentUnavailable,
+    DeskLoopError,
     MalformedAction,
-    TaskError,
     describe_error,
     error_kind,
 )
 from app.core.frames import Frame
 from app.core.vocabulary import ErrorKind
 from app.core.windows import WindowList
-from app.desktops.base import Desktop, SavesStartStates
+from app.desktops.base import Desktop
 from app.desktops.liveness import DesktopDied, while_alive
 from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import (
@@ -68,9 +68,9 @@ from app.episode.events import (
     WaitingEvent,
 )
 from app.episode.judge import JUDGE_CACHE, JudgeContext
+from app.episode.prepare import PreparedStart, prepare_start
 from app.episode.protocol import Outcome, PhaseSpec, Protocol
 from app.episode.scoring import ScoreResult, score_phase, score_task
-from app.episode.setup_steps import LastSeen, run_setup
 from app.store import Store
 from app.store.frames import encode_png
 from app.tasks.loader import setup_key
@@ -106,6 +106,7 @@ class EpisodeRunner:
         progress: Callable[[str], None] | None = None,
         on_event: Callable[[RunnerEvent], None] | None = None,
         control: EpisodeControl | None = None,
+        prepared: PreparedStart | None = None,
     ) -> None:
         self.task = task
         self.desktop = desktop
@@ -115,6 +116,9 @@ class EpisodeRunner:
         self.backend = backend
         self.options = options or RunOptions()
         self.control = control or EpisodeControl()
+        self.prepared = prepared
+        """The desktop already brought to the task's start state (a batch's warm
+        pool); None: the episode resets and sets it up itself."""
         self._progress = progress
         self._on_event = on_event
         self._message_ids: dict[int, int] = {}
@@ -252,21 +256,14 @@ class EpisodeRunner:
 
     async def _play(self, episode_id: int, protocol: Protocol) -> str | None:
         """Reset, set up and run the agent loop; returns the final frame's path."""
-        task = self.task
         desktop = self.desktop
-        if isinstance(desktop, SavesStartStates):
-            # Under software emulation a VM needs minutes to open an app: build the
-            # start state once, then restore it from memory in seconds.
-            self._check_screen()
-            self._say(f"restoring the {self.backend} desktop's start state")
-            restored = await desktop.reset_to(setup_key(task), lambda: self._set_up(episode_id))
-            self._say("restored the saved start state" if restored else "saved the start state")
+        prepared = self.prepared
+        if prepared is None:
+            prepared = await prepare_start(self.task, desktop, self.backend, say=self._say)
         else:
-            self._say(f"resetting the {self.backend} desktop")
-            await desktop.reset()
-            self._check_screen()
-            self._say("running setup")
-            await self._set_up(episode_id)
+            self._check_prepared(prepared)
+            self._say(f"desktop brought to its start state ahead ({prepared.seconds:.1f} s)")
+        await self._take_start(episode_id, prepared)
         await self._record_messages(episode_id, protocol.conversation)
         started = time.monotonic()
         try:
@@ -279,33 +276,32 @@ class EpisodeRunner:
                 f"{exc} (during step {protocol.steps}, {into:.1f} s into the episode)"
             ) from exc
 
-    def _check_screen(self) -> None:
-        """A task pinned to a screen size runs on a desktop of that size only (its
-        recorded clicks and anchors are pixels of that screen)."""
-        if self.task.screen is None:
-            return  # not pinned: any size (its desktop is made 1280×800)
-        info = self.desktop.info()
-        needs = self.task.screen_size
-        if (info.width, info.height) != needs:
-            raise TaskError(
-                f"{self.task.source}: screen: task {self.task.id} needs a "
-                f"{needs[0]}×{needs[1]} screen; desktop {info.name} is "
-                f"{info.width}×{info.height}"
+    def _check_prepared(self, prepared: PreparedStart) -> None:
+        """A desktop prepared ahead serves only an episode of the task it was set up for."""
+        if prepared.error is None and (prepared.task_id, prepared.setup_key) != (
+            self.task.id,
+            setup_key(self.task),
+        ):
+            raise DeskLoopError(
+                f"the desktop was prepared for task {prepared.task_id}'s start state, "
+                f"not {self.task.id}'s"
             )
 
-    async def _set_up(self, episode_id: int) -> None:
-        """Run the task's setup; when it fails, keep the last frame and windows it saw."""
-        seen = LastSeen()
-        try:
-            await run_setup(self.task, self.desktop, self._say, seen)
-        except Exception:
-            self._end_windows = seen.windows
-            if seen.frame is not None:
-                try:
-                    self._end_frame = await self._save_frame(episode_id, "setup-failed", seen.frame)
-                except Exception:  # the setup's error is the one to report
-                    log.warning("episode %s: cannot save setup's last frame", episode_id)
-            raise
+    async def _take_start(self, episode_id: int, prepared: PreparedStart) -> None:
+        """Record how the desktop reached its start state, done now or ahead; when it
+        failed, keep the last frame and windows the setup saw, and raise its error."""
+        await self._stored(self.store.record_setup, episode_id, prepared.as_json())
+        if prepared.error is None:
+            return
+        self._end_windows = prepared.seen.windows
+        if prepared.seen.frame is not None:
+            try:
+                self._end_frame = await self._save_frame(
+                    episode_id, "setup-failed", prepared.seen.frame
+                )
+            except Exception:  # the setup's error is the one to report
+                log.warning("episode %s: cannot save setup's last frame", episode_id)
+        raise prepared.error
 
     async def _agent_loop(self, episode_id: int, protocol: Protocol) -> str | None:
         """The agent's turns until the protocol ends; returns the final frame's path."""

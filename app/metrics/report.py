@@ -153,6 +153,11 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
         "prompt_tokens": None if tokens is None else tokens.prompt,
         "completion_tokens": None if tokens is None else tokens.completion,
         "total_tokens": None if tokens is None else tokens.total,
+        # The setup's time (the reset and the task's setup), done as the episode's first
+        # part or ahead on a warm desktop (then outside started_at..ended_at); None for
+        # episodes recorded before it was.
+        "setup_seconds": None if record.setup is None else float(record.setup["seconds"]),
+        "setup_warm": None if record.setup is None else bool(record.setup["warm"]),
         "messages": [
             {
                 "idx": m.idx,

@@ -80,6 +80,11 @@ class EpisodeRecord:
     in words migration 0005 could not place)."""
     final_windows: WindowList | None = None
     """The windows open when its setup failed (as last seen, when the desktop died)."""
+    setup: dict[str, Any] | None = None
+    """How its desktop was brought to its start state (migration 0012): `warm` (done
+    ahead, while another episode ran), `started_at`, `seconds`, `lines` ([offset
+    seconds, text] each), `restored` (a saved start state was restored) and `failed`;
+    None before it was recorded."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Self:
@@ -116,6 +121,7 @@ class EpisodeRecord:
                 if row["final_windows"] is None
                 else WindowList.from_raw(json.loads(row["final_windows"]))
             ),
+            setup=_opt_json(row["setup"]),
         )
 
 

@@ -355,6 +355,19 @@ def _v10_judgements(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0012_episode_setup")
+def _v12(db: Database) -> None:
+    # How an episode's desktop was brought to its start state (reset + the task's
+    # setup): when it began, how long it took, each line of it with its offset, and
+    # whether it was done ahead of the episode, on a warm desktop of a batch's pool
+    # (app.batch.warm), or as the episode's first part. JSON (app.episode.prepare's
+    # PreparedStart.as_json); NULL for episodes recorded before, and for those that
+    # ended before their setup.
+    db.execute(
+        "ALTER TABLE episodes ADD COLUMN setup TEXT CHECK (setup IS NULL OR json_valid(setup))"
+    )
+
+
 def migrate(db: Database) -> None:
     """Apply pending migrations, in order, all in one IMMEDIATE transaction.
 

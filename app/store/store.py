@@ -2,8 +2,9 @@
 
 Assembled from its parts, each a module of this package: `base` (the connection, its
 lock, the writer thread behind `off_loop`, the frame directory), `writes`,
-`queries`, `judgements` (the model judge's questions and answers) and `liveness`
-(who runs an episode; recovering those whose runner died).
+`queries`, `judgements` (the model judge's questions and answers), `liveness` (who
+runs an episode; recovering those whose runner died) and `transfer` (a whole episode
+out of one database and into another).
 The dataclasses read back are `records`.
 """
 
@@ -15,10 +16,11 @@ from pathlib import Path
 from app.store.base import MEMORY, LockWait
 from app.store.judgements import Judgements
 from app.store.liveness import Liveness
+from app.store.transfer import Transfer
 from app.store.writes import Writes
 
 
-class Store(Writes, Judgements, Liveness):
+class Store(Writes, Judgements, Liveness, Transfer):
     """The episode database at `path` and its frames under `<path's dir>/frames/<id>/`,
     a folder of this database's own (`id` is random, recorded in the database).
 

@@ -158,6 +158,18 @@ class Writes(StoreBase):
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
+    def record_setup(self, episode_id: int, setup: Mapping[str, Any]) -> None:
+        """Record how the episode's desktop was brought to its start state (JSON:
+        app.episode.prepare's `PreparedStart.as_json`)."""
+        text = _json(dict(setup), f"setup of episode {episode_id}")
+        with self._write(f"recording the setup of episode {episode_id}") as conn:
+            cursor = conn.execute(
+                "UPDATE episodes SET setup = ? WHERE id = ? AND status = 'running'",
+                (text, episode_id),
+            )
+            if cursor.rowcount != 1:
+                raise StoreError(f"{self.path}: episode {episode_id} is not running")
+
     def init_phases(self, episode_id: int, phases: Sequence[PhaseScript]) -> None:
         """Record the task's phases (app.tasks.model.Phase values), all pending."""
         rows = []
