@@ -21,6 +21,7 @@ from app.core.vocabulary import (
     EpisodeStatus,
     ErrorKind,
     MessageKind,
+    MessageOrigin,
     PhaseKind,
     PhaseStatus,
     Role,
@@ -79,6 +80,8 @@ class EpisodeRecord:
     in words migration 0005 could not place)."""
     final_windows: WindowList | None = None
     """The windows open when its setup failed (as last seen, when the desktop died)."""
+    person_wait_seconds: float = 0.0
+    """Person mode: seconds the episode waited for the person, off its time budget."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Self:
@@ -115,6 +118,7 @@ class EpisodeRecord:
                 if row["final_windows"] is None
                 else WindowList.from_raw(json.loads(row["final_windows"]))
             ),
+            person_wait_seconds=row["person_wait_seconds"],
         )
 
 
@@ -182,6 +186,12 @@ class MessageRecord:
     phase_index: int | None
     source: Source
     created_at: datetime
+    origin: MessageOrigin | None = None
+    """A person's message: the script's text as offered, edited, or free (person mode)."""
+    scripted: str | None = None
+    """The script's message the person was offered, when one was."""
+    wait_seconds: float | None = None
+    """How long the episode waited for the person before this message."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Self:
@@ -196,6 +206,9 @@ class MessageRecord:
             phase_index=row["phase_index"],
             source=cast(Source, row["source"]),
             created_at=_time(row["created_at"]),
+            origin=cast(MessageOrigin | None, row["origin"]),
+            scripted=row["scripted"],
+            wait_seconds=row["wait_seconds"],
         )
 
 

@@ -221,6 +221,9 @@ class DeskLoopApp(App[None]):
         return session
 
     def watch_desktop(self, name: str) -> None:
+        if self.session is not None and self.session.ended:
+            # The Live screen shows what it watches now, not the last episode's header.
+            self.session = None
         self.live_desktop = name
         self.show_live()
 

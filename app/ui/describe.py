@@ -85,3 +85,13 @@ def flow(text: str) -> str:
     panes that wrap text themselves."""
     paragraphs = re.split(r"\n\s*\n", text.strip())
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
+def message_step(step: int, role: str) -> str:
+    """Where a message belongs in the step log's numbering. A message's `step` counts
+    the agent turns completed when it arrived, while the step log numbers turns from
+    0: the agent's ASK/DONE/FAIL of step-log row N has step N + 1, and a user message
+    with step N + 1 arrived after that row."""
+    if step == 0:
+        return "start"
+    return f"step {step - 1}" if role == "agent" else f"after step {step - 1}"

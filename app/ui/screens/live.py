@@ -28,7 +28,7 @@ from app.episode.events import (
     WaitingEvent,
 )
 from app.rfb.client import VncEndpoint
-from app.ui.describe import flow
+from app.ui.describe import flow, message_step
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
 from app.ui.screens.base import LabScreen
@@ -38,6 +38,9 @@ from app.ui.services.frame_feed import frame_feed
 FEED_FPS = 12.0
 """Redraw cap: FIELD_NOTES measured 17 fps full-frame half-block redraws; 10-15 fps
 leaves the loop free for the runner and the rest of the UI."""
+
+ACTION_WIDTH = 40
+"""The step log's action column at most: the timing columns after it stay in view."""
 
 INJECT_KINDS: list[tuple[str, UserKind]] = [
     ("clarification", "clarification"),
@@ -62,6 +65,10 @@ The running episode (or a desktop chosen with **v** in Desktops).
     with it as the active instruction; **F3** accepts the result instead;
   - at any other time your text is injected as the kind chosen on the left
     (clarification or interruption) before the agent's next step.
+- With user **person** you are the user: when a phase is due, its scripted
+  message is put in the chat box (marked as the script's). Send it as it is
+  (**c**, then **enter**), edit it, or clear it and write your own; the
+  episode waits for you, and its time budget stops while it waits.
 - **F2** pause / resume (between steps), **F4** abort the episode.
 - **c** puts the cursor in the chat box, **esc** takes it out (then the screen
   keys d t l e r ? q work again).
@@ -99,6 +106,10 @@ Every message is recorded with its kind and the step at which it arrived.
         self.feed_started: float | None = None
         self.frame_times: deque[float] = deque(maxlen=10_000)
         """When each frame arrived (monotonic), for bench/bench_tui.py's rate."""
+        self.draft: str | None = None
+        """The script's message put in the chat box (person mode), while it is there."""
+        self.from_draft = False
+        """Whether the text in the chat box started from `draft` (never emptied since)."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -144,6 +155,18 @@ Every message is recorded with its kind and the step at which it arrived.
     def on_resize(self) -> None:
         # Below 40 rows the chat and the boxes on the right give up rows first.
         self.set_class(self.size.height < 40, "-short")
+        # A RichLog keeps lines wrapped at the width they were written at: write the
+        # conversation again at the new width, after the layout has settled.
+        self.call_after_refresh(self._rewrite_log)
+
+    def _rewrite_log(self) -> None:
+        log = self.query_one("#live-log", RichLog)
+        log.clear()
+        if self.session is not None:
+            for message in self.session.messages:
+                self._log_message(message)
+            if self.session.result is not None:
+                self._log_end(self.session.result)
 
     def on_screen_suspend(self) -> None:
         self.workers.cancel_group(self, "feed")
@@ -154,7 +177,8 @@ Every message is recorded with its kind and the step at which it arrived.
         """Show the app's current session (or watched desktop) from its full state."""
         app = self.lab
         session = app.session
-        if session is not self.session:
+        changed = session is not self.session
+        if changed:
             if self.session is not None and self._listen in self.session.listeners:
                 self.session.listeners.remove(self._listen)
             self.session = session
@@ -163,15 +187,14 @@ Every message is recorded with its kind and the step at which it arrived.
             self.frame_view.clear()
         table = self.query_one("#live-steps", DataTable)
         table.clear()
-        log = self.query_one("#live-log", RichLog)
-        log.clear()
         if session is not None:
             for step in session.steps:
                 self._add_step(step)
-            for message in session.messages:
-                self._log_message(message)
-            if session.result is not None:
-                self._log_end(session.result)
+        self._rewrite_log()
+        if changed or session is None or session.ended:
+            # Text typed while no episode ran is not the next episode's message.
+            self._set_draft(None)
+            self.query_one("#chat-input", Input).value = ""
         self.update_all()
         self.workers.cancel_group(self, "feed")
         live = self.lab.live_desktop is not None or (session is not None and not session.ended)
@@ -280,26 +303,60 @@ Every message is recorded with its kind and the step at which it arrived.
         chat = self.query_one("#live-chat")
         entry = self.query_one("#chat-input", Input)
         waiting = session.waiting if session and session.person else None
+        due = (
+            f" · phase {waiting.phase + 1} is due: the script's message is in the box"
+            if waiting is not None and waiting.phase is not None
+            else ""
+        )
         if session is None or session.ended:
             chat.border_title = "conversation"
             entry.placeholder = "no running episode"
         elif waiting is not None and waiting.what == "answer":
-            chat.border_title = f"the agent asks: {waiting.question}"
+            chat.border_title = f"the agent asks: {waiting.question}{due} (c to answer)"
             entry.placeholder = "type your answer, enter sends it"
         elif waiting is not None and waiting.what == "review":
-            chat.border_title = "the agent says it is DONE: F3 accepts, or type feedback"
+            chat.border_title = f"the agent says it is DONE: F3 accepts, or c and feedback{due}"
             entry.placeholder = "feedback (enter): the episode continues with it"
+        elif waiting is not None and waiting.what == "phase":
+            chat.border_title = (
+                f"phase {(waiting.phase or 0) + 1} is due: c, then enter sends the script's "
+                "message, or edit it, or write your own"
+            )
+            entry.placeholder = "your message for this phase (enter)"
         else:
             chat.border_title = "conversation"
             entry.placeholder = "message to the agent, sent as the kind on the left (enter)"
         chat.set_class(waiting is not None, "waiting")
+        entry.set_class(self.draft is not None and self.from_draft, "-draft")
+        entry.border_title = "script's draft" if self.draft is not None and self.from_draft else ""
+
+    def _set_draft(self, draft: str | None) -> None:
+        """Offer the script's message (person mode) in the chat box; text the person
+        has typed already is never replaced."""
+        entry = self.query_one("#chat-input", Input)
+        if draft is not None and entry.value.strip():
+            draft = None
+        self.draft, self.from_draft = draft, draft is not None
+        if draft is not None:
+            entry.value = draft
+
+    @on(Input.Changed, "#chat-input")
+    def _chat_changed(self, event: Input.Changed) -> None:
+        # Emptied: what comes next is the person's own words, not an edit of the draft.
+        if not event.value:
+            self.from_draft = False
+            self.update_chat_prompt()
 
     def _add_step(self, step: StepLine) -> None:
         table = self.query_one("#live-steps", DataTable)
         note = Text(step.error, "red") if step.error else ""
+        # Long actions (typed text) are cut, so the timing columns stay in view.
+        description = step.description
+        if len(description) > ACTION_WIDTH:
+            description = description[: ACTION_WIDTH - 1] + "…"
         table.add_row(
             str(step.idx),
-            step.description,
+            description,
             f"{step.agent_seconds:.2f}",
             f"{step.act_seconds:.2f}",
             f"{step.settle_seconds:.2f}",
@@ -310,7 +367,7 @@ Every message is recorded with its kind and the step at which it arrived.
     def _log_message(self, message: ChatMessage) -> None:
         who = "agent" if message.role == "agent" else message.source
         color = {"agent": "cyan", "person": "green", "phase": "magenta"}.get(who, "white")
-        line = Text(f"[step {message.step}] ", "dim")
+        line = Text(f"[{message_step(message.step, message.role)}] ", "dim")
         line.append(f"{who} {message.kind}: ", f"bold {color}")
         line.append(flow(message.text))
         self.query_one("#live-log", RichLog).write(line)
@@ -342,11 +399,15 @@ Every message is recorded with its kind and the step at which it arrived.
             case PhaseEvent():
                 self.update_phases()
             case WaitingEvent():
-                self.query_one("#chat-input", Input).focus()
+                # The focus stays where it is: a key meant for the screen (`c`) must
+                # never be typed into the answer. `c` puts the cursor in the box.
+                self._set_draft(event.draft)
                 self.notify(
-                    "The agent asks a question."
-                    if event.what == "answer"
-                    else "The agent says DONE: accept (F3) or give feedback.",
+                    {
+                        "answer": "The agent asks a question: c to answer.",
+                        "review": "The agent says DONE: accept (F3), or c and feedback.",
+                        "phase": "A phase is due: c, then send, edit or replace its message.",
+                    }[event.what],
                     timeout=4,
                 )
             case EndedEvent(result):
@@ -369,16 +430,23 @@ Every message is recorded with its kind and the step at which it arrived.
         text = event.value.strip()
         if not text:
             return
-        if session is None:
-            self.notify("No episode is running.", severity="warning")
+        if session is None or session.ended:
+            # Not kept for the next episode: it was written for none.
+            event.input.value = ""
+            self.notify("No episode is running: nothing was sent.", severity="warning")
             return
         kind = self.query_one("#chat-kind", Select).value
         try:
-            said = session.send(text, kind if isinstance(kind, str) else "clarification")  # type: ignore[arg-type]
+            said = session.send(
+                text,
+                kind if isinstance(kind, str) else "clarification",  # type: ignore[arg-type]
+                from_draft=self.from_draft,
+            )
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
         event.input.value = ""
+        self._set_draft(None)
         self.notify(said, timeout=3)
         self.update_chat_prompt()
 
