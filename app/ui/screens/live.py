@@ -39,8 +39,9 @@ FEED_FPS = 12.0
 """Redraw cap: FIELD_NOTES measured 17 fps full-frame half-block redraws; 10-15 fps
 leaves the loop free for the runner and the rest of the UI."""
 
-ACTION_WIDTH = 40
-"""The step log's action column at most: the timing columns after it stay in view."""
+TIMING_WIDTH = 38
+"""The step log's columns other than the action (step, agent, act, settle and their
+gaps): the action is cut to what is left, so the timings stay in view."""
 
 INJECT_KINDS: list[tuple[str, UserKind]] = [
     ("clarification", "clarification"),
@@ -156,8 +157,17 @@ Every message is recorded with its kind and the step at which it arrived.
         # Below 40 rows the chat and the boxes on the right give up rows first.
         self.set_class(self.size.height < 40, "-short")
         # A RichLog keeps lines wrapped at the width they were written at: write the
-        # conversation again at the new width, after the layout has settled.
+        # conversation again at the new width, after the layout has settled; the step
+        # log's actions are cut to the new width too.
         self.call_after_refresh(self._rewrite_log)
+        self.call_after_refresh(self._rewrite_steps)
+
+    def _rewrite_steps(self) -> None:
+        table = self.query_one("#live-steps", DataTable)
+        table.clear()
+        if self.session is not None:
+            for step in self.session.steps:
+                self._add_step(step)
 
     def _rewrite_log(self) -> None:
         log = self.query_one("#live-log", RichLog)
@@ -185,11 +195,7 @@ Every message is recorded with its kind and the step at which it arrived.
             if session is not None:
                 session.listeners.append(self._listen)
             self.frame_view.clear()
-        table = self.query_one("#live-steps", DataTable)
-        table.clear()
-        if session is not None:
-            for step in session.steps:
-                self._add_step(step)
+        self._rewrite_steps()
         self._rewrite_log()
         if changed or session is None or session.ended:
             # Text typed while no episode ran is not the next episode's message.
@@ -352,8 +358,9 @@ Every message is recorded with its kind and the step at which it arrived.
         note = Text(step.error, "red") if step.error else ""
         # Long actions (typed text) are cut, so the timing columns stay in view.
         description = step.description
-        if len(description) > ACTION_WIDTH:
-            description = description[: ACTION_WIDTH - 1] + "…"
+        width = max(12, (table.size.width or 70) - TIMING_WIDTH)
+        if len(description) > width:
+            description = description[: width - 1] + "…"
         table.add_row(
             str(step.idx),
             description,
@@ -390,9 +397,10 @@ Every message is recorded with its kind and the step at which it arrived.
     def on_live_screen_runner_update(self, update: RunnerUpdate) -> None:
         event = update.event
         match event:
-            case StepEvent():
+            case StepEvent(idx=idx):
                 assert self.session is not None
-                self._add_step(self.session.steps[-1])
+                # This event's step, not the latest: steps may come faster than shown.
+                self._add_step(next(s for s in reversed(self.session.steps) if s.idx == idx))
             case MessageEvent(message):
                 self._log_message(message)
                 self.update_instruction()
