@@ -251,3 +251,59 @@ async def test_the_replay_caption_shows_a_long_message_whole(tmp_path: Path) -> 
         await pilot.pause(0.3)
         shown = " ".join(screen_text(lab).split())
         assert "word0" in shown and "word59 THE-END." in shown, shown
+
+
+async def test_q_and_f4_ask_before_ending_a_running_episode(
+    lab: DeskLoopApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.ui.modals import ConfirmScreen
+    from app.ui.screens.live import LiveScreen
+
+    monkeypatch.setattr(LiveScreen, "fps", 0)
+    async with lab.run_test(size=(100, 30)) as pilot:
+        session = live_session(lab, tmp_path)
+        lab.show_live()
+        await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
+        await pilot.press("f4")
+        await wait_until(pilot, lambda: isinstance(lab.screen, ConfirmScreen), 5, "confirm")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "back")
+        assert not session.control.abort_requested
+        await pilot.press("q")
+        await wait_until(pilot, lambda: isinstance(lab.screen, ConfirmScreen), 5, "confirm")
+        assert "episode of alpha-touch" in str(lab.screen.question)  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "back")
+        assert lab.is_running
+        await pilot.press("f4", "y")
+        await wait_until(pilot, lambda: session.control.abort_requested, 5, "the abort")
+        await pilot.press("q", "y")
+        await wait_until(pilot, lambda: not lab.is_running, 5, "the exit")
+
+
+async def test_q_quits_at_once_with_no_episode_running(lab: DeskLoopApp) -> None:
+    async with lab.run_test(size=(80, 24)) as pilot:
+        await pilot.press("q")
+        await wait_until(pilot, lambda: not lab.is_running, 5, "the exit")
+
+
+async def test_an_end_by_fail_with_passing_checks_is_said_without_contradiction(
+    lab: DeskLoopApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.episode.events import EndedEvent, EpisodeResult
+    from app.ui.screens.live import LiveScreen
+    from tests.ui.helpers import screen_text
+
+    monkeypatch.setattr(LiveScreen, "fps", 0)
+    async with lab.run_test(size=(160, 50)) as pilot:
+        session = live_session(lab, tmp_path)
+        lab.show_live()
+        await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
+        # The reference agent FAILs after feedback at its last DONE; the state it left
+        # still passes every check.
+        result = EpisodeResult(9, "alpha-touch", "finished", "fail", True, 1.0, 5)
+        session._on_event(EndedEvent(result))
+        await pilot.pause(0.3)
+        text = screen_text(lab)
+        assert "finished (fail)" not in text
+        assert "the agent gave up (FAIL) · the final state passes the checks (score 1.00)" in text

@@ -241,14 +241,14 @@ async def test_desktops_start_view_snapshot_and_stop(lab: DeskLoopApp) -> None:
         detail = str(screen.query_one("#desktop-detail", Static).render())
         assert info.vnc.password in detail
 
-        await pilot.press("p")  # the local backend has no snapshots: an error dialog
-        await wait_until(pilot, lambda: isinstance(lab.screen, ErrorScreen), 10, "error")
-        assert "cannot take snapshots" in lab.screen.text  # type: ignore[attr-defined]
-        await pilot.press("escape")
-        await pilot.press("b")  # nothing to go back to
-        await wait_until(pilot, lambda: isinstance(lab.screen, ErrorScreen), 10, "error")
-        assert "no snapshot of" in lab.screen.text  # type: ignore[attr-defined]
-        await pilot.press("escape")
+        # The local backend has no snapshots: a documented limitation, said as such,
+        # not a "Desktop error" dialog (issue 14).
+        await pilot.press("p")
+        await pilot.press("b")
+        await pilot.pause(0.3)
+        assert isinstance(lab.screen, DesktopsScreen)
+        notes = [n.message for n in lab._notifications]
+        assert sum("local backend has no snapshots" in note for note in notes) == 2, notes
 
         await pilot.press("v")
         await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
@@ -259,7 +259,7 @@ async def test_desktops_start_view_snapshot_and_stop(lab: DeskLoopApp) -> None:
         await pilot.press("d", "x")
         await wait_until(pilot, lambda: entry.info().state == "closed", 30, "the stop")
         changed = [m for m in unique(seen) if isinstance(m, DesktopsScreen.Changed)]
-        assert len(changed) >= 4  # start, snapshot, restore, stop each end with a message
+        assert len(changed) >= 2  # start and stop each end with a message
 
 
 @pytest.mark.desktop

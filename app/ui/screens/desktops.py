@@ -365,6 +365,11 @@ progress.
         target = self._target()
         if isinstance(target, str):
             name = target
+            limitation = self.pool.cannot_snapshot(name)
+            if limitation is not None:
+                # A documented limitation, said as such: not an error dialog.
+                self.notify(limitation, title="No snapshots here", timeout=8)
+                return
 
             async def take() -> None:
                 key = await self.pool.snapshot(name)
@@ -381,6 +386,10 @@ progress.
         target = self._target()
         if isinstance(target, str):
             name = target
+            limitation = self.pool.cannot_snapshot(name)
+            if limitation is not None:
+                self.notify(limitation, title="No snapshots here", timeout=8)
+                return
 
             async def restore() -> None:
                 key = await self.pool.restore(name)

@@ -28,9 +28,10 @@ from app.episode.events import (
     WaitingEvent,
 )
 from app.rfb.client import VncEndpoint
-from app.ui.describe import flow, message_step
+from app.ui.describe import describe_end, flow, message_step
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
+from app.ui.modals import ConfirmScreen
 from app.ui.screens.base import LabScreen
 from app.ui.services.episode import EpisodeSession, StepLine
 from app.ui.services.frame_feed import frame_feed
@@ -265,9 +266,6 @@ Every message is recorded with its kind and the step at which it arrived.
         second = Text(session.status)
         if not session.ended:
             second.append(f" · budget {steps_left} steps, {seconds_left:.0f} s")
-        elif session.result is not None and session.result.score is not None:
-            r = session.result
-            second.append(f" · score {r.score:.2f} · {'passed' if r.passed else 'not passed'}")
         elif session.result is not None and session.result.error:
             second.append(f" · {session.result.error}", "red")
         # One line each, cut with an ellipsis: the frame below keeps its rows.
@@ -385,10 +383,9 @@ Every message is recorded with its kind and the step at which it arrived.
         if result.error:
             line.append(f"error: {result.error}", "red")
         else:
-            score = "unscored" if result.score is None else f"score {result.score:.2f}"
-            verdict = "passed" if result.passed else "not passed"
             line.append(
-                f"{result.end_reason} · {score} · {verdict}", "green" if result.passed else ""
+                describe_end(result.end_reason, result.passed, result.score),
+                "green" if result.passed else "",
             )
         self.query_one("#live-log", RichLog).write(line)
 
@@ -477,10 +474,23 @@ Every message is recorded with its kind and the step at which it arrived.
         self.update_status()
 
     def action_abort(self) -> None:
-        if self.session is None or self.session.ended:
+        session = self.session
+        if session is None or session.ended or isinstance(self.app.screen, ConfirmScreen):
             return
-        self.session.control.abort()
-        self.notify("Aborting the episode…", severity="warning", timeout=3)
+
+        def answered(yes: bool | None) -> None:
+            if yes and not session.ended:
+                session.control.abort()
+                self.notify("Aborting the episode…", severity="warning", timeout=3)
+
+        self.app.push_screen(
+            ConfirmScreen(
+                "Abort the episode?",
+                f"The episode of {session.task.id} ends now, recorded as aborted and not scored.",
+                "Abort",
+            ),
+            answered,
+        )
 
     def action_chat(self) -> None:
         self.query_one("#chat-input", Input).focus()

@@ -28,6 +28,7 @@ from app.episode.launch import launch, llm_cache_dir, make_user
 from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.model import Task
+from app.ui.describe import describe_end
 from app.users.person import PersonUser
 from app.users.simulated import User
 
@@ -155,7 +156,11 @@ class EpisodeSession:
             case EndedEvent(result):
                 self.result = result
                 self.waiting = None
-                self.status = f"ended: {result.status} ({result.end_reason})"
+                self.status = (
+                    f"ended: {describe_end(result.end_reason, result.passed, result.score)}"
+                    if result.status == "finished"
+                    else f"ended: {result.status} ({result.end_reason})"
+                )
         for listener in list(self.listeners):
             listener(event)
 
