@@ -9,11 +9,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
 from app.store import EpisodeRecord
 from app.ui.filters import EpisodeFilter, parse_filter
-from app.ui.screens.base import LabScreen
+from app.ui.screens.base import LabFooter, LabScreen
 
 
 def score_text(episode: EpisodeRecord) -> Text:
@@ -57,7 +57,7 @@ Every episode in the database, newest first.
             )
             yield DataTable(id="episode-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="episode-count")
-        yield Footer(compact=True)
+        yield LabFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

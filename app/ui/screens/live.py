@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Header, Input, RichLog, Select, Static
+from textual.widgets import DataTable, Header, Input, RichLog, Select, Static
 
 from app.core.conversation import Message as ChatMessage
 from app.core.vocabulary import UserKind
@@ -32,7 +32,7 @@ from app.ui.describe import describe_end, flow, message_step
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
 from app.ui.modals import ConfirmScreen
-from app.ui.screens.base import LabScreen
+from app.ui.screens.base import LabFooter, LabScreen
 from app.ui.services.episode import EpisodeSession, StepLine
 from app.ui.services.frame_feed import frame_feed
 
@@ -128,7 +128,7 @@ Every message is recorded with its kind and the step at which it arrived.
             with Horizontal(id="chat-row"):
                 yield Select(INJECT_KINDS, value="clarification", allow_blank=False, id="chat-kind")
                 yield Input(placeholder="", id="chat-input")
-        yield Footer(compact=True)
+        yield LabFooter()
 
     @property
     def frame_view(self) -> FrameView:

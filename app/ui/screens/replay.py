@@ -11,13 +11,13 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from app.core.outcomes import CheckOutcome
 from app.store import EpisodeRecord, MessageRecord, StepRecord
 from app.ui.describe import flow, message_step
 from app.ui.halfblock import HalfBlockView, Pixels, mark_point
-from app.ui.screens.base import LabScreen
+from app.ui.screens.base import LabFooter, LabScreen
 
 POINT_KINDS = ("click", "move", "scroll", "drag")
 
@@ -113,7 +113,7 @@ One recorded episode.
             with Vertical(id="replay-right"):
                 yield DataTable(id="replay-timeline", cursor_type="row")
                 yield DataTable(id="replay-checks", cursor_type="row")
-        yield Footer(compact=True)
+        yield LabFooter()
 
     def on_mount(self) -> None:
         self.query_one("#replay-caption", Static).update("reading the episode…")

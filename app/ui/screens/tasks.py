@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Header, Input, Label, Markdown, Select, Static, Tree
+from textual.widgets import Button, Header, Input, Label, Markdown, Select, Static, Tree
 
 from app.agents.factory import AGENT_SPECS
 from app.agents.openai.config import OpenAIConfig
@@ -19,7 +19,7 @@ from app.core.vocabulary import UserMode
 from app.tasks.model import Task
 from app.ui.describe import task_markdown
 from app.ui.modals import HelpScreen
-from app.ui.screens.base import LabScreen
+from app.ui.screens.base import LabFooter, LabScreen
 
 KIND_FILTERS = ("all", "interactive", "standard")
 
@@ -138,7 +138,7 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
                 yield Tree("tasks", id="task-tree")
             with VerticalScroll(id="task-detail"):
                 yield Markdown("Select a task.", id="task-md")
-        yield Footer(compact=True)
+        yield LabFooter()
 
     def on_mount(self) -> None:
         self.fill()
