@@ -9,10 +9,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import DataTable, Header, Static
+from textual.widgets import DataTable, Footer, Header, Static
 
 from app.metrics.summary import ALL, COLUMNS, GroupStats, cells, num, pct, summarize
-from app.ui.screens.base import LabFooter, LabScreen
+from app.ui.screens.base import LabScreen
 
 BAR_WIDTH = 30
 
@@ -69,7 +69,7 @@ all. The figures and their policy are `deskloop report`'s.
             yield DataTable(id="results-table", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="results-chart-box"):
                 yield Static("", id="results-chart")
-        yield LabFooter()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
