@@ -117,7 +117,9 @@ class ListAgent:
         return None
 
 
-async def test_the_runner_waits_for_the_person_off_the_budget(tmp_path: Path) -> None:
+async def test_the_runner_waits_for_the_person_off_the_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "tasks" / "gimp" / "person-phases.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(TASK)
@@ -161,6 +163,16 @@ async def test_the_runner_waits_for_the_person_off_the_budget(tmp_path: Path) ->
         ]
         assert sent[0].wait_seconds is not None and sent[0].wait_seconds >= 5.5
         assert [p.status for p in store.phases(result.episode_id)] == ["delivered"] * 2
+    # `deskloop episodes show` says what the person did with the script.
+    from app.cli import main
+
+    assert (
+        main(["--db", str(tmp_path / "db.sqlite"), "episodes", "show", str(result.episode_id)]) == 0
+    )
+    shown = capsys.readouterr().out
+    assert "(edited from the script's: Use blue.; after " in shown
+    assert "(sent as the script offered it; after " in shown
+    assert "waited for the person " in shown
     waits = [(e.what, e.draft, e.phase) for e in events if isinstance(e, WaitingEvent)]
     assert waits == [
         ("phase", "Use blue.", 0),

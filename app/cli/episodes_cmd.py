@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from app.cli.common import indent_block, table
+from app.core.conversation import describe_origin
 from app.core.outcomes import CheckOutcome
 from app.core.triggers import trigger_to_raw
 
@@ -62,6 +63,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"status {e.status} · end {e.end_reason} · steps {e.steps} · "
         f"started {e.started_at.isoformat(timespec='seconds')} · ended {ended}"
     )
+    if e.person_wait_seconds:
+        print(f"waited for the person {e.person_wait_seconds:.1f} s (off the time budget)")
     if e.error:
         print(f"error: {e.error}")
     if final_frame is not None:
@@ -72,6 +75,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     for m in messages:
         head = f"  [step {m.step:>3}] {m.role:<5} {m.kind:<12} "
         print(head + indent_block(m.text, " " * len(head)))
+        if m.origin is not None:  # person mode: how the person's message came about
+            origin = describe_origin(m.origin, m.scripted, m.wait_seconds)
+            print(" " * len(head) + f"({origin})")
     if phases:
         print("\nphases:")
         for p in phases:

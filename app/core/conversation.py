@@ -27,3 +27,17 @@ class Message:
     wait_seconds: float | None = None
     """How long the episode waited for the person before this message (person mode);
     that time is not counted against the time budget."""
+
+
+def describe_origin(origin: str, scripted: str | None, wait_seconds: float | None = None) -> str:
+    """In words, how a person's message relates to the script (person mode), for the
+    replay and `deskloop episodes show`."""
+    if origin == "script":
+        text = "sent as the script offered it"
+    elif origin == "edited":
+        text = f"edited from the script's: {scripted}"
+    else:
+        text = "the person's own words" + (f" (the script offered: {scripted})" if scripted else "")
+    if wait_seconds is not None:
+        text += f"; after {wait_seconds:.1f} s"
+    return text

@@ -307,3 +307,37 @@ async def test_an_end_by_fail_with_passing_checks_is_said_without_contradiction(
         text = screen_text(lab)
         assert "finished (fail)" not in text
         assert "the agent gave up (FAIL) · the final state passes the checks (score 1.00)" in text
+
+
+async def test_episodes_and_replay_read_the_store_off_the_ui_loop(
+    lab: DeskLoopApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from app.ui.screens.episodes import EpisodesScreen
+    from app.ui.screens.replay import ReplayScreen
+
+    readers: dict[str, set[str]] = {}
+    store = lab.store
+    for name in ("list_episodes", "get_episode", "steps", "messages", "checks"):
+        real = getattr(store, name)
+
+        def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            readers.setdefault(_name, set()).add(threading.current_thread().name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(store, name, spy)
+    async with lab.run_test(size=(100, 30)) as pilot:
+        loop_thread = threading.current_thread().name
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(lab.screen, EpisodesScreen), 5, "episodes")
+        screen = lab.screen
+        assert isinstance(screen, EpisodesScreen)
+        await wait_until(pilot, lambda: screen.loaded, 5, "the episodes")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(lab.screen, ReplayScreen), 5, "replay")
+        replay = lab.screen
+        assert isinstance(replay, ReplayScreen)
+        await wait_until(pilot, lambda: bool(replay.rows), 5, "the episode")
+    assert set(readers) == {"list_episodes", "get_episode", "steps", "messages", "checks"}
+    assert all(loop_thread not in threads for threads in readers.values()), readers

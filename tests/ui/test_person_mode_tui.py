@@ -88,6 +88,25 @@ async def test_the_person_edits_the_scripts_answer(tmp_path: Path) -> None:
         result = session.result
         assert result is not None and result.passed, result
 
+        # The replay shows the answer with what the person made of the script's.
+        from app.ui.screens.replay import ReplayScreen
+
+        app.push_screen(ReplayScreen(result.episode_id))
+        await wait_until(pilot, lambda: isinstance(app.screen, ReplayScreen), 5, "replay")
+        replay = app.screen
+        assert isinstance(replay, ReplayScreen)
+        await wait_until(pilot, lambda: bool(replay.rows), 5, "the episode read")
+        await pilot.pause()
+        row = next(i for i, (_k, m) in enumerate(replay.rows) if getattr(m, "kind", "") == "answer")
+        replay.query_one("#replay-timeline").move_cursor(row=row)  # type: ignore[attr-defined]
+        caption = replay.query_one("#replay-caption")
+        await wait_until(
+            pilot,
+            lambda: "edited from the script's: Call it proof.txt." in str(caption.render()),
+            5,
+            "the answer's origin in the caption",
+        )
+
     with Store(db) as store:
         answer = next(m for m in store.messages(result.episode_id) if m.kind == "answer")
         assert answer.text == "Call it proof.txt please, in lower case."

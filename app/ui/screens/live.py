@@ -416,6 +416,10 @@ Every message is recorded with its kind and the step at which it arrived.
                     timeout=4,
                 )
             case EndedEvent(result):
+                if self.draft is not None and self.from_draft:
+                    # The script's draft was for this episode only.
+                    self.query_one("#chat-input", Input).value = ""
+                self._set_draft(None)
                 self._log_end(result)
                 self.notify(
                     f"Episode {result.episode_id} ended.",

@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Header, Static
 
+from app.core.conversation import describe_origin
 from app.core.outcomes import CheckOutcome
 from app.store import EpisodeRecord, MessageRecord, StepRecord
 from app.ui.describe import flow, message_step
@@ -210,7 +211,10 @@ One recorded episode.
         if isinstance(item, MessageRecord):
             who = "agent" if item.role == "agent" else item.source
             where = message_step(item.step, item.role)
-            caption.update(Text(f"{who} {item.kind} ({where}): {flow(item.text)}"))
+            text = Text(f"{who} {item.kind} ({where}): {flow(item.text)}")
+            if item.origin is not None:
+                text.append(f"\n{describe_origin(item.origin, item.scripted)}", "dim")
+            caption.update(text)
         elif item is None:
             caption.update("final state of the desktop (what the checks scored)")
         if step is not None and item is step:
