@@ -341,3 +341,23 @@ async def test_episodes_and_replay_read_the_store_off_the_ui_loop(
         await wait_until(pilot, lambda: bool(replay.rows), 5, "the episode")
     assert set(readers) == {"list_episodes", "get_episode", "steps", "messages", "checks"}
     assert all(loop_thread not in threads for threads in readers.values()), readers
+
+
+async def test_the_start_dialog_reaches_its_buttons_at_80x24(lab: DeskLoopApp) -> None:
+    from textual.widgets import Button
+
+    async with lab.run_test(size=(80, 24)) as pilot:
+        screen = lab.screen
+        assert isinstance(screen, TasksScreen)
+        await wait_until(pilot, lambda: screen.selected is not None, 5, "a selected task")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(lab.screen, StartEpisodeScreen), 5, "dialog")
+        dialog = lab.screen
+        start = dialog.query_one("#start", Button)
+        start.focus()
+        await pilot.pause(0.3)
+        # The focused button is on screen: its label is drawn, not cut off below.
+        from tests.ui.helpers import screen_text
+
+        buttons = [line for line in screen_text(lab).splitlines() if " Cancel " in line]
+        assert buttons and " Start " in buttons[0]
