@@ -8,10 +8,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.agents.base import AgentContext, Observation
 from app.core.actions import Action, Ask, Click, Done
-from app.core.triggers import parse_trigger
+from app.core.triggers import Trigger, parse_trigger
 from app.episode.events import RunnerEvent, WaitingEvent
 from app.episode.protocol import PhaseSpec, Protocol, Reply
 from app.episode.runner import EpisodeRunner
@@ -20,6 +22,7 @@ from app.tasks.loader import load_task
 from app.users.person import PersonUser, origin_of
 from app.users.simulated import SimulatedUser
 from tests.still_desktop import StillDesktop
+from tests.test_protocol import agent_outputs, triggers
 
 
 def protocol(person: bool, *triggers: object) -> Protocol:
@@ -198,3 +201,54 @@ async def test_simulated_mode_does_not_wait(tmp_path: Path) -> None:
             ("phase", None),
         ]
         assert store.get_episode(result.episode_id).person_wait_seconds == 0
+
+
+# -- person mode against the script, over random phase lists and action sequences -----
+
+
+def play(p: Protocol, actions: list[Action]) -> None:
+    """Drive `p`; a user that accepts every DONE no phase answers, answers free ASKs
+    with 'none', and in person mode sends each due phase's draft as it is."""
+    for action in actions:
+        if p.ended is not None:
+            return
+        out = p.on_agent(action, 0)
+        draft = p.due_message
+        reply = Reply("script", draft) if draft is not None else None
+        if out.needs_answer:
+            p.answer(draft or "none", "person" if p.person_phases else "simulated", 0, reply)
+        elif out.needs_review:
+            p.review(draft, "person", 0, reply)
+        elif p.awaiting_phase:
+            assert draft is not None
+            p.send_due(draft, "person", 0, reply)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    phases=st.lists(triggers, max_size=5),
+    actions=st.lists(agent_outputs, max_size=40),
+    max_steps=st.integers(1, 30),
+)
+def test_a_person_who_sends_the_script_as_is_makes_the_scripts_episode(
+    phases: list[Trigger], actions: list[Action], max_steps: int
+) -> None:
+    def make(person: bool) -> Protocol:
+        specs = [PhaseSpec(f"m{i}", t) for i, t in enumerate(phases)]
+        return Protocol("do it", specs, max_steps, 1000, review_done=True, person_phases=person)
+
+    script, person = make(False), make(True)
+    play(script, list(actions))
+    play(person, list(actions))
+    seen = [(m.role, m.kind, m.text, m.step, m.phase_index) for m in script.conversation]
+    assert [(m.role, m.kind, m.text, m.step, m.phase_index) for m in person.conversation] == seen
+    assert (person.delivered, person.ended, person.steps) == (
+        script.delivered,
+        script.ended,
+        script.steps,
+    )
+    # The person's phase messages say they are the script's, with its text.
+    for m in person.conversation:
+        if m.phase_index is not None:
+            assert (m.source, m.origin, m.scripted) == ("person", "script", m.text)
+        assert m.source != "phase"
