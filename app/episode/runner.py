@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
@@ -57,9 +57,10 @@ from app.episode.events import (
     StepEvent,
 )
 from app.episode.protocol import PhaseSpec, Protocol
-from app.episode.scoring import ScoreResult, score_task
+from app.episode.scoring import ScoreResult, score_phase, score_task
 from app.episode.setup_steps import LastSeen, run_setup
-from app.episode.user_turns import Aborted, UserTurns
+from app.episode.user_turns import Aborted as _Aborted
+from app.episode.user_turns import UserTurns
 from app.episode.waits import PersonWaits
 from app.store import Store
 from app.store.frames import encode_png
@@ -206,7 +207,7 @@ class EpisodeRunner(UserTurns):
                 episode_id, protocol, "error", error, final_frame or self._end_frame, kind
             )
             raise
-        except Aborted:
+        except _Aborted:
             protocol.end("aborted")
             reason = "aborted by the person in the loop"
             return await self._ended_in_error(
@@ -332,7 +333,7 @@ class EpisodeRunner(UserTurns):
             if not control.abort_requested:
                 self._say("resumed")
         if control.abort_requested:
-            raise Aborted
+            raise _Aborted
         for text, kind in control.take_injections():
             await self._record_messages(episode_id, [protocol.inject(text, kind, "person")])
 
@@ -431,6 +432,30 @@ class EpisodeRunner(UserTurns):
         )
         self._recorded(new_messages, message_ids)
         await self._apply_outcome(episode_id, protocol, action, outcome, started)
+
+    async def _score_phase(self, episode_id: int, index: int) -> None:
+        """Score a phase's optional checks on the state at its delivery; kept apart
+        from the final score."""
+        if self.task.phase_tree(index) is None:
+            return
+        self._say(f"scoring the checks of phase {index + 1}")
+        result = await score_phase(self.task, index, self.desktop.guest, self._agent_started_at)
+        if result is not None:
+            await self._stored(self.store.record_phase_checks, episode_id, index, result.checks)
+
+    async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
+        """Await the user's reply, unless the person aborts first."""
+        reply = asyncio.ensure_future(waiting)
+        abort = asyncio.ensure_future(self.control.until_abort())
+        try:
+            done, _ = await asyncio.wait({reply, abort}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            abort.cancel()
+        if reply not in done:
+            reply.cancel()
+            raise _Aborted
+        result: T = reply.result()
+        return result
 
     async def _record_messages(
         self, episode_id: int, messages: Iterable[Message], delivered: int | None = None

@@ -15,7 +15,6 @@ from app.desktops.base import Desktop
 from app.episode.control import EpisodeControl
 from app.episode.events import PhaseEvent, RunnerEvent, WaitingEvent
 from app.episode.protocol import Outcome, Protocol, Reply
-from app.episode.scoring import score_phase
 from app.episode.waits import PersonWaits
 from app.store import Store
 from app.tasks.model import Task
@@ -52,6 +51,13 @@ class UserTurns:
         raise NotImplementedError
 
     def _elapsed(self, started: float, now: float | None = None) -> float:
+        raise NotImplementedError
+
+    async def _score_phase(self, episode_id: int, index: int) -> None:
+        raise NotImplementedError
+
+    async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
+        """Await a simulated user's reply, unless the person aborts first."""
         raise NotImplementedError
 
     async def _record_messages(
@@ -114,23 +120,6 @@ class UserTurns:
             self._emit(PhaseEvent(outcome.delivered_phase, protocol.steps))
             self._say(f"phase {outcome.delivered_phase + 1} delivered")
             await self._score_phase(episode_id, outcome.delivered_phase)
-
-    async def _score_phase(self, episode_id: int, index: int) -> None:
-        """Score a phase's optional checks on the state at its delivery; kept apart
-        from the final score."""
-        if self.task.phase_tree(index) is None:
-            return
-        self._say(f"scoring the checks of phase {index + 1}")
-        result = await score_phase(self.task, index, self.desktop.guest, self._agent_started_at)
-        if result is not None:
-            await self._stored(self.store.record_phase_checks, episode_id, index, result.checks)
-
-    async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
-        """Await a simulated user's reply, unless the person aborts first."""
-        got = await self.waits.wait(waiting, self.control.until_abort(), counts=False)
-        if got is None:
-            raise Aborted
-        return got[0]
 
     async def _wait_for_person(self, waiting: Awaitable[PersonReply]) -> tuple[PersonReply, Reply]:
         """Await the person's reply, unless they abort first. The wait is off the time

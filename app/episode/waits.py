@@ -33,17 +33,12 @@ class PersonWaits:
     def waiting(self) -> bool:
         return self._since is not None
 
-    async def wait(
-        self, waiting: Awaitable[T], abort: Awaitable[None], *, counts: bool = True
-    ) -> tuple[T, float] | None:
-        """Await `waiting` unless `abort` completes first (None then), with the seconds
-        this wait took; `counts`: the wait is the person's, off the budget (a simulated
-        user's answer, a model's call, is not)."""
+    async def wait(self, waiting: Awaitable[T], abort: Awaitable[None]) -> tuple[T, float] | None:
+        """Await the person's reply `waiting` unless `abort` completes first (None
+        then), with the seconds this wait took, which are added to `total` either way."""
         reply = asyncio.ensure_future(waiting)
         stop = asyncio.ensure_future(abort)
-        begun = time.monotonic()
-        if counts:
-            self._since = begun
+        begun = self._since = time.monotonic()
         try:
             done, _ = await asyncio.wait({reply, stop}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -51,9 +46,8 @@ class PersonWaits:
             if not reply.done():
                 reply.cancel()  # aborted, or the episode itself was cancelled
             waited = time.monotonic() - begun
-            if counts:
-                self.total += waited
-                self._since = None
+            self.total += waited
+            self._since = None
         if reply not in done:
             return None
         return reply.result(), waited
