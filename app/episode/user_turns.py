@@ -6,23 +6,19 @@ from its loop; the waits for the person are off the time budget (`PersonWaits`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from typing import ParamSpec, TypeVar
+from collections.abc import Awaitable, Iterable
+from typing import TypeVar
 
 from app.core.actions import Action, Ask, Done
 from app.core.conversation import Message
-from app.desktops.base import Desktop
 from app.episode.control import EpisodeControl
 from app.episode.events import PhaseEvent, RunnerEvent, WaitingEvent
 from app.episode.protocol import Outcome, Protocol, Reply
 from app.episode.waits import PersonWaits
-from app.store import Store
-from app.tasks.model import Task
 from app.users.person import PersonReply, PersonUser
 from app.users.simulated import User
 
 T = TypeVar("T")
-P = ParamSpec("P")
 
 
 class Aborted(Exception):
@@ -32,18 +28,11 @@ class Aborted(Exception):
 class UserTurns:
     """The runner's methods for the user's turns (a mixin of `EpisodeRunner`)."""
 
-    task: Task
-    desktop: Desktop
     user: User
-    store: Store
     control: EpisodeControl
     waits: PersonWaits
-    _agent_started_at: float | None
 
     # Provided by EpisodeRunner.
-    async def _stored(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        raise NotImplementedError
-
     def _emit(self, event: RunnerEvent) -> None:
         raise NotImplementedError
 
@@ -104,7 +93,8 @@ class UserTurns:
             else:
                 feedback = await self._wait_for_user(self.user.review())
                 if protocol.awaiting_review:
-                    replied = protocol.review(feedback, "simulated", self._elapsed(started))
+                    source = "person" if self.user.mode == "person" else "simulated"
+                    replied = protocol.review(feedback, source, self._elapsed(started))
         elif protocol.awaiting_phase and person is not None:
             self._emit(WaitingEvent("phase", None, draft, due))
             got = await self._wait_for_person(person.reply("phase", draft=draft))
