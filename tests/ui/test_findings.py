@@ -94,13 +94,13 @@ async def test_enter_in_the_start_dialog_after_choosing_the_user_starts(
         assert (requested[0].agent, requested[0].user) == ("reference", "simulated")
 
 
-def live_session(lab: DeskLoopApp, tmp_path: Path) -> Any:
+def live_session(lab: DeskLoopApp, tmp_path: Path, task_id: str = "alpha-touch") -> Any:
     """An episode session the Live screen shows, fed its runner's events by the test
     (the screen's own logic is under test; no desktop or runner is needed)."""
     from app.ui.services.episode import EpisodeSession
     from tests.still_desktop import StillDesktop
 
-    task = next(t for t in lab.tasks if t.id == "alpha-touch")
+    task = next(t for t in lab.tasks if t.id == task_id)
     session = EpisodeSession(
         task=task,
         agent_spec="reference",
@@ -361,3 +361,50 @@ async def test_the_start_dialog_reaches_its_buttons_at_80x24(lab: DeskLoopApp) -
 
         buttons = [line for line in screen_text(lab).splitlines() if " Cancel " in line]
         assert buttons and " Start " in buttons[0]
+
+
+async def test_a_due_phase_is_offered_in_the_chat_box_and_marked(
+    lab: DeskLoopApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from textual.widgets import Input
+
+    from app.episode.events import WaitingEvent
+    from app.ui.screens.live import LiveScreen
+    from tests.ui.helpers import screen_text
+
+    monkeypatch.setattr(LiveScreen, "fps", 0)
+    draft = "Also create ~/c.txt."
+    async with lab.run_test(size=(100, 30)) as pilot:
+        session = live_session(lab, tmp_path, "beta-steps")
+        lab.show_live()
+        await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
+        live = lab.screen
+        assert isinstance(live, LiveScreen)
+        await wait_until(pilot, lambda: bool(live.query("#chat-input")), 5, "the chat box")
+        chat = live.query_one("#chat-input", Input)
+
+        # As the runner does when a GUI action makes phase 1 due.
+        reply = asyncio.ensure_future(session.person.reply("phase", draft=draft))
+        await pilot.pause()
+        session._on_event(WaitingEvent("phase", None, draft, 0))
+        await wait_until(pilot, lambda: chat.value == draft, 5, "the draft in the box")
+        text = screen_text(lab)
+        assert "due now, waiting for you" in text and "script's draft" in text
+        assert not chat.has_focus
+        await pilot.press("c", "end", *" and ~/d.txt", "enter")
+        sent = await asyncio.wait_for(reply, 5)
+        assert (sent.text, sent.origin, sent.scripted) == (draft + " and ~/d.txt", "edited", draft)
+        assert chat.value == "" and "-draft" not in chat.classes
+
+        # Own words typed before the phase came due are never replaced by the draft.
+        await pilot.press(*"Stop for a moment")
+        reply = asyncio.ensure_future(session.person.reply("phase", draft=draft))
+        await pilot.pause()
+        session._on_event(WaitingEvent("phase", None, draft, 0))
+        await pilot.pause(0.2)
+        assert chat.value == "Stop for a moment"
+        await pilot.press("enter")
+        sent = await asyncio.wait_for(reply, 5)
+        assert (sent.text, sent.origin, sent.scripted) == ("Stop for a moment", "free", draft)

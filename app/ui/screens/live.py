@@ -289,12 +289,18 @@ Every message is recorded with its kind and the step at which it arrived.
             widget.update("no phases (a standard task)" if session else "")
             return
         pending = session.pending_phase
+        waiting = session.waiting
+        due = waiting.phase if waiting is not None and session.person is not None else None
         lines = []
         for phase in session.phases:
             # The pending phase in full; the others one line each, so all fit.
             line = Text(no_wrap=phase is not pending, overflow="ellipsis")
             if phase.delivered_step is not None:
                 line.append(f"✓ {phase.index + 1} at step {phase.delivered_step}: ", "green")
+            elif phase is pending and phase.index == due:
+                line.append(
+                    f"▶ {phase.index + 1} due now, waiting for you: ", "bold reverse yellow"
+                )
             elif phase is pending:
                 line.append(f"▶ {phase.index + 1} {phase.trigger}: ", "bold yellow")
             else:
@@ -308,11 +314,12 @@ Every message is recorded with its kind and the step at which it arrived.
         chat = self.query_one("#live-chat")
         entry = self.query_one("#chat-input", Input)
         waiting = session.waiting if session and session.person else None
-        due = (
-            f" · phase {waiting.phase + 1} is due: the script's message is in the box"
-            if waiting is not None and waiting.phase is not None
-            else ""
-        )
+        due = ""
+        if waiting is not None and waiting.phase is not None:
+            # Where the script's message is: in the box, unless the person's own
+            # text was there first (it is never replaced).
+            where = "is in the box" if self.draft is not None else "is in the phases box"
+            due = f" · phase {waiting.phase + 1} is due: the script's message {where}"
         if session is None or session.ended:
             chat.border_title = "conversation"
             entry.placeholder = "no running episode"
@@ -431,6 +438,8 @@ Every message is recorded with its kind and the step at which it arrived.
                 pass
         self.update_status()
         self.update_chat_prompt()
+        if isinstance(event, WaitingEvent | EndedEvent):
+            self.update_phases()  # a phase due for the person is marked while it waits
 
     # -- the person's actions -------------------------------------------------------
 
@@ -459,6 +468,7 @@ Every message is recorded with its kind and the step at which it arrived.
         self._set_draft(None)
         self.notify(said, timeout=3)
         self.update_chat_prompt()
+        self.update_phases()
 
     def action_accept(self) -> None:
         if self.session is None:
