@@ -56,12 +56,16 @@ async def test_rapid_moves_leave_the_detail_on_the_cursors_task(tmp_path: Path) 
             assert node is not None
             if node.data is None:
                 continue  # an app or a level: the pane keeps the last task
-            await pilot.pause(0.5)
+            task = node.data
+
             # What is on screen, not the source the widget was last given: one title,
-            # the cursor's task's.
-            titles = [str(h.render()) for h in screen.query("#task-md MarkdownH2")]
-            assert titles == [node.data.title], (node.data.id, titles)
-            assert screen.selected is node.data
+            # the cursor's task's (before the fix, earlier tasks' blocks stayed).
+            def titles() -> list[str]:
+                return [str(h.render()) for h in screen.query("#task-md MarkdownH2")]
+
+            shown = [task.title]  # the lambda is awaited within this iteration
+            await wait_until(pilot, lambda: titles() == shown, 10, f"{task.id} alone")  # noqa: B023
+            assert screen.selected is task
 
 
 async def test_enter_in_the_start_dialog_after_choosing_the_user_starts(
@@ -148,11 +152,15 @@ async def test_live_step_numbers_timing_columns_and_rewrap(
 
         # Narrower: the conversation is wrapped again at the new width, nothing cut.
         await pilot.resize_terminal(100, 30)
-        await pilot.pause(0.5)
-        log = lab.screen.query_one("#live-log")
-        assert all(strip.cell_length <= log.size.width for strip in log.lines)  # type: ignore[attr-defined]
-        words = " ".join(strip.text.strip() for strip in log.lines)  # type: ignore[attr-defined]
-        assert "and why " * 30 in words + " "
+        log: Any = lab.screen.query_one("#live-log")
+
+        def rewrapped() -> bool:
+            lines = log.lines
+            words = " ".join(strip.text.strip() for strip in lines) + " "
+            fits = all(strip.cell_length <= log.size.width for strip in lines)
+            return fits and "and why " * 30 in words
+
+        await wait_until(pilot, rewrapped, 10, "the conversation wrapped at 100 columns")
 
 
 async def test_chat_text_without_an_episode_is_not_sent_to_the_next(
