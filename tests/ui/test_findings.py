@@ -141,7 +141,7 @@ async def test_live_step_numbers_timing_columns_and_rewrap(
         answer = ChatMessage("user", "answer", "The first.", 12, "person")
         session._on_event(MessageEvent(question))
         session._on_event(MessageEvent(answer))
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: "person answer" in screen_text(lab), 5, "the answer")
         text = screen_text(lab)
         # The step log's row 11 is the ASK; the conversation calls it step 11 too.
         assert "[step 11] agent question" in text and "[after step 11] person answer" in text
@@ -256,9 +256,13 @@ async def test_the_replay_caption_shows_a_long_message_whole(tmp_path: Path) -> 
         )
         await pilot.pause()
         replay.query_one("#replay-timeline").move_cursor(row=row)  # type: ignore[attr-defined]
-        await pilot.pause(0.3)
-        shown = " ".join(screen_text(lab).split())
-        assert "word0" in shown and "word59 THE-END." in shown, shown
+        await wait_until(
+            pilot,
+            lambda: "word59 THE-END." in " ".join(screen_text(lab).split()),
+            5,
+            "the message's end in the caption",
+        )
+        assert "word0" in " ".join(screen_text(lab).split())
 
 
 async def test_q_and_f4_ask_before_ending_a_running_episode(
@@ -311,7 +315,7 @@ async def test_an_end_by_fail_with_passing_checks_is_said_without_contradiction(
         # still passes every check.
         result = EpisodeResult(9, "alpha-touch", "finished", "fail", True, 1.0, 5)
         session._on_event(EndedEvent(result))
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: "gave up" in screen_text(lab), 5, "the end")
         text = screen_text(lab)
         assert "finished (fail)" not in text
         assert "the agent gave up (FAIL) · the final state passes the checks (score 1.00)" in text
@@ -363,12 +367,14 @@ async def test_the_start_dialog_reaches_its_buttons_at_80x24(lab: DeskLoopApp) -
         dialog = lab.screen
         start = dialog.query_one("#start", Button)
         start.focus()
-        await pilot.pause(0.3)
         # The focused button is on screen: its label is drawn, not cut off below.
         from tests.ui.helpers import screen_text
 
-        buttons = [line for line in screen_text(lab).splitlines() if " Cancel " in line]
-        assert buttons and " Start " in buttons[0]
+        def buttons_shown() -> bool:
+            rows = [line for line in screen_text(lab).splitlines() if " Cancel " in line]
+            return bool(rows) and " Start " in rows[0]
+
+        await wait_until(pilot, buttons_shown, 5, "the dialog's buttons on screen")
 
 
 async def test_a_due_phase_is_offered_in_the_chat_box_and_marked(
@@ -411,7 +417,7 @@ async def test_a_due_phase_is_offered_in_the_chat_box_and_marked(
         reply = asyncio.ensure_future(session.person.reply("phase", draft=draft))
         await pilot.pause()
         session._on_event(WaitingEvent("phase", None, draft, 0))
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: "due now" in screen_text(lab), 5, "the due phase")
         assert chat.value == "Stop for a moment"
         await pilot.press("enter")
         sent = await asyncio.wait_for(reply, 5)
