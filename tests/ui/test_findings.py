@@ -407,7 +407,7 @@ async def test_a_due_phase_is_offered_in_the_chat_box_and_marked(
         text = screen_text(lab)
         assert "due now, waiting for you" in text and "script's draft" in text
         assert not chat.has_focus
-        await pilot.press("c", "end", *" and ~/d.txt", "enter")
+        await pilot.press("c", *" and ~/d.txt", "enter")  # c: the cursor after the draft
         sent = await asyncio.wait_for(reply, 5)
         assert (sent.text, sent.origin, sent.scripted) == (draft + " and ~/d.txt", "edited", draft)
         assert chat.value == "" and "-draft" not in chat.classes

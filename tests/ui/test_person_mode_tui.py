@@ -81,7 +81,7 @@ async def test_the_person_edits_the_scripts_answer(tmp_path: Path) -> None:
 
         await pilot.press("c")  # the screen's key: never typed into the draft
         assert chat.has_focus and chat.value == "Call it proof.txt."
-        await pilot.press("end", "backspace", *" please, in lower case.", "enter")
+        await pilot.press("backspace", *" please, in lower case.", "enter")  # after the draft
         await wait_until(pilot, lambda: person.waiting == "review", 120, "the agent's DONE")
         await pilot.press("f3")
         await wait_until(pilot, lambda: session.ended, 120, "the episode's end")

@@ -128,7 +128,9 @@ Every message is recorded with its kind and the step at which it arrived.
             yield RichLog(id="live-log", wrap=True, markup=False)
             with Horizontal(id="chat-row"):
                 yield Select(INJECT_KINDS, value="clarification", allow_blank=False, id="chat-kind")
-                yield Input(placeholder="", id="chat-input")
+                # No select-all on focus: `c` must put the cursor after the script's
+                # draft, ready to edit it; a first letter typed never wipes it.
+                yield Input(placeholder="", id="chat-input", select_on_focus=False)
         yield LabFooter()
 
     @property
@@ -324,10 +326,11 @@ Every message is recorded with its kind and the step at which it arrived.
             chat.border_title = "conversation"
             entry.placeholder = "no running episode"
         elif waiting is not None and waiting.what == "answer":
-            chat.border_title = f"the agent asks: {waiting.question}{due} (c to answer)"
+            # The key first: a long question is cut at the border's end.
+            chat.border_title = f"c answers · the agent asks: {waiting.question}{due}"
             entry.placeholder = "type your answer, enter sends it"
         elif waiting is not None and waiting.what == "review":
-            chat.border_title = f"the agent says it is DONE: F3 accepts, or c and feedback{due}"
+            chat.border_title = f"F3 accepts, c gives feedback · the agent says it is DONE{due}"
             entry.placeholder = "feedback (enter): the episode continues with it"
         elif waiting is not None and waiting.what == "phase":
             chat.border_title = (
@@ -508,7 +511,9 @@ Every message is recorded with its kind and the step at which it arrived.
         )
 
     def action_chat(self) -> None:
-        self.query_one("#chat-input", Input).focus()
+        entry = self.query_one("#chat-input", Input)
+        entry.focus()
+        entry.cursor_position = len(entry.value)
 
     def action_unfocus(self) -> None:
         self.query_one("#live-steps", DataTable).focus()
