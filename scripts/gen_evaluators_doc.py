@@ -64,6 +64,9 @@ def type_name(annotation: Any) -> str:
         return " | ".join(
             repr(a) if isinstance(a, str) else str(a) for a in typing.get_args(annotation)
         )
+    if origin is tuple and typing.get_args(annotation)[-1:] == (Ellipsis,):
+        # A tuple of any length is written as a YAML list.
+        return f"list[{type_name(typing.get_args(annotation)[0])}]"
     if origin is not None:
         args = ", ".join(type_name(a) for a in typing.get_args(annotation))
         return f"{getattr(origin, '__name__', str(origin))}[{args}]"
@@ -95,6 +98,7 @@ def render() -> str:
         "blender_look": "Blender scenes (.blend)",
         "kdenlive": "Kdenlive projects (.kdenlive)",
         "media": "Rendered media (ffprobe)",
+        "judge": "Model judge",
     }
     order = list(dict.fromkeys(titles.values()))
     groups: dict[str, list[str]] = {}
@@ -110,8 +114,11 @@ def render() -> str:
             lines.append("| parameter | type | default | meaning |")
             lines.append("|---|---|---|---|")
             for field_name, field in spec.params.model_fields.items():
+                # A task file writes a field by its alias where it has one
+                # (answer_matches_schema's `schema`, a name pydantic models reserve).
+                written = field.alias or field_name
                 lines.append(
-                    f"| `{field_name}` | {cell(type_name(field.annotation))} | "
+                    f"| `{written}` | {cell(type_name(field.annotation))} | "
                     f"{default_text(field)} | {cell(field.description or '')} |"
                 )
     return "\n".join(lines).rstrip() + "\n"

@@ -27,6 +27,7 @@ APT_PACKAGES=(
   fonts-dejavu-core                         # fonts for the apps
   blender                                   # Blender (GUI and background mode)
   kdenlive frei0r-plugins mediainfo         # Kdenlive; without frei0r/mediainfo it shows a blocking dialog
+  chromium                                  # web desktops: kiosk Chromium on a task's page (CDP over a pipe)
   melt ffmpeg espeak-ng                     # MLT renderer, ffprobe, speech for generated clips
   libgl1-mesa-dri mesa-utils                # software OpenGL (llvmpipe) for Blender and Kdenlive
   qemu-system-x86 qemu-utils                # VMs under KVM or TCG

@@ -1,10 +1,11 @@
 """A real HTTP server speaking the OpenAI chat-completions shape, replaying a script.
 
-Each POST to /v1/chat/completions takes the next scripted reply (status, JSON or
-text body, headers, optional delay before answering, or a dropped connection) and
-records the request and when it came, so tests check what the agent sent as well as
-what it made of the answer. The reply
-bodies follow the shape recorded from real endpoints (id, object, created, model,
+Each POST (to /v1/chat/completions, or any path: the Anthropic Messages and OpenAI
+Responses fakes of `tests/fake_providers.py` use the same server) takes the next
+scripted reply (status, JSON or text body, headers, optional delay before answering,
+a gate it waits on, or a dropped connection) and records the request and when it
+came, so tests check what the agent sent as well as what it made of the answer. The
+reply bodies follow the shape recorded from real endpoints (id, object, created, model,
 choices[].message with tool_calls or content, usage).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -28,6 +30,10 @@ class Reply:
     hung server does not leave a thread sleeping."""
     drop: bool = False
     """Close the connection without answering (a server that died mid-request)."""
+    gate: Callable[[], bool] | None = None
+    """Polled before answering until it holds (within `gate_timeout`): a model that
+    looks at the screen and answers once the dialog it waits for is up."""
+    gate_timeout: float = 60.0
     trickle: float = 0.0
     """Send the headers at once, then the body one byte every `trickle` seconds (a
     server that never lets a per-read timeout strike); cut short when the endpoint
@@ -142,6 +148,11 @@ class FakeEndpoint:
                         if outer.replies
                         else Reply(500, "fake endpoint: no more recorded replies")
                     )
+                if reply.gate is not None:
+                    deadline = time.monotonic() + reply.gate_timeout
+                    while not reply.gate() and time.monotonic() < deadline:
+                        if outer._closing.wait(0.2):
+                            break
                 if reply.delay:
                     outer._closing.wait(reply.delay)  # the server is slow on purpose
                 if reply.drop:

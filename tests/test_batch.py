@@ -48,6 +48,7 @@ from app.core.errors import (
 )
 from app.core.vocabulary import ERROR_KINDS, ErrorKind
 from app.desktops.base import Desktop
+from app.episode.judge import JudgeConfig
 from app.episode.launch import make_spec_desktop
 from app.metrics.report import write_jsonl
 from app.metrics.slots import Slot, batch_table
@@ -260,11 +261,16 @@ def test_slots_resume_and_the_one_finished_episode_rule(tmp_path: Path) -> None:
 
 def test_options_round_trip_without_the_key() -> None:
     options = BatchOptions(
-        backend="local", retries=1, openai=OpenAIConfig(model="m", base_url="http://x/v1")
+        backend="local",
+        retries=1,
+        openai=OpenAIConfig(model="m", base_url="http://x/v1"),
+        judge=JudgeConfig(model="judge-m", base_url="http://j/v1", deadline=30),
     )
     data = options.to_json()
     again = BatchOptions.from_json(data, concurrency=2)
     assert again.openai == options.openai and again.retries == 1 and again.concurrency == 2
+    # A resumed batch's episodes ask the judge it was started with.
+    assert again.judge == options.judge
     assert "key" not in str(data).replace("api_key_env", "")
 
 

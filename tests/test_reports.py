@@ -97,8 +97,8 @@ def test_html_page_parses_is_self_contained_and_holds_the_figures(store: Store) 
     ]
     # Three real plots: matplotlib SVG with the groups as tick labels, one id each.
     svgs = tree.xpath("//*[local-name()='svg']")
-    assert [s.get("id") for s in svgs] == ["success", "outcomes", "credit"]
-    for svg in svgs:
+    assert [s.get("id") for s in svgs] == ["success", "outcomes", "credit", "checks"]
+    for svg in svgs[:3]:
         labels = {t.text_content() for t in svg.xpath(".//*[local-name()='text']")}
         assert {g.label for g in summary.groups} <= labels
     assert "1/2" in page and "aborted" in page  # k/n beside a bar; the outcomes legend
@@ -125,9 +125,14 @@ def test_html_escapes_hostile_task_ids_agents_and_messages() -> None:
     assert hostile_task in text and hostile_error in text
     # The agent, as written, in the tables and in every plot's labels.
     assert sum(hostile_agent in td.text_content() for td in tree.xpath("//td")) >= 3
+    *group_plots, check_plot = tree.xpath("//*[local-name()='svg']")
     assert all(
         any(hostile_agent in t.text_content() for t in svg.xpath(".//*[local-name()='text']"))
-        for svg in tree.xpath("//*[local-name()='svg']")
+        for svg in group_plots
+    )
+    # The task, as written, in the per-check plot's labels.
+    assert any(
+        hostile_task in t.text_content() for t in check_plot.xpath(".//*[local-name()='text']")
     )
 
 
@@ -192,7 +197,7 @@ def test_report_and_batch_commands(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "Report: all episodes" in out and "reference" in out and "null" in out
-    assert html_path.read_text().count("<svg") == 3
+    assert html_path.read_text().count("<svg") == 4  # three of the groups, one of the checks
     assert len(jsonl_path.read_text().splitlines()) == 2
 
     assert main(["--db", str(db), "report", "--batch", "nightly"]) == 0
@@ -206,3 +211,27 @@ def test_report_and_batch_commands(tmp_path: Path, capsys: pytest.CaptureFixture
     assert row["agent"] == "null" and row["status"] == "finished" and row["score"] == 0.0
     assert main(["--db", str(db), "batch", "show", "nightlly"]) == 2
     assert "did you mean nightly" in capsys.readouterr().err
+
+
+def test_tokens_and_asks_per_episode(store: Store, tmp_path: Path) -> None:
+    # The model episodes' steps report prompt tokens 100, 101, ... (recorded_episodes).
+    report = summarize(store)
+    groups = {(g.level, g.agent): g for g in report.groups}
+    model = groups[("L1", "openai:m")]
+    # Over the two attempts (the error is not one): 100..103 and 100..105.
+    assert model.token_attempts == 2 and model.tokens == 406 + 615
+    assert model.tokens_per_episode == (406 + 615) / 2
+    assert groups[("L1", "reference")].tokens_per_episode is None
+    text = format_report(report)
+    # By agent: the L2 attempt too (3 steps: 100..102).
+    assert "Model tokens by agent" in text and "441" in text
+    path = tmp_path / "episodes.jsonl"
+    write_jsonl(store, path)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(line["agent"], line["total_tokens"], line["asks"]) for line in lines[:4]] == [
+        ("reference", None, 0),
+        ("reference", None, 0),
+        ("openai:m", 406, 2),
+        ("openai:m", 615, 0),
+    ]
+    assert lines[2]["prompt_tokens"] == 406 and lines[2]["completion_tokens"] == 0

@@ -29,7 +29,7 @@ def test_every_reference_the_library_names_loads() -> None:
         kinds.add(script.kind)
         entries = load_script(path)
         assert len(entries) == len(script.steps)
-        assert entries[-1] == Done(), f"{path} ends without DONE"
+        assert isinstance(entries[-1], Done), f"{path} ends without DONE"
     assert kinds == {"demonstration", "oracle"}
 
 

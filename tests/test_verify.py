@@ -122,6 +122,13 @@ def test_verify_command_proves_a_task_and_records_three_episodes(tmp_path: Path)
         # The null agent's DONE delivered the phase too, before anything was exported.
         assert [(c.phase, c.passed) for c in null if c.phase is not None] == [(0, False)]
         assert all(c.phase is None for c in untouched)  # FAIL delivers no phase
+        # The phase's row keeps its tree's result, which the per-phase rates read.
+        phases = [[(p.status, p.passed) for p in store.phases(e.id)] for e in episodes]
+        assert [rows[0] for rows in phases] == [
+            ("delivered", True),
+            ("delivered", False),
+            ("never_delivered", None),
+        ]
 
 
 @pytest.mark.desktop

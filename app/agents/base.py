@@ -113,6 +113,16 @@ class CallsEndpoint(Protocol):
         ...
 
 
+@runtime_checkable
+class RecordsSettings(Protocol):
+    """An agent whose settings are worth recording in the episode's config (a model
+    agent: its adapter, endpoint, model and coordinate contract; never a key)."""
+
+    def record(self) -> dict[str, Any]:
+        """Keys and values merged into the episode's `config` JSON."""
+        ...
+
+
 class Agent(Protocol):
     name: str
 

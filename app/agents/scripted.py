@@ -3,7 +3,8 @@
 A script is YAML (a list, or a mapping with ``steps:``) or JSONL (one entry per
 line). Each entry is an action in the compact form of `app.core.actions.parse_action`
 (``- click: [120, 40]``, ``- key: ctrl+shift+e``, ``- type: hello``, ``- done``,
-``- ask: Which size?``) or a guard the agent waits on before its next action:
+``- done: {answer: 2}`` for a task that asks for a returned value, ``- ask: Which
+size?``) or a guard the agent waits on before its next action:
 
 - ``- wait_for: {window: REGEX, timeout: 30}`` — the focused window's title matches;
 - ``- wait_for: {no_window: REGEX, timeout: 30}`` — the focused window's title does

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from app.agents.adapters import AdapterConfig
 from app.agents.base import Agent
 from app.agents.factory import make_agent
 from app.agents.openai import OpenAIConfig
@@ -49,7 +50,7 @@ from app.users.simulated import User
 # Setup and scoring come on top of the task's own time budget.
 DEFAULT_TIME_MARGIN = 300.0
 
-AgentFactory = Callable[[str, Task, OpenAIConfig | None], Agent]
+AgentFactory = Callable[[str, Task, OpenAIConfig | AdapterConfig | None], Agent]
 UserFactory = Callable[[Task], User]
 
 
@@ -259,6 +260,7 @@ class BatchRunner:
                 store_frames=self.options.store_frames,
                 extra_config=placement,
                 cancel_reason=cancel_reason,
+                judge=self.options.judge,
             ),
             on_event=on_event,
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -20,6 +20,23 @@ from app.tasks.loader import TASK_SUFFIXES, find_task, load_task, task_files
 from app.tasks.model import Task
 
 _GLOB_CHARS = "*?["
+
+
+class EndpointSettings(BaseModel):
+    """A suite's model endpoint: what `--model`, `--adapter`, `--base-url`,
+    `--api-key-env` and `--coords` say on the command line (which override it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    model: str | None = None
+    adapter: (
+        Literal["deskloop", "pyautogui", "uitars", "anthropic", "openai-cua", "qwen"] | None
+    ) = None
+    """The model family's action format (docs/agents.md)."""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """The environment variable holding the key (never the key itself)."""
+    coords: Literal["pixels", "0-1", "0-1000", "qwen-grid"] | None = None
 
 
 class Suite(BaseModel):
@@ -32,12 +49,15 @@ class Suite(BaseModel):
     """Task ids, task files, folders of tasks or globs; paths are relative to the
     suite file's folder."""
     agents: list[str] = Field(min_length=1)
-    """Agent specs, as `--agent` takes them (reference, null, scripted:FILE, openai:M)."""
+    """Agent specs, as `--agent` takes them (reference, null, scripted:FILE, openai:M,
+    ADAPTER:M)."""
     repeats: int = Field(default=1, ge=1)
     """Runs of each (task, agent)."""
     agent_timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Seconds each call of a model agent to its endpoint may take in all (its
     `deadline`); `--agent-timeout` overrides it; None: the agent's default."""
+    endpoint: EndpointSettings | None = None
+    """The model agents' endpoint, model and adapter; None: the command line's."""
 
     @field_validator("agents", mode="before")
     @classmethod

@@ -1,8 +1,9 @@
 """Pure checks of a desktop's final state, their registry, and the evaluate tree.
 
-Floor 0: nothing here imports from `app` except `app.core.errors`, so the task loader
-can validate check names and parameters without anything that touches a desktop.
-Importing this package registers every built-in check.
+Floor 1: nothing here imports from `app` except `app.core` (errors, the judge's
+judgements), so the task loader can validate check names and parameters without
+anything that touches a desktop. Importing this package registers every built-in
+check; `judge` reads a model's verdict that scoring asked for (app.episode.judge).
 
 The checks of each app are apart from the reader they go through: gimp over xcf,
 kdenlive over mlt, blender and blender_look over blender_scene, images over
@@ -42,7 +43,7 @@ from app.checks.tree import (
 )
 
 # Importing these modules registers their checks.
-from app.checks import kdenlive, media  # noqa: F401  isort: skip
+from app.checks import answers, judge, kdenlive, media, web  # noqa: F401  isort: skip
 
 __all__ = [
     "REGISTRY",

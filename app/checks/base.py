@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 
+from app.core.judgements import Judgement
+
 NOT_FOUND = "not found"
 """The words of a file or probe target that does not exist in the guest."""
 
@@ -150,6 +152,14 @@ class CheckState:
     probes: dict[Probe, ProbeResult] = field(default_factory=dict)
     started_at: float | None = None
     """When the episode started (Unix time), for checks about modification times."""
+    judgements: dict[str, Judgement] = field(default_factory=dict)
+    """What the model judge answered, keyed by `app.checks.judge.judge_key` of the
+    judge check's parameters (scoring asks before the checks run)."""
+    answer: Any = None
+    """The answer (text or JSON) the agent returned with the DONE that ended the
+    episode; None when it returned none."""
+    answer_schema: dict[str, Any] | None = None
+    """The task's declared JSON schema for that answer, if any."""
 
     def file(self, path: str) -> FileState:
         """The gathered state of `path`; a file scoring did not gather reads as unreadable."""
@@ -200,6 +210,12 @@ class CheckParams(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    @property
+    def decides(self) -> bool:
+        """Whether the check's result counts toward its tree's pass/fail and credit.
+        Every check's does, except a model judge's the task did not make count."""
+        return True
 
 
 _Params = TypeVar("_Params", bound=CheckParams)

@@ -62,8 +62,16 @@ class CheckSpec(Generic[P]):
     """(probe kind, params field holding the guest path) pairs."""
 
     def files(self, params: CheckParams) -> list[str]:
-        """Guest paths scoring must fetch for this check, in field order."""
-        return [str(getattr(params, name)) for name in self.file_fields]
+        """Guest paths scoring must fetch for this check, in field order (a field may
+        hold a tuple of paths: each, in order)."""
+        paths: list[str] = []
+        for name in self.file_fields:
+            value = getattr(params, name)
+            if isinstance(value, tuple):
+                paths.extend(str(v) for v in value)
+            else:
+                paths.append(str(value))
+        return paths
 
     def assets(self, params: CheckParams) -> list[str]:
         """Task-folder paths scoring must read for this check, in field order."""

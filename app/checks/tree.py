@@ -24,6 +24,9 @@ Semantics:
   its children's scores (required or not);
 - an `any` group passes when at least one child passes; its score is the highest
   child score;
+- a `judge` check without `counts: true` (app.checks.judge) is scored and reported
+  but left out of its group's pass and score, as if it were not there; a group must
+  have a child that decides;
 - the task passes (R = 1) when the root passes; the partial credit is the root's
   score. Every score lies in [0, 1], and a tree whose checks all pass with full
   credit scores 1.
@@ -133,7 +136,14 @@ def _parse(raw: object, path: str, context: _Context) -> EvalNode:
         )
     weight, required, label = _common(node, path, context)
     if kinds[0] == "check":
-        return _parse_leaf(node, path, weight, required, label)
+        leaf = _parse_leaf(node, path, weight, required, label)
+        if context == "root" and not _decides(leaf):
+            raise TreeError(
+                f"{path}.counts",
+                "a judge that does not count decides nothing, and here it is the whole "
+                "tree; add a check that decides, or set counts: true",
+            )
+        return leaf
     op: Op = "all" if kinds[0] == "all" else "any"
     for key in node:
         if key not in _GROUP_KEYS:
@@ -148,6 +158,12 @@ def _parse(raw: object, path: str, context: _Context) -> EvalNode:
             f"{path}.{op}", f"expected a non-empty list of nodes, got {_kind(children)}"
         )
     parsed = tuple(_parse(child, f"{path}.{op}[{i}]", op) for i, child in enumerate(children))
+    if not any(_decides(child) for child in parsed):
+        raise TreeError(
+            f"{path}.{op}",
+            "every check here is a judge that does not count (counts: false), so the group "
+            "decides nothing; add a check that decides, or give a judge counts: true",
+        )
     return CheckGroup(
         path=path, op=op, children=parsed, weight=weight, required=required, label=label
     )
@@ -245,6 +261,13 @@ def _kind(value: object) -> str:
 # --- walking and scoring ----------------------------------------------------------
 
 
+def _decides(node: EvalNode) -> bool:
+    """Whether a node counts toward its parent's pass/fail and credit: every group (a
+    parsed group has a child that decides) and every leaf but a judge that does not
+    count (app.checks.judge), which is scored and reported beside the others."""
+    return node.params.decides if isinstance(node, CheckLeaf) else True
+
+
 def leaves(node: EvalNode) -> Iterator[CheckLeaf]:
     """Every leaf under `node`, depth first, in file order."""
     if isinstance(node, CheckLeaf):
@@ -292,7 +315,9 @@ def _evaluate(
             )
         )
         return result.passed, result.score
-    children = [(child, *_evaluate(child, results, out)) for child in node.children]
+    evaluated = [(child, *_evaluate(child, results, out)) for child in node.children]
+    # Scored (its outcome is in `out`) but left out of the group's pass and credit.
+    children = [c for c in evaluated if _decides(c[0])]
     if node.op == "any":
         return any(ok for _, ok, _ in children), max(s for _, _, s in children)
     total = sum(child.weight for child, _, _ in children)

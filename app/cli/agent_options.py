@@ -40,18 +40,39 @@ def add_timeout_option(group: Any, flag: str, who: str, default: float) -> None:
     )
 
 
+ADAPTER_CHOICES = ("deskloop", "pyautogui", "uitars", "anthropic", "openai-cua", "qwen")
+COORD_CHOICES = ("pixels", "0-1", "0-1000", "qwen-grid")
+MODEL_HEADS = ("openai", "model", *ADAPTER_CHOICES)
+
+
 def add_openai_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("model agents (--agent openai)")
-    group.add_argument("--model", help="model name for --agent openai")
+    group = parser.add_argument_group(
+        "model agents (--agent openai[:MODEL], model[:MODEL] or ADAPTER:MODEL)"
+    )
+    group.add_argument("--model", help="model name of a model agent")
+    group.add_argument(
+        "--adapter",
+        choices=ADAPTER_CHOICES,
+        help="the model family's action format: deskloop (DeskLoop's own tools or JSON), "
+        "pyautogui (OSWorld-style code), uitars, anthropic (the computer tool, Messages "
+        "API), openai-cua (computer use, Responses API), qwen (computer_use calls) "
+        "(default: deskloop, or the one the --agent spec names)",
+    )
     group.add_argument(
         "--base-url",
-        default="https://api.openai.com/v1",
-        help="OpenAI-compatible endpoint (default: https://api.openai.com/v1)",
+        help="the endpoint's base URL (default: https://api.openai.com/v1; "
+        "https://api.anthropic.com/v1 for --adapter anthropic)",
     )
     group.add_argument(
         "--api-key-env",
-        default="OPENAI_API_KEY",
-        help="environment variable holding the API key (default: OPENAI_API_KEY)",
+        help="environment variable holding the API key; unset: no key is sent "
+        "(default: OPENAI_API_KEY; ANTHROPIC_API_KEY for --adapter anthropic)",
+    )
+    group.add_argument(
+        "--coords",
+        choices=COORD_CHOICES,
+        help="the coordinate convention the model writes, when not its family's own "
+        "(e.g. qwen-grid for UI-TARS-1.5, 0-1000 for Qwen3-VL)",
     )
     group.add_argument(
         "--image-size",
@@ -59,37 +80,137 @@ def add_openai_options(parser: argparse.ArgumentParser) -> None:
         help="largest screenshot sent to the model, WxH (default: 1280x800)",
     )
     group.add_argument(
+        "--history",
+        type=int,
+        metavar="N",
+        help="the model's last N actions or answers described as text in each request "
+        "(default: 12 for deskloop, 8 for the adapters over chat completions)",
+    )
+    group.add_argument(
+        "--screenshots",
+        type=int,
+        default=1,
+        metavar="N",
+        help="an adapter over chat completions (pyautogui, uitars, qwen) shows the model "
+        "its last N screenshots, each earlier one with its answer (default: 1)",
+    )
+    group.add_argument(
         "--tool-mode",
         choices=["tools", "json"],
         default="tools",
-        help="offer actions as tools, or ask for the JSON action format (default: tools)",
+        help="--adapter deskloop: offer actions as tools, or ask for the JSON action "
+        "format (default: tools)",
     )
     add_timeout_option(group, "--agent-timeout", "the model agent", AGENT_TIMEOUT)
 
 
-def openai_config(args: argparse.Namespace, agents: list[str], timeout: float | None = None) -> Any:
-    """The OpenAIConfig the options describe, or None when no agent needs one;
+def needs_model(agent: str) -> bool:
+    return agent.partition(":")[0] in MODEL_HEADS
+
+
+def openai_config(
+    args: argparse.Namespace,
+    agents: list[str],
+    timeout: float | None = None,
+    endpoint: dict[str, Any] | None = None,
+) -> Any:
+    """The model agents' config the options describe (an `OpenAIConfig` for DeskLoop's
+    tools, an `AdapterConfig` for an adapter), or None when no agent needs one.
+    `endpoint` is a suite file's endpoint settings, which the options override;
     `--agent-timeout`, else `timeout` (a suite's), else the default, is its deadline."""
+    from app.agents.adapters import AdapterConfig
+    from app.agents.adapters.config import family_base_url, family_key_env
+    from app.agents.factory import model_spec
     from app.agents.openai import OpenAIConfig
 
-    if not any(a == "openai" or a.startswith("openai:") for a in agents):
+    model_agents = [a for a in agents if needs_model(a)]
+    if not model_agents:
         return None
+    settings = dict(endpoint or {})
     try:
         width, height = (int(v) for v in args.image_size.lower().split("x"))
     except ValueError:
         raise DeskLoopError(
             f"--image-size must look like 1280x800, not {args.image_size!r}"
         ) from None
-    model = args.model or next((a.partition(":")[2] for a in agents if a.startswith("openai:")), "")
+    named = [spec for spec in (model_spec(a) for a in model_agents) if spec is not None]
+    model = args.model or settings.get("model") or next((m for _, m in named if m), "")
     if not model:
-        raise DeskLoopError("--agent openai needs --model M (or use --agent openai:M)")
-    config = OpenAIConfig(
-        model=model,
-        base_url=args.base_url,
-        api_key_env=args.api_key_env,
-        image_width=width,
-        image_height=height,
-        tool_mode=args.tool_mode,
+        raise DeskLoopError("a model agent needs --model M (or --agent openai:M, or ADAPTER:M)")
+    adapter = (
+        args.adapter
+        or settings.get("adapter")
+        or next((a for a, _ in named if a is not None), "deskloop")
     )
+    base_url = args.base_url or settings.get("base_url") or family_base_url(adapter)
+    key_env = args.api_key_env or settings.get("api_key_env") or family_key_env(adapter)
+    coords = args.coords or settings.get("coords")
+    config: Any
+    if adapter == "deskloop":
+        if coords not in (None, "pixels"):
+            raise DeskLoopError("--coords is an adapter's: DeskLoop's tools take pixels")
+        config = OpenAIConfig(
+            model=model,
+            base_url=base_url,
+            api_key_env=key_env,
+            image_width=width,
+            image_height=height,
+            tool_mode=args.tool_mode,
+        )
+        if args.history is not None:
+            config = replace(config, history=args.history)
+    else:
+        config = AdapterConfig(
+            model=model,
+            adapter=adapter,
+            coords=coords,
+            base_url=base_url,
+            api_key_env=key_env,
+            image_width=width,
+            image_height=height,
+            screenshots=args.screenshots,
+        )
+        if args.history is not None:
+            config = replace(config, history=args.history)
     deadline = args.agent_timeout if args.agent_timeout is not None else timeout
     return config if deadline is None else replace(config, deadline=deadline)
+
+
+JUDGE_TIMEOUT = 300.0
+"""JudgeConfig.deadline's default, written out like AGENT_TIMEOUT."""
+
+
+def add_judge_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "model judge (the tasks' `judge` checks; see docs/evaluators.md#judge)"
+    )
+    group.add_argument(
+        "--judge-model",
+        help="vision model that answers `judge` checks; without it, a judge that does not "
+        "count records that none was asked, and a task whose judge counts is refused",
+    )
+    group.add_argument(
+        "--judge-base-url",
+        default="https://api.openai.com/v1",
+        help="the judge's OpenAI-compatible endpoint (default: https://api.openai.com/v1)",
+    )
+    group.add_argument(
+        "--judge-api-key-env",
+        default="OPENAI_API_KEY",
+        help="environment variable holding the judge's API key (default: OPENAI_API_KEY)",
+    )
+    add_timeout_option(group, "--judge-timeout", "the judge", JUDGE_TIMEOUT)
+
+
+def judge_config(args: argparse.Namespace) -> Any:
+    """The JudgeConfig the options describe, or None without --judge-model."""
+    if not getattr(args, "judge_model", None):
+        return None
+    from app.episode.judge import JudgeConfig
+
+    config = JudgeConfig(
+        model=args.judge_model,
+        base_url=args.judge_base_url,
+        api_key_env=args.judge_api_key_env,
+    )
+    return config if args.judge_timeout is None else replace(config, deadline=args.judge_timeout)

@@ -10,8 +10,10 @@ from typing import Any
 
 from app.cli.agent_options import (
     USER_TIMEOUT,
+    add_judge_options,
     add_openai_options,
     add_timeout_option,
+    judge_config,
     openai_config,
 )
 from app.cli.common import open_store, print_err, run_async, table
@@ -60,6 +62,11 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                     "--resume takes no --agent-timeout or --user-timeout: the batch's "
                     "episodes keep the timeouts it was started with"
                 )
+            if args.judge_model is not None:
+                raise DeskLoopError(
+                    "--resume takes no --judge-model: the batch's episodes keep the judge "
+                    "it was started with"
+                )
             runner = resume_batch(
                 store, args.resume, concurrency=args.concurrency, hosts=hosts, log=log
             )
@@ -68,12 +75,15 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
             agents: list[str] = []
             repeats = args.repeats
             agent_timeout = None
+            endpoint: dict[str, Any] | None = None
             if args.suite:
                 suite = load_suite(args.suite)
                 tasks_refs += suite.tasks
                 agents += suite.agents
                 repeats = repeats or suite.repeats
                 agent_timeout = suite.agent_timeout
+                if suite.endpoint is not None:
+                    endpoint = suite.endpoint.model_dump(exclude_none=True)
             tasks_refs += args.task or []
             agents += args.agent or []
             if not tasks_refs or not agents:
@@ -99,9 +109,10 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                     llm_user["deadline"] = args.user_timeout
             options = replace(
                 options,
-                openai=openai_config(args, agents, agent_timeout),
+                openai=openai_config(args, agents, agent_timeout, endpoint),
                 user=args.user,
                 llm_user=llm_user,
+                judge=judge_config(args),
             )
             runner = start_batch(
                 store, tasks, agents, repeats or 1, options, batch_id=args.batch_id, log=log
@@ -226,7 +237,7 @@ def register(sub: Any) -> None:
     run.add_argument(
         "--agent",
         action="append",
-        help="reference | null | scripted:FILE | openai | openai:MODEL (repeatable)",
+        help="reference | null | scripted:FILE | openai[:MODEL] | ADAPTER:MODEL (repeatable)",
     )
     run.add_argument("--repeats", type=int, help="runs of each (task, agent) (default: 1)")
     run.add_argument(
@@ -273,6 +284,7 @@ def register(sub: Any) -> None:
     )
     add_timeout_option(run, "--user-timeout", "the LLM user", USER_TIMEOUT)
     add_openai_options(run)
+    add_judge_options(run)
     run.set_defaults(func=cmd_batch_run)
 
     lst = batch_sub.add_parser("list", help="recorded batches and how far each got")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.cli.common import indent_block, table
 from app.core.conversation import describe_origin
+from app.core.judgements import Judgement
 from app.core.outcomes import CheckOutcome
 from app.core.triggers import trigger_to_raw
 
@@ -53,6 +54,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         messages = store.messages(args.id)
         phases = store.phases(args.id)
         checks = store.checks(args.id)
+        judgements = store.judgements(args.id)
         final_frame = store.frame_path(e.final_frame) if e.final_frame else None
     print(
         f"episode {e.id} · task {e.task_id} ({e.app} {e.level}) · agent {e.agent} · "
@@ -92,11 +94,34 @@ def cmd_show(args: argparse.Namespace) -> int:
         err = f"  REJECTED: {s.error}" if s.error else ""
         print(f"  {s.idx:>3}  {s.description:<40} {timing}{_agent_note(s.agent_info)}{err}")
     print_checks(checks, e)
+    print_judgements(judgements)
     return 0
 
 
+def print_judgements(judgements: Sequence[Judgement]) -> None:
+    """What the model judge was asked and answered: model, sampling, images, verdict."""
+    if not judgements:
+        return
+    print("\njudge (the model's verdicts, as recorded):")
+    for j in judgements:
+        when = "" if j.phase is None else f" (phase {j.phase + 1})"
+        decides = "decides" if j.counts else "beside the checks"
+        print(
+            f"  {j.path}{when}: {j.model} at {j.base_url}, temperature {j.temperature:g}, "
+            f"seed {j.seed}, {decides}{', cached answer' if j.cached else ''}"
+        )
+        for image in j.images:
+            print(f"    image {image.what}: sha256 {image.sha256} ({image.size} bytes)")
+        if j.verdict is not None:
+            verdict = "pass" if j.verdict.passed else "fail"
+            print(f"    {verdict} {j.verdict.score:.2f}: {j.verdict.reasons}")
+        else:
+            print(f"    no verdict: {j.error}")
+
+
 def _agent_note(info: dict[str, Any] | None) -> str:
-    """Token counts and endpoint latency a model agent reported for the step."""
+    """Token counts and endpoint latency a model agent reported for the step; a
+    replay's divergence from the recording."""
     if not info:
         return ""
     parts = []
@@ -106,6 +131,11 @@ def _agent_note(info: dict[str, Any] | None) -> str:
         parts.append(f"model {float(info['latency_s']) * 1000:.0f} ms")
     if info.get("retries"):
         parts.append(f"retries {info['retries']}")
+    if info.get("diverged"):
+        parts.append(
+            f"screen diverged from recorded step {info.get('recorded_step')} "
+            f"({float(info.get('screen_difference') or 0):.0%} of pixels)"
+        )
     return f", {', '.join(parts)}" if parts else ""
 
 
@@ -113,7 +143,10 @@ def _print_check_rows(title: str, rows: Sequence[CheckOutcome]) -> None:
     print(f"\n{title}:")
     for c in rows:
         mark = "PASS" if c.passed else "FAIL"
-        opt = "" if c.required else " (optional)"
+        if c.name == "judge" and c.params.get("counts") is False:
+            opt = " (beside: does not decide)"
+        else:
+            opt = "" if c.required else " (optional)"
         print(
             f"  {mark} {c.path:<16} {c.name}{opt} w={c.weight:g} score {c.score:.2f}: {c.evidence}"
         )

@@ -8,7 +8,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from app.cli.agent_options import add_openai_options, openai_config
+from app.cli.agent_options import (
+    add_judge_options,
+    add_openai_options,
+    judge_config,
+    openai_config,
+)
 from app.cli.common import INTERRUPT, open_store, run_async, table
 from app.core.errors import DeskLoopError, describe_error
 
@@ -46,13 +51,14 @@ async def run_tasks(
     """Run each task once, one after the other, each on a fresh desktop; progress lines
     go to stderr. Each episode is appended to `launched` once it is wired up, so a
     caller can say which episode a failure left."""
-    from app.episode.control import EpisodeControl
+    from app.episode.control import EpisodeControl, RunOptions
     from app.episode.launch import launch
     from app.tasks.loader import find_task
 
     tasks = [find_task(ref, [args.tasks_dir]) for ref in task_refs]
     # `demo` has no model options: it always replays reference solutions.
     model = openai_config(args, [args.agent]) if hasattr(args, "base_url") else None
+    judge = judge_config(args)
     results = []
     for task in tasks:
 
@@ -68,6 +74,7 @@ async def run_tasks(
             agent=args.agent,
             user=args.user,
             openai=model,
+            options=RunOptions(judge=judge),
             progress=progress,
             control=control,
         )
@@ -186,9 +193,13 @@ def register(sub: Any) -> None:
         "--agent",
         default="reference",
         help="reference (the task's own solution) | null (DONE at once) | scripted:FILE | "
-        "openai[:MODEL] (an OpenAI-compatible endpoint, see --base-url) (default: reference)",
+        "replay:EPISODE (a recorded episode of this task, played back) | "
+        "openai[:MODEL] (a model endpoint with DeskLoop's tools, see --base-url) | "
+        "ADAPTER:MODEL (a model in its family's own format: pyautogui, uitars, anthropic, "
+        "openai-cua, qwen; see --adapter) (default: reference)",
     )
     add_openai_options(run)
+    add_judge_options(run)
     add_desktop_options(run)
     run.add_argument(
         "--json",

@@ -2,7 +2,8 @@
 
 Owns the agent's action space (`actions`, `keys`), the error classes (`errors`), the
 episode's words (`vocabulary`: statuses, end reasons, message kinds...), the phase
-triggers (`triggers`), a check's outcome (`outcomes`), the conversation's shapes
+triggers (`triggers`), a check's outcome (`outcomes`), a model judge's question and
+answer (`judgements`), the conversation's shapes
 (`conversation`), screen frames and settle results (`frames`), the windows a desktop
 showed (`windows`),
 guest command results (`commands`), the /proc helpers (`procfs`), and two things every

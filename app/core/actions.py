@@ -8,6 +8,7 @@ by scripted agents and reference solutions (``{"click": [10, 20]}``, ``"done"``,
 
 from __future__ import annotations
 
+import json
 from dataclasses import Field, asdict, dataclass, fields
 from typing import Any, Literal
 
@@ -69,7 +70,9 @@ class Wait:
 
 @dataclass(frozen=True)
 class Done:
-    pass
+    answer: Any = None
+    """A returned value, text or JSON (a number, a list, an object), for tasks that ask
+    for one; None when the DONE carries none."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,8 @@ KINDS: tuple[str, ...] = tuple(_KINDS)
 # Longest wait one action may ask for; longer pauses are a budget question.
 MAX_WAIT_SECONDS = 120.0
 MAX_TEXT_LENGTH = 10_000
+MAX_ANSWER_LENGTH = 10_000
+"""The most characters a DONE's answer may take, as JSON."""
 
 
 def action_fields(kind: str) -> tuple[Field[Any], ...]:
@@ -143,13 +148,23 @@ def describe_action(action: Action) -> str:
             return f"key({combo})"
         case Wait(seconds):
             return f"wait({seconds:g}s)"
-        case Done():
-            return "DONE"
+        case Done(answer):
+            if answer is None:
+                return "DONE"
+            shown = answer_text(answer)
+            return f"DONE: {shown if len(shown) <= 60 else shown[:57] + '...'}"
         case Ask(question):
             return f"ASK: {question}"
         case Fail(reason):
             return f"FAIL: {reason}"
     raise AssertionError(f"unhandled action {action!r}")
+
+
+def answer_text(answer: Any) -> str:
+    """A DONE's answer as one line: text as it is, anything else as JSON."""
+    if isinstance(answer, str):
+        return answer
+    return json.dumps(answer, ensure_ascii=False, sort_keys=True)
 
 
 def _as_int(value: Any, name: str, where: str) -> int:
@@ -239,8 +254,21 @@ def validate_action(action: Action, where: str = "action") -> None:
         case Fail(reason):
             if not isinstance(reason, str):
                 raise ActionError(f"{where}: fail reason must be text, got {reason!r}")
-        case Done():
-            pass
+        case Done(answer):
+            if answer is None:
+                return
+            try:
+                size = len(json.dumps(answer, allow_nan=False))
+            except (TypeError, ValueError):
+                raise ActionError(
+                    f"{where}: done's answer must be text or JSON (numbers, lists, "
+                    f"objects with text keys), got {type(answer).__name__}"
+                ) from None
+            if size > MAX_ANSWER_LENGTH:
+                raise ActionError(
+                    f"{where}: done's answer is {size} characters as JSON, more than "
+                    f"{MAX_ANSWER_LENGTH}"
+                )
 
 
 _POSITIONAL: dict[str, tuple[str, ...]] = {
@@ -281,9 +309,13 @@ def parse_action(raw: Any, where: str = "action") -> Action:
     if kind not in _KINDS:
         raise ActionError(f"{where}: unknown action {kind!r}; known: {', '.join(_KINDS)}")
     if kind == "done":
-        if value not in (None, {}, True):
-            raise ActionError(f"{where}: done takes no value")
-        return Done()
+        if value in (None, {}, True):
+            return Done()
+        if isinstance(value, dict) and set(value) == {"answer"}:
+            return _build("done", dict(value), where)
+        raise ActionError(
+            f"{where}: done takes nothing or {{answer: VALUE}} (text or JSON), got {value!r}"
+        )
     if kind in _POSITIONAL:
         return _build(kind, _coords(value, _POSITIONAL[kind], kind, where), where)
     if isinstance(value, dict):
@@ -296,7 +328,7 @@ def compact_action(action: Action) -> Any:
     reference script is written in (``{click: [120, 40]}``, ``{key: ctrl+s}``, ``done``)."""
     kind = action_kind(action)
     if isinstance(action, Done):
-        return "done"
+        return "done" if action.answer is None else {"done": {"answer": action.answer}}
     values = asdict(action)
     if kind in _POSITIONAL:
         names = _POSITIONAL[kind]

@@ -120,3 +120,172 @@ def parse_combo(combo: str) -> list[int]:
     lowered = last.lower()
     keysyms.append(MODIFIERS[lowered] if lowered in MODIFIERS else key_keysym(last))
     return keysyms
+
+
+# -- Other agents' key names → DeskLoop's ------------------------------------------------
+#
+# Model families name keys in their own vocabularies: pyautogui ('enter', 'pgdn',
+# 'ctrlleft', 'command'), X keysyms as xdotool and Anthropic's computer tool write them
+# ('Return', 'Page_Down', 'Control_L', 'KP_Enter'), OpenAI's computer use ('ENTER',
+# 'ARROWLEFT', 'CMD'). One table maps them all (matched without case) to the names above;
+# docs/agents.md prints it. A name in none of them stays an error naming it.
+
+KEY_ALIASES: dict[str, str] = {
+    # Modifiers and their left/right variants.
+    "ctrlleft": "ctrl",
+    "ctrlright": "ctrl",
+    "control_l": "ctrl",
+    "control_r": "ctrl",
+    "shiftleft": "shift",
+    "shiftright": "shift",
+    "shift_l": "shift",
+    "shift_r": "shift",
+    "altleft": "alt",
+    "altright": "alt",
+    "alt_l": "alt",
+    "alt_r": "alt",
+    "option": "alt",
+    "optionleft": "alt",
+    "optionright": "alt",
+    "cmd": "super",
+    "command": "super",
+    "winleft": "super",
+    "winright": "super",
+    "super_l": "super",
+    "super_r": "super",
+    "meta_l": "meta",
+    "meta_r": "meta",
+    # Named keys (DeskLoop's own long names too, so one key has one name).
+    "return": "enter",
+    "escape": "esc",
+    "control": "ctrl",
+    "win": "super",
+    "kp_enter": "enter",
+    "linefeed": "enter",
+    "back_space": "backspace",
+    "page_up": "pageup",
+    "prior": "pageup",
+    "page_down": "pagedown",
+    "next": "pagedown",
+    "pgdown": "pagedown",
+    "arrowleft": "left",
+    "arrowright": "right",
+    "arrowup": "up",
+    "arrowdown": "down",
+    "left_arrow": "left",
+    "right_arrow": "right",
+    "up_arrow": "up",
+    "down_arrow": "down",
+    "printscreen": "print",
+    "prtsc": "print",
+    "prtscr": "print",
+    "prntscrn": "print",
+    "apps": "menu",
+    "spacebar": "space",
+    # X keysym names of punctuation (xdotool accepts them; models write some).
+    "equal": "=",
+    "semicolon": ";",
+    "apostrophe": "'",
+    "quotedbl": '"',
+    "grave": "`",
+    "asciitilde": "~",
+    "backslash": "\\",
+    "bracketleft": "[",
+    "bracketright": "]",
+    "braceleft": "{",
+    "braceright": "}",
+    "parenleft": "(",
+    "parenright": ")",
+    "less": "<",
+    "greater": ">",
+    "question": "?",
+    "exclam": "!",
+    "at": "@",
+    "numbersign": "#",
+    "dollar": "$",
+    "percent": "%",
+    "asciicircum": "^",
+    "ampersand": "&",
+    "asterisk": "*",
+    "underscore": "_",
+    "bar": "|",
+    "colon": ":",
+    **{f"kp_{n}": str(n) for n in range(10)},
+    "kp_add": "plus",
+    "kp_subtract": "minus",
+    "kp_multiply": "*",
+    "kp_divide": "slash",
+    "kp_decimal": "period",
+}
+
+
+def normalize_key(name: str) -> str:
+    """One key of another vocabulary (pyautogui, X keysym, OpenAI) as DeskLoop names it:
+    'Return' → 'enter', 'ARROWLEFT' → 'left', 'ctrlleft' → 'ctrl', 'a' → 'a'.
+
+    Raises:
+        ActionError: a name no vocabulary here knows (it is named in the message).
+    """
+    text = name.strip()
+    if len(text) == 1:
+        return text  # one character names itself ('A' in a combo means the a key)
+    lowered = text.lower()
+    lowered = KEY_ALIASES.get(lowered, lowered)
+    if lowered in MODIFIERS or lowered in NAMED_KEYS or len(lowered) == 1:
+        return lowered
+    raise ActionError(
+        f"unknown key name {name!r}: not a DeskLoop, pyautogui, X keysym or OpenAI key name"
+    )
+
+
+def combo_of(keys: list[str]) -> str:
+    """Keys pressed together (['CTRL', 'Shift_L', 'e'], pyautogui.hotkey's arguments)
+    as one DeskLoop combo ('ctrl+shift+e'): modifiers first, one other key last.
+
+    Raises:
+        ActionError: no keys, an unknown name, or more than one key that is not a
+            modifier (DeskLoop's combos hold modifiers and one key).
+    """
+    if not keys:
+        raise ActionError("no keys to press")
+    # A model may write a whole combo as one key (["CTRL+S"]); '+' alone is the key.
+    split = [part for key in keys for part in (key.split("+") if len(key) > 1 else [key])]
+    if any(part == "" for part in split):
+        raise ActionError(f"malformed keys {keys!r} (an empty part around '+')")
+    names = [normalize_key(key) for key in split]
+    mods = [n for n in names if n in MODIFIERS]
+    others = [n for n in names if n not in MODIFIERS]
+    if len(others) > 1:
+        raise ActionError(
+            f"keys {keys!r} press {len(others)} keys that are not modifiers at once; "
+            "a combo holds modifiers and one key"
+        )
+    # A modifier pressed alone ('shift') is a combo of its own.
+    ordered = list(dict.fromkeys(mods)) + others
+    combo = "+".join(ordered)
+    parse_combo(combo)
+    return combo
+
+
+def xdotool_combos(text: str) -> list[str]:
+    """xdotool `key` syntax (Anthropic's computer tool): combos joined by '+', several
+    separated by spaces, pressed one after the other: 'ctrl+shift+t', 'Return Return'.
+
+    Raises:
+        ActionError: empty text or an unknown key name.
+    """
+    parts = text.split()
+    if not parts:
+        raise ActionError("no keys to press")
+    combos = []
+    for part in parts:
+        if part == "+":
+            keys = ["+"]
+        elif part.endswith("++"):
+            keys = [*part[:-2].split("+"), "+"]
+        else:
+            keys = part.split("+")
+        if any(key == "" for key in keys):
+            raise ActionError(f"malformed key combo {part!r} (empty part between '+')")
+        combos.append(combo_of(keys))
+    return combos

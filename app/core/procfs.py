@@ -26,6 +26,16 @@ def process_start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
+def process_parent(pid: int) -> int | None:
+    """The parent pid of `pid`, or None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return int(fields[1]) if len(fields) > 1 else None
+
+
 def process_environ(pid: int) -> dict[str, str]:
     """The environment `pid` was started with; {} for zombies and unreadable processes."""
     try:

@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 from app.core.actions import GuiAction
 from app.core.commands import CommandResult
 from app.core.frames import Frame, SettleResult
+from app.desktops.cdp import WebPage
 from app.rfb.client import VncEndpoint
 
 
@@ -153,4 +154,25 @@ class SavesStartStates(Protocol):
     async def reset_to(self, setup_key: str, setup: Callable[[], Awaitable[None]]) -> bool:
         """Restore the start state saved under `setup_key`, or, the first time, reset,
         await `setup()`, settle and save it. True when it was restored."""
+        ...
+
+
+@runtime_checkable
+class HostsWebPages(Protocol):
+    """A guest channel that can show a web page in a kiosk browser and reach the
+    page's contract over a private DevTools channel (app/desktops/web.py). The local
+    backend's guest does; a guest without it cannot run `app: web` tasks yet."""
+
+    async def open_page(self, url: str, timeout: float = 30.0) -> WebPage:
+        """Start a fresh browser (closing one this guest opened before) on `url`,
+        wait until the page defines the page contract, and return it.
+
+        Raises:
+            GuestError: the browser did not start, or the page has no contract in time.
+        """
+        ...
+
+    @property
+    def web_page(self) -> WebPage | None:
+        """The page `open_page` opened, or None before one was opened."""
         ...

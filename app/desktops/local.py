@@ -339,7 +339,13 @@ class LocalDesktop(VncScreen):
         await self._start_session_bus(session)
         await self._start_xvnc(session)
         session.env["DISPLAY"] = session.display
-        session.guest = LocalGuest(session.home, session.env, session.dir / "logs", session.sandbox)
+        session.guest = LocalGuest(
+            session.home,
+            session.env,
+            session.dir / "logs",
+            session.sandbox,
+            screen=(self.width, self.height),
+        )
         if not OPENBOX_RC.is_file():
             # openbox would fall back to its own defaults, shortcuts and all.
             raise DesktopError(f"local desktop {self.name}: missing {OPENBOX_RC}")

@@ -26,7 +26,9 @@ from typing import IO, TypeVar
 
 from app.core.commands import CommandResult
 from app.core.errors import FileTooLarge, GuestError
+from app.desktops.cdp import WebPage
 from app.desktops.sandbox import Sandbox, die_with_parent
+from app.desktops.web import Browser, chromium_argv, start_browser, wait_contract
 from app.desktops.xvnc import log_tail
 
 _T = TypeVar("_T")
@@ -47,10 +49,18 @@ class LocalGuest:
     """`Guest` for a local desktop session. Made by LocalDesktop per session."""
 
     def __init__(
-        self, home: Path, env: Mapping[str, str], log_dir: Path, sandbox: Sandbox | None
+        self,
+        home: Path,
+        env: Mapping[str, str],
+        log_dir: Path,
+        sandbox: Sandbox | None,
+        screen: tuple[int, int] = (1280, 800),
     ) -> None:
         """`sandbox` None runs commands as this process, unconfined: only for a guest
         over a plain folder (tests of probes and scripts), never a desktop's."""
+        self._screen = screen
+        self._browser: Browser | None = None
+        self._browsers = itertools.count(1)
         self._home = Path(os.path.realpath(home))
         self._env = dict(env)
         self._log_dir = log_dir
@@ -63,6 +73,8 @@ class LocalGuest:
         """Refuse every later call: the session is gone, and a program started now
         would outlive the cleanup that already ran."""
         self._closed = True
+        if self._browser is not None:
+            self._browser.close()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -147,6 +159,29 @@ class LocalGuest:
             raise GuestError(
                 f"{args!r} exited with status {proc.returncode} right after its launch: {output}"
             )
+
+    # ------------------------------------------------------------ web pages
+
+    @property
+    def web_page(self) -> WebPage | None:
+        return self._browser.page if self._browser is not None else None
+
+    async def open_page(self, url: str, timeout: float = 30.0) -> WebPage:
+        """Chromium in kiosk mode on `url`, in the sandbox, with a fresh profile in the
+        home; its DevTools pipe is held here (see app/desktops/web.py)."""
+        self._check_open()
+        if self._browser is not None:
+            self._browser.close()
+            self._browser = None
+        number = next(self._browsers)
+        profile = self._home / f".chromium-profile-{number}"
+        argv = chromium_argv(url, str(profile), *self._screen)
+        log_path = self._log_dir / f"chromium-{number:03d}.log"
+        browser = await start_browser(self._sandbox, self._env, log_path, argv, timeout)
+        self._launched.append(browser.process)
+        self._browser = browser
+        await wait_contract(browser.page, timeout)
+        return browser.page
 
     def resolve(self, path: str) -> Path:
         """The real path `path` names, which must lie inside the home.

@@ -31,7 +31,7 @@ from pathlib import Path
 if not __package__:  # run by path as the watchdog: `app` is two folders up
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.core.procfs import all_pids, process_environ, process_start_time
+from app.core.procfs import all_pids, process_environ, process_parent, process_start_time
 
 MARKER_ENV = "DESKLOOP_DESKTOP"
 OWNER_PID_ENV = "DESKLOOP_OWNER_PID"
@@ -42,11 +42,25 @@ OWNER_FILE = "owner"
 
 
 def marked_processes(marker: str) -> list[int]:
-    """Pids of live processes whose environment carries `DESKLOOP_DESKTOP=marker`."""
+    """Pids of live processes whose environment carries `DESKLOOP_DESKTOP=marker`, and
+    of every descendant of one: a program may write over its own environment
+    (Chromium writes its process titles there), and its children inherit that."""
     me = os.getpid()
-    return [
-        pid for pid in all_pids() if pid != me and process_environ(pid).get(MARKER_ENV) == marker
-    ]
+    pids = all_pids()
+    marked = {pid for pid in pids if pid != me and process_environ(pid).get(MARKER_ENV) == marker}
+    children: dict[int, list[int]] = {}
+    for pid in pids:
+        parent = process_parent(pid)
+        if parent is not None:
+            children.setdefault(parent, []).append(pid)
+    found = set(marked)
+    todo = list(marked)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found and child != me:
+                found.add(child)
+                todo.append(child)
+    return sorted(found)
 
 
 def _signal_all(pids: Iterable[int], sig: signal.Signals) -> None:
@@ -62,16 +76,29 @@ def kill_marked(marker: str, grace: float = 1.0, deadline: float = 10.0) -> list
     seconds have passed. Returns every pid that was signalled.
     """
     killed: set[int] = set()
+    # Unmarked descendants, once seen, are followed by pid and start time: when their
+    # marked parent dies first they are re-parented and no longer look like ours.
+    seen: dict[int, str] = {}
+
+    def ours() -> list[int]:
+        pids = set(marked_processes(marker))
+        for pid in pids:
+            start = process_start_time(pid)
+            if start is not None:
+                seen.setdefault(pid, start)
+        pids |= {pid for pid, start in seen.items() if process_start_time(pid) == start}
+        return sorted(pids)
+
     end = time.monotonic() + deadline
     while time.monotonic() < end:
-        pids = marked_processes(marker)
+        pids = ours()
         if not pids:
             break
         killed.update(pids)
         _signal_all(pids, signal.SIGTERM)
         grace_end = min(end, time.monotonic() + grace)
         while time.monotonic() < grace_end:
-            pids = marked_processes(marker)
+            pids = ours()
             if not pids:
                 break
             time.sleep(0.02)

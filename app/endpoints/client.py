@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from types import TracebackType
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar, Literal, NoReturn
 
 import httpx
 from tenacity import (
@@ -51,6 +51,7 @@ from app.core.errors import DeskLoopError, EndpointRefused, EndpointUnavailable
 # Statuses below 500 that mean "not now" rather than "not this request".
 RETRY_STATUSES = frozenset({408, 409, 425, 429})
 CONNECT_TIMEOUT = 10.0
+KeyHeader = Literal["bearer", "x-api-key"]
 """Seconds to open a connection (or `timeout`, if shorter)."""
 
 
@@ -117,10 +118,17 @@ class EndpointClient:
     """
 
     def __init__(
-        self, config: EndpointConfig, *, transport: httpx.AsyncBaseTransport | None = None
+        self,
+        config: EndpointConfig,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        key_header: KeyHeader = "bearer",
     ) -> None:
         self.config = config
         self._transport = transport
+        self.key_header: KeyHeader = key_header
+        """How the key is sent: `Authorization: Bearer KEY` (OpenAI and compatible
+        servers) or `x-api-key: KEY` (Anthropic's Messages API)."""
         self._http: httpx.AsyncClient | None = None
         self.requests = 0
         """HTTP requests sent, retries included."""
@@ -163,14 +171,30 @@ class EndpointClient:
         }
         if config.seed is not None:
             body["seed"] = config.seed
-        return await _Call(self, body | extra).run()
+        return await _Call(self, config.url, body | extra).run()
+
+    async def post(
+        self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> Completion:
+        """`body` as it is, POSTed to `{base_url}{path}` under the same retry policy and
+        deadline as `complete`: for APIs other than chat completions (Anthropic's
+        Messages, OpenAI's Responses), whose bodies their callers build whole.
+
+        Raises:
+            EndpointRefused: a 4xx other than 408/409/425/429, or an unusable URL.
+            EndpointUnavailable: the retries or the deadline ran out.
+        """
+        url = self.config.base_url.rstrip("/") + path
+        return await _Call(self, url, body, headers or {}).run()
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
             headers = {"Content-Type": "application/json"}
             # Read when the pool opens, never stored elsewhere, logged or put in errors.
             key = os.environ.get(self.config.api_key_env, "")
-            if key:
+            if key and self.key_header == "x-api-key":
+                headers["x-api-key"] = key
+            elif key:
                 headers["Authorization"] = f"Bearer {key}"
             timeout = self.config.timeout
             self._http = httpx.AsyncClient(
@@ -194,11 +218,19 @@ class _Call:
     """One call of `EndpointClient.complete`: its tries, waits and last problem
     (per call, so concurrent calls on one client never share them)."""
 
-    def __init__(self, client: EndpointClient, body: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        client: EndpointClient,
+        url: str,
+        body: dict[str, Any],
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.client = client
         self.config = client.config
+        self.url = url
         self.body = body
-        self.where = f"{self.config.endpoint_name} {self.config.url}"
+        self.headers = headers or {}
+        self.where = f"{self.config.endpoint_name} {url}"
         self.tries = 0
         self.problem = ""
         # Built from two long-stable waits, not wait_exponential_jitter, whose
@@ -240,7 +272,9 @@ class _Call:
         try:
             # The whole response, not each read: a trickling server meets this too.
             async with asyncio.timeout(config.timeout) as whole:
-                response = await self.client._client().post(config.url, json=self.body)
+                response = await self.client._client().post(
+                    self.url, json=self.body, headers=self.headers
+                )
         except TimeoutError:
             if not whole.expired():
                 raise  # the call's deadline, handled in `run`

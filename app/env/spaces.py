@@ -16,7 +16,7 @@ Action (a `Dict`; every field is always present, each kind reads only its own):
     count    Discrete(3, start=1): single, double, triple click
     dy       Discrete(21, start=-10): scroll notches, positive down (0 is rejected)
     text     text of type, the combo of key ("ctrl+s"), the question of ask, the
-             reason of fail
+             reason of fail, the answer of done (empty: a DONE without one)
     seconds  Box float32 (), 0..120: how long wait waits
 
 Why a Dict of Discrete, MultiDiscrete, Box and Text rather than one Text of the
@@ -61,6 +61,7 @@ from app.core.actions import (
     Action,
     action_fields,
     action_kind,
+    answer_text,
 )
 from app.core.errors import ActionError
 from app.core.keys import char_keysym
@@ -90,6 +91,8 @@ _SOURCES: dict[str, tuple[str, int | None]] = {
     "question": ("text", None),
     "reason": ("text", None),
     "seconds": ("seconds", None),
+    # A DONE's answer travels as text; empty text is a DONE without one.
+    "answer": ("text", None),
 }
 ACTION_FIELDS = ("kind", "point", "end", "button", "count", "dy", "text", "seconds")
 
@@ -188,6 +191,8 @@ def from_space(raw: Mapping[str, Any], where: str = "env action") -> dict[str, A
                 raise ActionError(f"{where}: {kind} needs the field {source!r}")
             continue
         value = raw[source]
+        if field.name == "answer" and not _scalar(value):
+            continue
         if coordinate is not None:
             explicit[field.name] = _point(value, source, where)[coordinate]
         elif source == "button":
@@ -219,6 +224,9 @@ def to_space(action: Action) -> dict[str, Any]:
     }
     for name, value in asdict(action).items():
         source, coordinate = _SOURCES[name]
+        if name == "answer":
+            out[source] = "" if value is None else answer_text(value)
+            continue
         if coordinate is not None:
             out[source][coordinate] = value
         elif source == "button":

@@ -16,6 +16,7 @@ from typing import Any
 
 from app.core.errors import DeskLoopError
 from app.core.vocabulary import UserKind
+from app.episode.judge import JudgeConfig
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,10 @@ class RunOptions:
     cancel_reason: Callable[[], DeskLoopError | None] | None = None
     """Asked when the episode is cancelled: an error (a batch's time limit ran out)
     makes it end as that error, its kind recorded; None, as an abort."""
+    judge: JudgeConfig | None = None
+    """The model judge's endpoint, for a task's `judge` checks (app.episode.judge);
+    None: a judge that does not count records that none was configured, and a task
+    whose judge counts is refused before its episode starts (`launch`)."""
 
 
 class EpisodeControl:

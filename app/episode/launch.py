@@ -26,6 +26,7 @@ from app.desktops.base import Desktop
 from app.desktops.factory import make_desktop
 from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import EpisodeResult, RunnerEvent
+from app.episode.judge import check_judge_configured
 from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.model import Task
@@ -33,7 +34,7 @@ from app.users.person import PersonUser
 from app.users.simulated import SimulatedUser, User
 
 if TYPE_CHECKING:
-    from app.agents.openai import OpenAIConfig
+    from app.agents.factory import ModelConfig
 
 USER_SPECS = ("simulated", "person", "llm")
 """simulated (the task's phase script) | person (replies from a UI) | llm (app.users.llm)."""
@@ -59,7 +60,7 @@ class DesktopSpec:
 
 def task_image(backend: str, task: Task) -> str | None:
     """The VM image an episode of `task` needs: a VM image per app (gimp, blender,
-    kdenlive); $DESKLOOP_IMAGE overrides (an image with every app, a test image).
+    kdenlive, web); $DESKLOOP_IMAGE overrides (an image with every app, a test image).
     None: the backend has no images (one local desktop runs every app)."""
     if backend != "libvirt":
         return None
@@ -174,7 +175,7 @@ def launch(
     agent: str | Agent,
     user: str | User = "simulated",
     desktop: Desktop | None = None,
-    openai: OpenAIConfig | None = None,
+    openai: ModelConfig | None = None,
     options: RunOptions | None = None,
     progress: Callable[[str], None] | None = None,
     on_event: Callable[[RunnerEvent], None] | None = None,
@@ -193,9 +194,11 @@ def launch(
         AgentError: a bad agent spec. DeskLoopError: a bad user spec or backend.
     """
     if isinstance(agent, str):
-        agent = make_agent(agent, task, openai)
+        agent = make_agent(agent, task, openai, store=store)
     if isinstance(user, str):
         user = make_user(user, task, cache_dir=llm_cache_dir(store))
+    # A judge that counts, and none to ask: refused now, not after the whole episode.
+    check_judge_configured(task, (options or RunOptions()).judge)
     closes = desktop is None
     if desktop is None:
         desktop = task_desktop(backend, task)

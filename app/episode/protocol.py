@@ -28,8 +28,9 @@ delivered.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from app.core.actions import Action, Ask, Done, Fail, is_gui_action
+from app.core.actions import Action, Ask, Done, Fail, answer_text, is_gui_action
 from app.core.conversation import Message
 from app.core.triggers import Event, Trigger, describe_trigger, holds
 from app.core.vocabulary import (
@@ -99,6 +100,9 @@ class Protocol:
     phase_due: int | None = None
     awaiting_phase: bool = False
     """Person mode: a GUI action made a phase due; `send_due` delivers it."""
+    last_answer: Any = None
+    """The answer (text or JSON) of the latest agent output if it was a DONE; None after
+    any other output. See `returned`."""
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -123,6 +127,13 @@ class Protocol:
         """The scripted message of the phase due in person mode (the person's draft)."""
         return None if self.phase_due is None else self.phases[self.phase_due].message
 
+    @property
+    def returned(self) -> Any:
+        """The value the agent returned: the answer of the DONE that ended the episode
+        (directly, or once a person accepted it). None while the episode runs, when it
+        ended otherwise (a budget, FAIL, an error), or when that DONE carried none."""
+        return self.last_answer if self.ended == "done" else None
+
     def pending_description(self) -> str:
         index = self.pending_phase
         if index is None:
@@ -146,6 +157,7 @@ class Protocol:
         if self.awaiting_phase:
             raise RuntimeError("the due phase has not been delivered")
         self.steps += 1
+        self.last_answer = action.answer if isinstance(action, Done) else None
         new: list[Message] = []
         delivered: int | None = None
         needs_answer = False
@@ -157,7 +169,8 @@ class Protocol:
             delivered = self._maybe_deliver(Event.ACTION, "interruption", new)
             self.awaiting_phase = self.phase_due is not None
         elif isinstance(action, Done):
-            new.append(self._agent_message("done", "DONE"))
+            said = "DONE" if action.answer is None else f"DONE: {answer_text(action.answer)}"
+            new.append(self._agent_message("done", said))
             delivered = self._maybe_deliver(Event.DONE, "feedback", new)
             if delivered is None:
                 if self.review_done or self.phase_due is not None:

@@ -25,7 +25,14 @@ from typing import Any, Literal, ParamSpec, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from app.agents.base import Agent, AgentContext, CallsEndpoint, GuestProbe, Observation
+from app.agents.base import (
+    Agent,
+    AgentContext,
+    CallsEndpoint,
+    GuestProbe,
+    Observation,
+    RecordsSettings,
+)
 from app.core.actions import (
     Action,
     action_kind,
@@ -56,6 +63,7 @@ from app.episode.events import (
     StatusEvent,
     StepEvent,
 )
+from app.episode.judge import JUDGE_CACHE, JudgeContext
 from app.episode.protocol import PhaseSpec, Protocol
 from app.episode.scoring import ScoreResult, score_phase, score_task
 from app.episode.setup_steps import LastSeen, run_setup
@@ -175,6 +183,8 @@ class EpisodeRunner(UserTurns):
                 "settle_quiet": self.options.settle_quiet,
                 "budget_steps": task.budget.steps,
                 "budget_seconds": task.budget.seconds,
+                # A model agent's adapter, endpoint and coordinate contract.
+                **(self.agent.record() if isinstance(self.agent, RecordsSettings) else {}),
                 **self.options.extra_config,
             },
             batch_id=self.options.batch_id,
@@ -196,7 +206,13 @@ class EpisodeRunner(UserTurns):
             final_frame = await self._play(episode_id, protocol)
             stage = "scoring"
             self._say("scoring the final state")
-            score = await score_task(task, self.desktop.guest, self._agent_started_at)
+            score = await score_task(
+                task,
+                self.desktop.guest,
+                self._agent_started_at,
+                self._judge_context(),
+                answer=protocol.returned,
+            )
         except asyncio.CancelledError:
             why = self.options.cancel_reason() if self.options.cancel_reason else None
             during = "during the episode" if stage == "episode" else "during scoring"
@@ -439,9 +455,19 @@ class EpisodeRunner(UserTurns):
         if self.task.phase_tree(index) is None:
             return
         self._say(f"scoring the checks of phase {index + 1}")
-        result = await score_phase(self.task, index, self.desktop.guest, self._agent_started_at)
+        result = await score_phase(
+            self.task, index, self.desktop.guest, self._agent_started_at, self._judge_context()
+        )
         if result is not None:
-            await self._stored(self.store.record_phase_checks, episode_id, index, result.checks)
+            await self._stored(self.store.record_judgements, episode_id, result.judgements)
+            await self._stored(
+                self.store.record_phase_checks,
+                episode_id,
+                index,
+                result.checks,
+                passed=result.passed,
+                score=result.score,
+            )
 
     async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
         """Await the user's reply, unless the person aborts first."""
@@ -566,6 +592,17 @@ class EpisodeRunner(UserTurns):
             score=score.score,
             checks=score.checks,
         )
+        await self._stored(self.store.record_judgements, episode_id, score.judgements)
+
+    def _judge_context(self) -> JudgeContext:
+        """What a task's `judge` checks need: the run's judge endpoint, the cache
+        beside the database, and the desktop's frame now as PNG."""
+
+        async def frame() -> bytes:
+            shot = await self.desktop.frame()
+            return await asyncio.to_thread(encode_png, shot.pixels)
+
+        return JudgeContext(self.options.judge, self.store.root / JUDGE_CACHE, frame)
 
 
 def _jsonable(value: Any) -> Any:

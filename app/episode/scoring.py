@@ -9,14 +9,17 @@ reason; nothing here raises because one check could not run.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from app.checks.base import CheckResult, CheckState, FileState, Probe, ProbeResult
 from app.checks.registry import run_check
 from app.checks.tree import CheckLeaf, EvalNode, evaluate, leaves
 from app.core.errors import FileTooLarge, GuestError
+from app.core.judgements import Judgement
 from app.core.outcomes import CheckOutcome
 from app.desktops.base import Guest
+from app.episode.judge import JudgeContext, ask_judges
 from app.probes import gather_probe
 from app.tasks.loader import resolve_asset
 from app.tasks.model import Task
@@ -29,6 +32,8 @@ class ScoreResult:
     passed: bool
     score: float
     checks: list[CheckOutcome]
+    judgements: list[Judgement] = field(default_factory=list)
+    """What the model judge was asked and answered, for the store (app.episode.judge)."""
 
 
 async def _gather_file(guest: Guest, path: str) -> FileState:
@@ -43,17 +48,21 @@ async def _gather_file(guest: Guest, path: str) -> FileState:
 
 
 async def gather_state(
-    task: Task, guest: Guest, started_at: float | None = None, tree: EvalNode | None = None
+    task: Task,
+    guest: Guest,
+    started_at: float | None = None,
+    tree: EvalNode | None = None,
+    answer: Any = None,
 ) -> CheckState:
     """Everything the checks of `tree` (default: the task's evaluate tree) need, each
-    file and probe gathered once."""
+    file and probe gathered once; `answer` is what the agent returned with DONE."""
     files: dict[str, FileState] = {}
     assets: dict[str, bytes] = {}
     probes: dict[Probe, ProbeResult] = {}
     for leaf in leaves(task.eval_tree if tree is None else tree):
         for probe in leaf.spec.probes(leaf.params):
             if probe not in probes:
-                probes[probe] = await gather_probe(guest, probe)
+                probes[probe] = await gather_probe(guest, probe, answer)
         for path in leaf.spec.files(leaf.params):
             if path not in files:
                 files[path] = await _gather_file(guest, path)
@@ -65,7 +74,14 @@ async def gather_state(
                 except (ValueError, OSError):
                     # Left out: the check reports the missing asset as its failure.
                     continue
-    return CheckState(files=files, assets=assets, probes=probes, started_at=started_at)
+    return CheckState(
+        files=files,
+        assets=assets,
+        probes=probes,
+        started_at=started_at,
+        answer=answer,
+        answer_schema=task.answer_schema,
+    )
 
 
 def score_state(
@@ -85,7 +101,8 @@ def score_state(
             name=leaf.spec.name,
             params=leaf.params.model_dump(mode="json"),
             weight=leaf.weight,
-            required=leaf.required,
+            # A judge that does not count is recorded as not required: it is not.
+            required=leaf.required and leaf.params.decides,
             passed=results[leaf.path].passed,
             score=results[leaf.path].score,
             evidence=results[leaf.path].evidence,
@@ -96,18 +113,33 @@ def score_state(
     return ScoreResult(passed=outcome.passed, score=outcome.score, checks=rows)
 
 
-async def score_task(task: Task, guest: Guest, started_at: float | None = None) -> ScoreResult:
-    state = await gather_state(task, guest, started_at)
+async def score_task(
+    task: Task,
+    guest: Guest,
+    started_at: float | None = None,
+    judge: JudgeContext | None = None,
+    answer: Any = None,
+) -> ScoreResult:
+    """Score the final state; `answer` is the agent's returned value (DONE's answer)."""
+    state = await gather_state(task, guest, started_at, answer=answer)
+    judgements = await ask_judges(task.eval_tree, state, judge)
     # Decoding and SSIM of large images take seconds: keep them off the event loop.
-    return await asyncio.to_thread(score_state, task, state)
+    result = await asyncio.to_thread(score_state, task, state)
+    return replace(result, judgements=judgements)
 
 
 async def score_phase(
-    task: Task, index: int, guest: Guest, started_at: float | None = None
+    task: Task,
+    index: int,
+    guest: Guest,
+    started_at: float | None = None,
+    judge: JudgeContext | None = None,
 ) -> ScoreResult | None:
     """Score phase `index`'s optional checks on the state right now; None if it has none."""
     tree = task.phase_tree(index)
     if tree is None:
         return None
     state = await gather_state(task, guest, started_at, tree)
-    return await asyncio.to_thread(score_state, task, state, tree, index)
+    judgements = await ask_judges(tree, state, judge, index)
+    result = await asyncio.to_thread(score_state, task, state, tree, index)
+    return replace(result, judgements=judgements)

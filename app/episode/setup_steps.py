@@ -15,15 +15,26 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from app.core.errors import DesktopError, GuestError, TaskError
 from app.core.frames import Frame
 from app.core.windows import WindowList
-from app.desktops.base import Desktop
+from app.desktops.base import Desktop, HostsWebPages
 from app.desktops.liveness import DesktopDied, while_alive
+from app.desktops.web import call_reset
 from app.desktops.xwindows import list_windows, wait_window
-from app.tasks.loader import resolve_asset
-from app.tasks.model import LaunchStep, SetupStep, SleepStep, Task, UploadStep, WaitWindowStep
+from app.tasks.loader import resolve_asset, site_files
+from app.tasks.model import (
+    LaunchStep,
+    OpenPageStep,
+    ResetPageStep,
+    SetupStep,
+    SleepStep,
+    Task,
+    UploadStep,
+    WaitWindowStep,
+)
 
 # How long the screen must stay quiet after a window appears before setup is done:
 # a mapped window is not a painted one (FIELD_NOTES: "Window mapped is not ready").
@@ -35,6 +46,12 @@ WINDOW_SETTLE_TIMEOUT = 15.0
 LOOK_INTERVAL = 2.0
 # The bound on one look (a frame, then the window list).
 LOOK_TIMEOUT = 5.0
+# Where a web task's app is copied in the desktop's home (`open_page`).
+WEB_FOLDER = ".deskloop-web"
+# After a page's reset() the page repaints at once: a short settle keeps a web
+# desktop's reset within its 1 s budget (bench/bench_web.py measures it).
+PAGE_SETTLE_QUIET = 0.1
+PAGE_SETTLE_CHANGE_WAIT = 0.3
 
 
 @dataclass
@@ -121,10 +138,58 @@ async def _run_step(
         await desktop.settle(
             timeout=WINDOW_SETTLE_TIMEOUT, quiet=WINDOW_SETTLE_QUIET, change_wait=1.0
         )
+    elif isinstance(step, OpenPageStep):
+        await _open_page(task, desktop, step, progress)
+    elif isinstance(step, ResetPageStep):
+        page = _web_guest(desktop).web_page
+        if page is None:
+            raise DesktopError("reset_page: no page is open (an open_page step comes first)")
+        if progress:
+            progress("reset the page (window.reset())")
+        await call_reset(page, step.reset_page.timeout * desktop.info().time_scale)
+        await desktop.settle(
+            timeout=WINDOW_SETTLE_TIMEOUT,
+            quiet=PAGE_SETTLE_QUIET,
+            change_wait=PAGE_SETTLE_CHANGE_WAIT,
+        )
     elif isinstance(step, SleepStep):
         if progress:
             progress(f"sleep {step.sleep:g}s")
         await asyncio.sleep(step.sleep)
+
+
+def _web_guest(desktop: Desktop) -> HostsWebPages:
+    guest = desktop.guest
+    if not isinstance(guest, HostsWebPages):
+        backend = desktop.info().backend
+        raise DesktopError(
+            f"the {backend} backend cannot show web pages yet (web tasks run on the "
+            f"local backend; see docs/backends.md)"
+        )
+    return guest
+
+
+async def _open_page(
+    task: Task, desktop: Desktop, step: OpenPageStep, progress: Callable[[str], None] | None
+) -> None:
+    spec = step.open_page
+    guest = _web_guest(desktop)
+    try:
+        files = await asyncio.to_thread(site_files, task.folder, spec.site, spec.page, "open_page")
+    except ValueError as exc:
+        raise TaskError(str(exc)) from None
+    folder = f"{WEB_FOLDER}/{task.id}"
+    if progress:
+        progress(f"copy {spec.site} ({len(files)} files) → ~/{folder}")
+    for rel, path in files:
+        data = await asyncio.to_thread(path.read_bytes)
+        await desktop.guest.write_file(f"~/{folder}/{rel}", data)
+    url = "file://" + quote(f"{desktop.guest.home}/{folder}/{spec.page}")
+    timeout = spec.timeout * desktop.info().time_scale
+    if progress:
+        progress(f"open {spec.page} in Chromium (kiosk), up to {timeout:g} s")
+    await guest.open_page(url, timeout)
+    await desktop.settle(timeout=WINDOW_SETTLE_TIMEOUT, quiet=WINDOW_SETTLE_QUIET, change_wait=1.0)
 
 
 def _kind(step: SetupStep) -> str:

@@ -1,5 +1,8 @@
 """Figures over recorded episodes and the one policy they follow (`summary`: what a
-success is, how errors, aborts and batch retries count, the groups), a batch's slots
+success is, how errors, aborts and batch retries count, the groups), the checkpoint
+and reliability figures over the same attempts (`checkpoints`: per check, per phase,
+pass@k and pass^k over repeats, paired agents) and their statistics (`stats`: Wilson
+intervals, the pass@k estimators, t intervals), a batch's slots
 and the episode that stands for each (`slots`), and reports as text and JSONL
 (`report`) and as an HTML page (`html_report`, from `templates/`, with the matplotlib
 plots of `plots`).

@@ -14,9 +14,26 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from app.metrics.plots import Plot, plots
+from app.metrics.plots import Plot, check_plot, plots
 from app.metrics.report import atomic_write
-from app.metrics.summary import COLUMNS, POLICY_NOTE, Summary, cells, outcome
+from app.metrics.summary import (
+    CHECK_COLUMNS,
+    COLUMNS,
+    PAIRED_COLUMNS,
+    PHASE_COLUMNS,
+    POLICY_NOTE,
+    RELIABILITY_COLUMNS,
+    RELIABILITY_NOTE,
+    REPEAT_COLUMNS,
+    Summary,
+    cells,
+    check_cells,
+    outcome,
+    paired_cells,
+    phase_cells,
+    reliability_cells,
+    repeat_cells,
+)
 
 _ENV = Environment(
     loader=PackageLoader("app.metrics", "templates"),
@@ -31,7 +48,19 @@ _ENV = Environment(
 
 def render_html(summary: Summary) -> str:
     title = f"DeskLoop report: batch {summary.batch_id}" if summary.batch_id else "DeskLoop report"
-    shown = [Plot(p.name, p.title, Markup(p.svg)) for p in plots(summary.groups)]
+    made = [*plots(summary.groups), *check_plot(summary.checks)]
+    shown = [Plot(p.name, p.title, Markup(p.svg)) for p in made]
+    sections = [
+        (
+            "Reliability",
+            RELIABILITY_COLUMNS,
+            [reliability_cells(g) for g in [*summary.groups, *summary.totals]],
+        ),
+        ("Checks (leaf success)", CHECK_COLUMNS, [check_cells(c) for c in summary.checks]),
+        ("Phases", PHASE_COLUMNS, [phase_cells(p) for p in summary.phases]),
+        ("Repeats: pass@k and pass^k", REPEAT_COLUMNS, [repeat_cells(r) for r in summary.repeats]),
+        ("Paired agents", PAIRED_COLUMNS, [paired_cells(p) for p in summary.paired]),
+    ]
     return _ENV.get_template("report.html.j2").render(
         title=title,
         generated=summary.generated_at.isoformat(timespec="seconds"),
@@ -40,6 +69,8 @@ def render_html(summary: Summary) -> str:
         groups=[cells(g) for g in summary.groups],
         totals=[cells(g) for g in summary.totals],
         plots=shown,
+        sections=[(title, columns, rows) for title, columns, rows in sections if rows],
+        reliability_note=RELIABILITY_NOTE,
         unscored=summary.unscored,
         outcome=outcome,
     )

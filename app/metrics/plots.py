@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import matplotlib
 from lxml import etree
@@ -30,6 +30,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
+from app.metrics.checkpoints import CheckRate
 from app.metrics.summary import GroupStats
 
 COLORS = {
@@ -59,11 +60,12 @@ class Plot:
     svg: str
 
 
-Draw = Callable[[Axes, Sequence[GroupStats]], None]
-"""Draws one plot of the groups on axes whose rows are already labelled."""
+T = TypeVar("T")
+Draw = Callable[[Axes, Sequence[T]], None]
+"""Draws one plot of the rows (groups, checks) on axes whose rows are already labelled."""
 
 
-def _svg(name: str, draw: Draw, groups: Sequence[GroupStats]) -> str:
+def _svg(name: str, draw: Draw[T], groups: Sequence[T], labels: Sequence[str]) -> str:
     with matplotlib.rc_context(
         {
             "svg.fonttype": "none",
@@ -74,7 +76,7 @@ def _svg(name: str, draw: Draw, groups: Sequence[GroupStats]) -> str:
         fig = Figure(figsize=(WIDTH_INCHES, 1.4 + ROW_INCHES * len(groups)), layout="tight")
         ax = fig.subplots()
         # The first group on top, as in the tables.
-        ax.set_yticks(range(len(groups)), [g.label for g in groups])
+        ax.set_yticks(range(len(groups)), list(labels))
         ax.invert_yaxis()
         ax.spines[["top", "right"]].set_visible(False)
         draw(ax, groups)
@@ -151,9 +153,38 @@ def plots(groups: Sequence[GroupStats]) -> list[Plot]:
     """The report's plots of `groups` (none when there are no groups)."""
     if not groups:
         return []
-    made: list[tuple[str, str, Draw]] = [
+    made: list[tuple[str, str, Draw[GroupStats]]] = [
         ("success", "Success rate", _success),
         ("outcomes", "Outcomes", _outcomes),
         ("credit", "Partial credit and ask rate", _credit_and_asks),
     ]
-    return [Plot(name, title, _svg(name, draw, groups)) for name, title, draw in made]
+    labels = [g.label for g in groups]
+    return [Plot(name, title, _svg(name, draw, groups, labels)) for name, title, draw in made]
+
+
+def _check_rates(ax: Axes, checks: Sequence[CheckRate]) -> None:
+    rows = range(len(checks))
+    rates = [c.rate.value or 0.0 for c in checks]
+    low, high = [], []
+    for c, rate in zip(checks, rates, strict=True):
+        lo, hi = c.rate.interval or (rate, rate)
+        low.append(rate - lo)
+        high.append(hi - rate)
+    colors = [COLORS["passed"] if c.counts else COLORS["credit"] for c in checks]
+    ax.barh(rows, rates, color=colors, xerr=[low, high], capsize=3)
+    for row, c in zip(rows, checks, strict=True):
+        ax.text(1.02, row, f"{c.rate.k}/{c.rate.n}", va="center", fontsize=9)
+    ax.set_xlim(0, 1)
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel(
+        "leaf success over the scored attempts (bars: 95% Wilson interval; "
+        "blue: reported beside, does not decide pass/fail)"
+    )
+
+
+def check_plot(checks: Sequence[CheckRate]) -> list[Plot]:
+    """The per-check pass rates as one plot (none when no check was recorded)."""
+    if not checks:
+        return []
+    labels = [f"{c.task_id} · {c.agent} · {c.user}: {c.path} ({c.name})" for c in checks]
+    return [Plot("checks", "Per-check pass rate", _svg("checks", _check_rates, checks, labels))]

@@ -17,12 +17,32 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from app.core.tables import render_table
 from app.metrics.slots import counted_episodes
-from app.metrics.summary import COLUMNS, POLICY_NOTE, Summary, cells, outcome
+from app.metrics.summary import (
+    CHECK_COLUMNS,
+    COLUMNS,
+    PAIRED_COLUMNS,
+    PHASE_COLUMNS,
+    POLICY_NOTE,
+    RELIABILITY_COLUMNS,
+    RELIABILITY_NOTE,
+    REPEAT_COLUMNS,
+    Summary,
+    cells,
+    check_cells,
+    num,
+    outcome,
+    paired_cells,
+    phase_cells,
+    reliability_cells,
+    repeat_cells,
+    token_usage,
+)
 from app.store import EpisodeRecord, Store
 
 # -- text -----------------------------------------------------------------------------
@@ -43,8 +63,52 @@ def format_report(summary: Summary) -> str:
             "By agent:",
             render_table(COLUMNS, [cells(g) for g in summary.totals], empty=_NO_EPISODES),
         ]
+    models = [g for g in summary.by_agent if g.token_attempts]
+    if models:
+        parts += [
+            "",
+            "Model tokens by agent (over the attempts that reported usage):",
+            render_table(
+                ["agent", "attempts", "tokens", "tokens/ep", "asks/ep"],
+                [
+                    [
+                        g.agent,
+                        str(g.token_attempts),
+                        str(g.tokens),
+                        num(g.tokens_per_episode, 0),
+                        num(g.asks_per_episode, 1),
+                    ]
+                    for g in models
+                ],
+                empty=_NO_EPISODES,
+            ),
+        ]
     parts += ["", POLICY_NOTE]
+    if summary.totals:
+        parts += ["", *reliability_sections(summary), "", RELIABILITY_NOTE]
     return "\n".join(parts)
+
+
+def reliability_sections(summary: Summary, *, groups: bool = True) -> list[str]:
+    """The checkpoint and reliability tables, each under its title (empty ones left
+    out); `groups=False` leaves out the first, the rates per group, for a screen
+    that shows that one as a table of its own."""
+    sections = [
+        (
+            "Reliability (95% intervals):",
+            RELIABILITY_COLUMNS,
+            [reliability_cells(g) for g in [*summary.groups, *summary.totals]],
+        ),
+        ("Checks (leaf success):", CHECK_COLUMNS, [check_cells(c) for c in summary.checks]),
+        ("Phases:", PHASE_COLUMNS, [phase_cells(p) for p in summary.phases]),
+        ("Repeats (pass@k, pass^k):", REPEAT_COLUMNS, [repeat_cells(r) for r in summary.repeats]),
+        ("Paired agents:", PAIRED_COLUMNS, [paired_cells(p) for p in summary.paired]),
+    ]
+    parts: list[str] = []
+    for title, columns, rows in sections if groups else sections[1:]:
+        if rows:
+            parts += [*([""] if parts else []), title, render_table(columns, rows, empty="")]
+    return parts
 
 
 # -- JSONL ----------------------------------------------------------------------------
@@ -55,6 +119,9 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
 
     def frame(relative: str | None) -> str | None:
         return None if relative is None else str(store.frame_path(relative))
+
+    messages = store.messages(record.id)
+    tokens = token_usage(store, record.id)
 
     return {
         "episode_id": record.id,
@@ -80,6 +147,12 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
         "started_at": record.started_at.isoformat(),
         "ended_at": None if record.ended_at is None else record.ended_at.isoformat(),
         "final_frame": frame(record.final_frame),
+        # Per episode: the agent's questions, and its model calls' tokens (null: the
+        # agent reported none, as agents without a model).
+        "asks": sum(1 for m in messages if m.role == "agent" and m.kind == "question"),
+        "prompt_tokens": None if tokens is None else tokens.prompt,
+        "completion_tokens": None if tokens is None else tokens.completion,
+        "total_tokens": None if tokens is None else tokens.total,
         "messages": [
             {
                 "idx": m.idx,
@@ -90,7 +163,7 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
                 "source": m.source,
                 "phase_index": m.phase_index,
             }
-            for m in store.messages(record.id)
+            for m in messages
         ],
         "actions": [
             {
@@ -109,6 +182,16 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
             }
             for s in store.steps(record.id)
         ],
+        "phases": [
+            {
+                "idx": p.idx,
+                "status": p.status,
+                "delivered_step": p.delivered_step,
+                "passed": p.passed,
+                "score": None if p.score is None else float(p.score),
+            }
+            for p in store.phases(record.id)
+        ],
         "checks": [
             {
                 # The position in the recorded order, which is the stored idx: the
@@ -124,6 +207,27 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
                 "evidence": c.evidence,
             }
             for idx, c in enumerate(store.checks(record.id))
+        ],
+        "judgements": [
+            {
+                "path": j.path,
+                "phase": j.phase,
+                "counts": j.counts,
+                "model": j.model,
+                "base_url": j.base_url,
+                "temperature": float(j.temperature),
+                "seed": j.seed,
+                "prompt_json": json.dumps(j.prompt, ensure_ascii=False),
+                "images_json": json.dumps([asdict(i) for i in j.images]),
+                "request_key": j.request_key,
+                "answer": j.answer,
+                "passed": None if j.verdict is None else j.verdict.passed,
+                "score": None if j.verdict is None else j.verdict.score,
+                "reasons": None if j.verdict is None else j.verdict.reasons,
+                "cached": j.cached,
+                "error": j.error,
+            }
+            for j in store.judgements(record.id)
         ],
     }
 

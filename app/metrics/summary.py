@@ -40,14 +40,24 @@ kind and user; then everything together.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
 from app.core.errors import is_agents_own
+from app.metrics.checkpoints import (
+    CheckRate,
+    PairedRow,
+    PhaseRate,
+    RepeatRow,
+    check_rates,
+    paired_rows,
+    phase_rates,
+    repeat_rows,
+)
 from app.metrics.slots import counted_episodes
+from app.metrics.stats import Mean, Rate, wilson
 from app.store import EpisodeRecord, Store
 
 Outcome = Literal["passed", "failed", "error", "aborted"]
@@ -56,6 +66,11 @@ LEVEL_ORDER = {"L1": 0, "L2": 1, "L3": 2}
 KIND_ORDER = {"standard": 0, "interactive": 1}
 ALL = "all"
 """The key of a group that spans every value of that field."""
+THRESHOLDS = (0.5, 0.75, 1.0)
+"""The partial-credit levels k of "success at k" (root success at k: the share of
+attempts whose partial credit is at least k)."""
+_EPS = 1e-9
+"""Slack for a weighted mean that lands a hair under a threshold it meets."""
 
 
 def outcome(record: EpisodeRecord) -> Outcome | None:
@@ -100,6 +115,18 @@ class GroupStats:
     """Attempts in which the agent asked at least once."""
     asks: int
     """Questions the agent asked over the attempts."""
+    at_thresholds: tuple[int, ...] = ()
+    """Attempts whose partial credit is at least each of `THRESHOLDS` (an agent's own
+    error has none, so it reaches no threshold)."""
+    token_attempts: int = 0
+    """Attempts whose agent reported token usage (model agents)."""
+    tokens: int = 0
+    """Total tokens (prompt + completion) those attempts' model calls used."""
+
+    @property
+    def tokens_per_episode(self) -> float | None:
+        """Mean tokens per attempt, over the attempts that reported any."""
+        return self.tokens / self.token_attempts if self.token_attempts else None
 
     @property
     def episodes(self) -> int:
@@ -119,14 +146,20 @@ class GroupStats:
     def success_interval(self) -> tuple[float, float] | None:
         """The 95% Wilson score interval of the success rate (sound at small n and at
         0% or 100%, where the normal approximation collapses to a point)."""
-        n = self.finished
-        if not n:
-            return None
-        z = 1.959963984540054
-        p = self.passed / n
-        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        return max(0.0, centre - half), min(1.0, centre + half)
+        return wilson(self.passed, self.finished)
+
+    @property
+    def success(self) -> Rate:
+        return Rate(self.passed, self.finished)
+
+    def success_at(self, threshold: float) -> Rate:
+        """Success at partial credit `threshold` (one of `THRESHOLDS`)."""
+        return Rate(self.at_thresholds[THRESHOLDS.index(threshold)], self.finished)
+
+    @property
+    def asked_rate(self) -> Rate:
+        """The ask rate as a count: attempts with a question, of the attempts."""
+        return Rate(self.asked, self.finished)
 
     @property
     def ask_rate(self) -> float | None:
@@ -154,6 +187,14 @@ class Summary:
     unscored: list[EpisodeRecord]
     """The counted episodes that ended in an error or were aborted, by id: what the
     rates leave out, for a report to say why."""
+    checks: list[CheckRate] = field(default_factory=list)
+    """Leaf success: each task's final checks over the attempts that recorded them."""
+    phases: list[PhaseRate] = field(default_factory=list)
+    """Each task phase with checks: reached, and passed of reached."""
+    repeats: list[RepeatRow] = field(default_factory=list)
+    """pass@k and pass^k per group, then per agent, then over everything."""
+    paired: list[PairedRow] = field(default_factory=list)
+    """Every two agents on the tasks both attempted."""
 
     @property
     def totals(self) -> list[GroupStats]:
@@ -173,10 +214,13 @@ def _stats(
     episodes: Sequence[EpisodeRecord],
     retries: int,
     asks: Mapping[int, int],
+    tokens: Mapping[int, TokenUsage] | None = None,
 ) -> GroupStats:
     outcomes = [outcome(e) for e in episodes]
     attempts = [e for e in episodes if is_attempt(e)]
     counts = [asks.get(e.id, 0) for e in attempts]
+    credit = [e.score or 0.0 for e in attempts]
+    used = [tokens[e.id] for e in attempts if tokens and e.id in tokens]
     return GroupStats(
         *key,
         passed=outcomes.count("passed"),
@@ -184,10 +228,13 @@ def _stats(
         errors=outcomes.count("error"),
         aborted=outcomes.count("aborted"),
         retries=retries,
-        mean_score=_mean([e.score or 0.0 for e in attempts]),
+        mean_score=_mean(credit),
         mean_steps=_mean([float(e.steps) for e in attempts]),
         asked=sum(1 for n in counts if n > 0),
         asks=sum(counts),
+        at_thresholds=tuple(sum(1 for c in credit if c >= k - _EPS) for k in THRESHOLDS),
+        token_attempts=len(used),
+        tokens=sum(u.total for u in used),
     )
 
 
@@ -201,6 +248,7 @@ def _grouped(
     retries: Sequence[EpisodeRecord],
     asks: Mapping[int, int],
     key: Callable[[EpisodeRecord], GroupKey],
+    tokens: Mapping[int, TokenUsage] | None = None,
 ) -> list[GroupStats]:
     members: dict[GroupKey, list[EpisodeRecord]] = {}
     replaced: dict[GroupKey, int] = {}
@@ -209,7 +257,10 @@ def _grouped(
     for e in retries:
         members.setdefault(key(e), [])
         replaced[key(e)] = replaced.get(key(e), 0) + 1
-    return [_stats(k, members[k], replaced.get(k, 0), asks) for k in sorted(members, key=_sort_key)]
+    return [
+        _stats(k, members[k], replaced.get(k, 0), asks, tokens)
+        for k in sorted(members, key=_sort_key)
+    ]
 
 
 def ask_counts(store: Store, episodes: Iterable[EpisodeRecord]) -> dict[int, int]:
@@ -220,22 +271,72 @@ def ask_counts(store: Store, episodes: Iterable[EpisodeRecord]) -> dict[int, int
     }
 
 
+@dataclass(frozen=True)
+class TokenUsage:
+    """The tokens an episode's model calls used, summed over its steps' `agent_info`."""
+
+    prompt: int
+    completion: int
+    total: int
+
+
+def token_usage(store: Store, episode_id: int) -> TokenUsage | None:
+    """What a model agent's steps report (`prompt_tokens`, `completion_tokens`,
+    `total_tokens`; a total missing is their sum); None when no step reports any, as
+    for agents that call no model."""
+    prompt = completion = total = 0
+    reported = False
+    for step in store.steps(episode_id):
+        info = step.agent_info or {}
+        values = [info.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
+        if not any(isinstance(v, int) for v in values):
+            continue
+        reported = True
+        p, c, t = (v if isinstance(v, int) else 0 for v in values)
+        prompt, completion = prompt + p, completion + c
+        total += t if isinstance(values[2], int) else p + c
+    return TokenUsage(prompt, completion, total) if reported else None
+
+
+def token_counts(store: Store, episodes: Iterable[EpisodeRecord]) -> dict[int, TokenUsage]:
+    """Each episode's token usage, for those that report any."""
+    found = {e.id: token_usage(store, e.id) for e in episodes}
+    return {k: v for k, v in found.items() if v is not None}
+
+
 def summarize(store: Store, batch_id: str | None = None) -> Summary:
     """The figures over every ended episode in `store`, or over one batch's slots."""
     counted = counted_episodes(store, batch_id)
     episodes, retries = counted.episodes, counted.retries
     asks = ask_counts(store, episodes)
-    overall = _grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, ALL, ALL))
+    tokens = token_counts(store, episodes)
+    overall = _grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, ALL, ALL), tokens)
+    attempts = [e for e in episodes if is_attempt(e)]
+    checks = {e.id: store.checks(e.id) for e in attempts}
+    phases = {e.id: store.phases(e.id) for e in attempts if e.interactive}
     return Summary(
         batch_id=batch_id,
         generated_at=datetime.now(UTC),
-        groups=_grouped(
-            episodes, retries, asks, lambda e: (e.app, e.level, kind(e), e.agent, e.user_mode)
-        ),
-        by_agent=_grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, e.agent, ALL)),
+        groups=_grouped(episodes, retries, asks, _group_key, tokens),
+        by_agent=_grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, e.agent, ALL), tokens),
         overall=overall[0] if overall else None,
         unscored=[e for e in episodes if outcome(e) in ("error", "aborted")],
+        checks=check_rates(attempts, checks),
+        phases=phase_rates(attempts, phases, checks),
+        repeats=[
+            *sorted(repeat_rows(attempts, _group_key), key=lambda r: (_sort_key(r.key), r.k)),
+            *sorted(
+                repeat_rows(attempts, lambda e: (ALL, ALL, ALL, e.agent, ALL)),
+                key=lambda r: (r.key, r.k),
+            ),
+            *repeat_rows(attempts, lambda e: (ALL, ALL, ALL, ALL, ALL)),
+        ],
+        paired=paired_rows(attempts),
     )
+
+
+def _group_key(e: EpisodeRecord) -> GroupKey:
+    return (e.app, e.level, kind(e), e.agent, e.user_mode)
 
 
 # -- one way to write the figures, for every consumer ---------------------------------
@@ -297,3 +398,122 @@ POLICY_NOTE = (
     "of every rate; a batch slot counts once, its other tries are retries."
 )
 """The policy in one line, under every table of figures."""
+
+
+# -- the checkpoint and reliability tables (app.metrics.checkpoints) -----------------
+
+
+def interval(bounds: tuple[float, float] | None, signed: bool = False) -> str:
+    """A 95% interval as `[lo–hi%]`; "-" where there is none."""
+    if bounds is None:
+        return "-"
+    low, high = bounds
+    if signed:
+        return f"[{low * 100:+.0f}–{high * 100:+.0f}%]"
+    return f"[{low * 100:.0f}–{high * 100:.0f}%]"
+
+
+def rate_cell(rate: Rate) -> str:
+    """A rate with its interval: `67% [21–94%]`; "-" with no trials."""
+    return "-" if rate.value is None else f"{pct(rate.value)} {interval(rate.interval)}"
+
+
+def mean_cell(mean: Mean, signed: bool = False) -> str:
+    if mean.value is None:
+        return "-"
+    shown = f"{mean.value * 100:+.0f}%" if signed else pct(mean.value)
+    return f"{shown} {interval(mean.interval, signed)}"
+
+
+RELIABILITY_COLUMNS = [
+    "app",
+    "level",
+    "kind",
+    "agent",
+    "user",
+    "n",
+    "success",
+    *(f"credit≥{k:g}" for k in THRESHOLDS),
+    "asked",
+    "steps",
+]
+"""Every rate over the group's attempts (n), with its 95% Wilson interval."""
+
+
+def reliability_cells(g: GroupStats) -> list[str]:
+    return [
+        g.app,
+        g.level,
+        g.kind,
+        g.agent,
+        g.user,
+        str(g.finished),
+        rate_cell(g.success),
+        *(rate_cell(g.success_at(k)) for k in THRESHOLDS),
+        rate_cell(g.asked_rate),
+        num(g.mean_steps, 1),
+    ]
+
+
+CHECK_COLUMNS = ["task", "agent", "user", "check", "name", "decides", "passed", "rate"]
+
+
+def check_cells(c: CheckRate) -> list[str]:
+    return [
+        c.task_id,
+        c.agent,
+        c.user,
+        c.path,
+        c.name,
+        "yes" if c.counts else "no (beside)",
+        f"{c.rate.k}/{c.rate.n}",
+        rate_cell(c.rate),
+    ]
+
+
+PHASE_COLUMNS = ["task", "agent", "user", "phase", "attempts", "reached", "passed", "rate"]
+
+
+def phase_cells(p: PhaseRate) -> list[str]:
+    return [
+        p.task_id,
+        p.agent,
+        p.user,
+        f"phases[{p.phase}]",
+        str(p.attempts),
+        str(p.reached),
+        f"{p.rate.k}/{p.rate.n}",
+        rate_cell(p.rate),
+    ]
+
+
+REPEAT_COLUMNS = ["app", "level", "kind", "agent", "user", "k", "units", "pass@k", "pass^k"]
+
+
+def repeat_cells(r: RepeatRow) -> list[str]:
+    return [*r.key, str(r.k), str(r.units), mean_cell(r.pass_at), mean_cell(r.pass_hat)]
+
+
+PAIRED_COLUMNS = ["first", "second", "tasks", "first success", "second success", "difference"]
+
+
+def paired_cells(p: PairedRow) -> list[str]:
+    return [
+        p.first,
+        p.second,
+        str(p.difference.n),
+        pct(p.first_rate),
+        pct(p.second_rate),
+        mean_cell(p.difference, signed=True),
+    ]
+
+
+RELIABILITY_NOTE = (
+    "rates are over the attempts (n) with their 95% Wilson interval; credit≥k = share "
+    "of attempts with partial credit at least k; checks: leaf success over the scored "
+    "attempts (an agent's own error recorded none); phases: passed of the attempts "
+    "that reached the phase; pass@k (unbiased) and pass^k (all k succeed) per task × "
+    "agent × user with at least k attempts, with a 95% t interval over those units; "
+    "paired: first minus second success rate over the tasks both attempted, 95% t "
+    "interval."
+)

@@ -13,10 +13,10 @@ at scoring time and removed after, so an agent can neither see nor change them.
 May import the desktops' contract (`Guest`), checks and core.
 """
 
-from app.probes.registry import PROBERS, gather_probe, prober
+from app.probes.registry import ANSWER_PROBERS, PROBERS, answer_prober, gather_probe, prober
 
 # Importing the modules registers their probers.
 from app.probes import blender, stat  # noqa: F401  isort: skip
-from app.probes import media  # noqa: F401  isort: skip
+from app.probes import media, web  # noqa: F401  isort: skip
 
-__all__ = ["PROBERS", "gather_probe", "prober"]
+__all__ = ["ANSWER_PROBERS", "PROBERS", "answer_prober", "gather_probe", "prober"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Self, cast
 
+from app.core.judgements import JudgedImage, Judgement, Verdict
 from app.core.outcomes import CheckOutcome
 from app.core.triggers import Trigger, parse_trigger
 from app.core.vocabulary import (
@@ -222,6 +223,11 @@ class PhaseRecord:
     status: PhaseStatus
     delivered_step: int | None
     delivered_at: datetime | None
+    passed: bool | None = None
+    """Whether the phase's own checks passed when it was delivered (None: it has no
+    checks, was not delivered, or was recorded before migration 0010)."""
+    score: float | None = None
+    """Their partial credit, likewise."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Self:
@@ -234,6 +240,8 @@ class PhaseRecord:
             status=cast(PhaseStatus, row["status"]),
             delivered_step=row["delivered_step"],
             delivered_at=_opt_time(row["delivered_at"]),
+            passed=None if row["passed"] is None else bool(row["passed"]),
+            score=row["score"],
         )
 
 
@@ -249,4 +257,29 @@ def check_outcome(row: sqlite3.Row) -> CheckOutcome:
         score=row["score"],
         evidence=row["evidence"],
         phase=row["phase"],
+    )
+
+
+def judgement(row: sqlite3.Row) -> Judgement:
+    """A `judgements` row as the judgement scoring made."""
+    verdict = (
+        None
+        if row["passed"] is None
+        else Verdict(passed=bool(row["passed"]), score=row["score"], reasons=row["reasons"] or "")
+    )
+    return Judgement(
+        path=row["path"],
+        phase=row["phase"],
+        counts=bool(row["counts"]),
+        model=row["model"],
+        base_url=row["base_url"],
+        temperature=row["temperature"],
+        seed=row["seed"],
+        prompt=json.loads(row["prompt"]),
+        images=tuple(JudgedImage(**image) for image in json.loads(row["images"])),
+        request_key=row["request_key"],
+        answer=row["answer"],
+        verdict=verdict,
+        cached=bool(row["cached"]),
+        error=row["error"],
     )

@@ -307,6 +307,55 @@ def _v7(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0010_phase_results")
+def _v10_phase_results(db: Database) -> None:
+    # A phase's own checks' result beside the phase, as its tree decided it: the leaf
+    # rows alone cannot say whether an `any` group passed, and the per-phase pass
+    # rates of the reports (app.metrics.checkpoints) need the tree's answer. NULL for
+    # a phase without checks, one not delivered, and every phase recorded before.
+    db.execute(
+        "ALTER TABLE phases ADD COLUMN passed INTEGER CHECK (passed IS NULL OR passed IN (0, 1))"
+    )
+    db.execute(
+        "ALTER TABLE phases ADD COLUMN score REAL"
+        " CHECK (score IS NULL OR score BETWEEN 0.0 AND 1.0)"
+    )
+
+
+@MIGRATIONS(name="0010_judgements")
+def _v10_judgements(db: Database) -> None:
+    # What a model judge (the `judge` check, app.episode.judge) was asked and answered:
+    # the messages with each image as its sha256, the images' hashes, the model and
+    # its sampling, the cache key, the raw answer and the verdict. Recorded beside the
+    # checks, never instead of them: the check's own row holds its pass and evidence.
+    db.execute(
+        """
+        CREATE TABLE judgements (
+            episode_id INTEGER NOT NULL REFERENCES episodes (id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL CHECK (idx >= 0),
+            path TEXT NOT NULL,
+            phase INTEGER CHECK (phase IS NULL OR phase >= 0),
+            counts INTEGER NOT NULL CHECK (counts IN (0, 1)),
+            model TEXT NOT NULL,
+            base_url TEXT NOT NULL,
+            temperature REAL NOT NULL,
+            seed INTEGER,
+            prompt TEXT NOT NULL CHECK (json_valid(prompt)),
+            images TEXT NOT NULL CHECK (json_valid(images)),
+            request_key TEXT NOT NULL,
+            answer TEXT,
+            passed INTEGER CHECK (passed IS NULL OR passed IN (0, 1)),
+            score REAL CHECK (score IS NULL OR score BETWEEN 0.0 AND 1.0),
+            reasons TEXT,
+            cached INTEGER NOT NULL CHECK (cached IN (0, 1)),
+            error TEXT,
+            recorded_at TEXT NOT NULL,
+            PRIMARY KEY (episode_id, idx)
+        ) STRICT
+        """
+    )
+
+
 @MIGRATIONS(name="0011_person_replies")
 def _v11(db: Database) -> None:
     # Person mode (issue 14): the person is the user. A due phase's scripted message is

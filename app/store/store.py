@@ -2,7 +2,8 @@
 
 Assembled from its parts, each a module of this package: `base` (the connection, its
 lock, the writer thread behind `off_loop`, the frame directory), `writes`,
-`queries` and `liveness` (who runs an episode; recovering those whose runner died).
+`queries`, `judgements` (the model judge's questions and answers) and `liveness`
+(who runs an episode; recovering those whose runner died).
 The dataclasses read back are `records`.
 """
 
@@ -12,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.store.base import MEMORY, LockWait
+from app.store.judgements import Judgements
 from app.store.liveness import Liveness
-from app.store.queries import Queries
 from app.store.writes import Writes
 
 
-class Store(Writes, Queries, Liveness):
+class Store(Writes, Judgements, Liveness):
     """The episode database at `path` and its frames under `<path's dir>/frames/<id>/`,
     a folder of this database's own (`id` is random, recorded in the database).
 

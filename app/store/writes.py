@@ -396,12 +396,20 @@ class Writes(StoreBase):
             _insert_checks(conn, episode_id, rows)
 
     def record_phase_checks(
-        self, episode_id: int, phase: int, checks: Sequence[CheckOutcome]
+        self,
+        episode_id: int,
+        phase: int,
+        checks: Sequence[CheckOutcome],
+        *,
+        passed: bool | None = None,
+        score: float | None = None,
     ) -> None:
         """Record the optional checks of phase `phase`, evaluated when it was delivered.
 
         They are kept apart from the final score (their `phase` is `phase`) and replace
-        only earlier checks of the same phase.
+        only earlier checks of the same phase. `passed` and `score` are the phase
+        tree's result, kept on the phase's row (the leaves alone cannot say whether
+        an `any` group passed).
         """
         rows = _check_rows(episode_id, checks, phase)
         with self._write(f"recording the checks of phase {phase} of episode {episode_id}") as conn:
@@ -412,6 +420,11 @@ class Writes(StoreBase):
                 "DELETE FROM checks WHERE episode_id = ? AND phase = ?", (episode_id, phase)
             )
             _insert_checks(conn, episode_id, rows)
+            if passed is not None or score is not None:
+                conn.execute(
+                    "UPDATE phases SET passed = ?, score = ? WHERE episode_id = ? AND idx = ?",
+                    (None if passed is None else int(passed), score, episode_id, phase),
+                )
 
     # -- batches (app.batch) ---------------------------------------------------
 

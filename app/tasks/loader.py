@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from app.checks.tree import TreeError, leaves, parse_tree
 from app.core.errors import TaskError
 from app.core.validation import Lines, located, read_yaml_lines, validation_problems
-from app.tasks.model import APPS, SETUP_TAGS, Task, UploadStep
+from app.tasks.model import APPS, SETUP_TAGS, OpenPageStep, Task, UploadStep
 
 TASK_SUFFIXES = (".yaml", ".yml")
 
@@ -39,6 +39,47 @@ def resolve_asset(folder: Path, relative: str, field: str) -> Path:
     return path
 
 
+MAX_SITE_FILES = 2000
+MAX_SITE_BYTES = 64 * 1024 * 1024
+
+
+def site_files(folder: Path, site: str, page: str, field: str) -> list[tuple[str, Path]]:
+    """Every file of a web app's folder `site` (relative to the task folder `folder`),
+    as (path relative to the site, real path), sorted; `page` must be one of them.
+
+    Raises:
+        ValueError: naming `field`: the folder or the page is missing, it or a file
+            under it leads outside the task folder (a symlink), or it is too big.
+    """
+    pure = PurePosixPath(site)
+    if pure.is_absolute() or site.startswith("~") or ".." in pure.parts:
+        raise ValueError(f"{field}.site: {site!r} must be a folder inside the task folder")
+    root = folder.resolve()
+    base = (root / pure).resolve()
+    if not base.is_relative_to(root):
+        raise ValueError(f"{field}.site: {site!r} escapes the task folder (symlink?)")
+    if not base.is_dir():
+        raise ValueError(f"{field}.site: folder {site!r} not found in {folder}")
+    found: list[tuple[str, Path]] = []
+    total = 0
+    for path in sorted(base.rglob("*")):
+        real = path.resolve()
+        if not real.is_relative_to(root):
+            rel = path.relative_to(base).as_posix()
+            raise ValueError(f"{field}.site: {site}/{rel} leads outside the task folder")
+        if real.is_file():
+            total += real.stat().st_size
+            found.append((path.relative_to(base).as_posix(), real))
+        if len(found) > MAX_SITE_FILES or total > MAX_SITE_BYTES:
+            raise ValueError(
+                f"{field}.site: {site!r} is larger than a web app may be "
+                f"({MAX_SITE_FILES} files, {MAX_SITE_BYTES // (1024 * 1024)} MiB)"
+            )
+    if page not in {rel for rel, _ in found}:
+        raise ValueError(f"{field}.page: {page!r} is not a file of {site!r}")
+    return found
+
+
 def _asset_problems(task: Task) -> list[str]:
     problems: list[str] = []
 
@@ -51,6 +92,12 @@ def _asset_problems(task: Task) -> list[str]:
     for i, step in enumerate(task.setup):
         if isinstance(step, UploadStep):
             check(step.upload.src, f"setup[{i}].upload.src")
+        elif isinstance(step, OpenPageStep):
+            spec = step.open_page
+            try:
+                site_files(task.folder, spec.site, spec.page, f"setup[{i}].open_page")
+            except ValueError as exc:
+                problems.append(str(exc))
     trees = [task.eval_tree] + [task.phase_tree(i) for i in range(len(task.phases))]
     for tree in trees:
         if tree is None:
@@ -241,6 +288,13 @@ def setup_key(task: Task) -> str:
             try:
                 src = resolve_asset(task.folder, step.upload.src, "upload.src")
                 parts.append(hashlib.sha256(src.read_bytes()).hexdigest())
+            except (ValueError, OSError) as exc:
+                raise TaskError(f"{task.source}: {exc}") from exc
+        elif isinstance(step, OpenPageStep):
+            spec = step.open_page
+            try:
+                for rel, path in site_files(task.folder, spec.site, spec.page, "open_page"):
+                    parts.append(f"{rel}:{hashlib.sha256(path.read_bytes()).hexdigest()}")
             except (ValueError, OSError) as exc:
                 raise TaskError(f"{task.source}: {exc}") from exc
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()

@@ -29,7 +29,7 @@ from app.core.triggers import Trigger, parse_trigger, possible_events, trigger_t
 from app.core.vocabulary import PhaseKind
 
 TASK_ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-APPS = ("gimp", "blender", "kdenlive")
+APPS = ("gimp", "blender", "kdenlive", "web")
 MESSAGE_KINDS = ("clarification", "interruption", "feedback", "answer")
 
 
@@ -113,7 +113,56 @@ class SleepStep(_Strict):
     """Pause, in seconds. Prefer wait_window: it waits on meaning, not time."""
 
 
-SETUP_KINDS = ("upload", "launch", "wait_window", "sleep")
+def _site_relative(value: str, what: str) -> str:
+    # The loader checks the path against the task folder on disk; this refuses the
+    # shapes that could never stay inside it, so a model built in code is safe too.
+    pure = PurePosixPath(value)
+    if not value or pure.is_absolute() or value.startswith("~") or "\\" in value:
+        raise ValueError(f"{value!r} must be a {what} relative to the task folder")
+    if ".." in pure.parts:
+        raise ValueError(f"{value!r} must not contain '..': it would leave the task folder")
+    return value
+
+
+class OpenPageSpec(_Strict):
+    site: str
+    """The web app's folder, relative to the task folder (e.g. 'assets/kanban'): every
+    file under it is copied into the desktop (~/.deskloop-web/<task id>/) and nothing
+    under it may lead outside the task folder."""
+    page: str = "index.html"
+    """The page to open, relative to `site`."""
+    timeout: Annotated[float, Field(gt=0, le=300)] = 30.0
+    """Seconds for the browser to start and the page to define the page contract."""
+
+    @field_validator("site")
+    @classmethod
+    def _site_inside(cls, value: str) -> str:
+        return _site_relative(value, "folder")
+
+    @field_validator("page")
+    @classmethod
+    def _page_inside(cls, value: str) -> str:
+        return _site_relative(value, "file")
+
+
+class OpenPageStep(_Strict):
+    open_page: OpenPageSpec
+    """Copy a web app into the desktop and open it in a kiosk browser (web tasks);
+    setup waits until the page defines `getTasks`, `evaluateTask` and `reset`."""
+
+
+class ResetPageSpec(_Strict):
+    timeout: Annotated[float, Field(gt=0, le=60)] = 5.0
+    """Seconds for the page's `reset()` to finish."""
+
+
+class ResetPageStep(_Strict):
+    reset_page: ResetPageSpec
+    """Call the open page's `window.reset()` over the DevTools channel, then wait for the
+    screen to settle (web tasks; after an `open_page`)."""
+
+
+SETUP_KINDS = ("upload", "launch", "wait_window", "sleep", "open_page", "reset_page")
 # The union's tags, which pydantic puts in an error's path before the step's own key:
 # distinct words, so that the loader can drop them from the path (it printed
 # `setup[0].upload.upload.mode`) without dropping the key.
@@ -133,12 +182,15 @@ SetupStep = Annotated[
     Annotated[UploadStep, Tag("setup:upload")]
     | Annotated[LaunchStep, Tag("setup:launch")]
     | Annotated[WaitWindowStep, Tag("setup:wait_window")]
-    | Annotated[SleepStep, Tag("setup:sleep")],
+    | Annotated[SleepStep, Tag("setup:sleep")]
+    | Annotated[OpenPageStep, Tag("setup:open_page")]
+    | Annotated[ResetPageStep, Tag("setup:reset_page")],
     Discriminator(
         _setup_kind,
         custom_error_type="setup_step",
         custom_error_message=(
-            "a setup step is a mapping with exactly one of: upload, launch, wait_window, sleep"
+            "a setup step is a mapping with exactly one of: upload, launch, wait_window, "
+            "sleep, open_page, reset_page"
         ),
     ),
 ]
@@ -209,7 +261,7 @@ class Screen(_Strict):
 class Task(_Strict):
     id: str
     """Unique, lowercase letters, digits and dashes; equals the file name."""
-    app: Literal["gimp", "blender", "kdenlive"]
+    app: Literal["gimp", "blender", "kdenlive", "web"]
     level: Literal["L1", "L2", "L3"]
     title: Annotated[str, Field(min_length=1)]
     instruction: Annotated[str, Field(min_length=1)]
@@ -222,6 +274,9 @@ class Task(_Strict):
     screen: Screen | None = None
     """The screen size the task needs; an episode on a desktop of another size ends at
     once with an error naming both. None: any size (its desktops are made 1280×800)."""
+    answer_schema: dict[str, Any] | None = None
+    """A JSON schema for the answer the agent returns with DONE (text or JSON), for tasks
+    that ask for a returned value; `answer_matches_schema` checks it by default."""
     evaluate: ParsedTree
     """R: a tree of checks (see docs/tasks.md)."""
     reference: str | None = None
@@ -245,6 +300,36 @@ class Task(_Strict):
                 f"{value!r} is not a valid id: use lowercase letters, digits and single dashes"
             )
         return value
+
+    @field_validator("answer_schema")
+    @classmethod
+    def _a_json_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            # Imported here: only tasks that declare a schema need the library.
+            from jsonschema import Draft202012Validator
+            from jsonschema.exceptions import SchemaError
+
+            try:
+                Draft202012Validator.check_schema(value)
+            except SchemaError as exc:
+                raise ValueError(f"not a JSON schema: {exc.message}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _pages_in_web_tasks(self) -> Task:
+        # A page step does nothing useful without a page, and a web task without one
+        # would show the agent an empty desktop.
+        opened = False
+        for i, step in enumerate(self.setup):
+            if isinstance(step, OpenPageStep):
+                if self.app != "web":
+                    raise ValueError(f"setup[{i}]: open_page is for 'app: web' tasks")
+                opened = True
+            elif isinstance(step, ResetPageStep) and not opened:
+                raise ValueError(f"setup[{i}]: reset_page needs an open_page before it")
+        if self.app == "web" and not opened:
+            raise ValueError("setup: a web task opens its page with an open_page step")
+        return self
 
     @property
     def screen_size(self) -> tuple[int, int]:

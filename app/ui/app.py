@@ -197,16 +197,20 @@ class DeskLoopApp(App[None]):
         agent_spec: str,
         user_mode: UserMode,
         agent_timeout: float | None = None,
+        *,
+        endpoint: dict[str, str] | None = None,
     ) -> EpisodeSession:
         """Start an episode on the task's desktop (`DesktopPool.for_task`) and show it on
         the Live screen; `agent_timeout` is a model agent's deadline per call (None: its
-        default)."""
+        default), `endpoint` its adapter, model, base URL and key variable
+        (`app.agents.factory.endpoint_config`)."""
         if self.session is not None and not self.session.ended:
             raise DeskLoopError("an episode is already running; abort it or wait for its end")
-        from app.agents.factory import make_agent
+        from app.agents.factory import endpoint_config, make_agent
 
         # A bad spec fails here, before a desktop starts.
-        agent = make_agent(agent_spec, task, agent_timeout=agent_timeout)
+        model = endpoint_config(agent_spec, **(endpoint or {}))
+        agent = make_agent(agent_spec, task, model, agent_timeout=agent_timeout, store=self.store)
         entry, started_here = self.pool.for_task(task)
         session = EpisodeSession(
             task=task,

@@ -26,7 +26,7 @@ async def test_the_agent_timeout_is_checked_and_passed_on(
 ) -> None:
     # The lab's start is where a desktop would boot; the test is about the dialog.
     started: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(lab, "start_episode", lambda *args: started.append(args))
+    monkeypatch.setattr(lab, "start_episode", lambda *args, **_endpoint: started.append(args))
     async with lab.run_test(size=(160, 50)) as pilot:
         await wait_until(pilot, lambda: isinstance(lab.screen, TasksScreen), 5, "tasks")
         await pilot.press("s")

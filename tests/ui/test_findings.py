@@ -81,7 +81,7 @@ async def test_enter_in_the_start_dialog_after_choosing_the_user_starts(
         screen = lab.screen
         assert isinstance(screen, TasksScreen)
         await wait_until(pilot, lambda: screen.selected is not None, 5, "a selected task")
-        lab.start_episode = lambda *args: None  # type: ignore[assignment,method-assign]
+        lab.start_episode = lambda *args, **kwargs: None  # type: ignore[assignment,method-assign]
         await pilot.press("s")
         await wait_until(pilot, lambda: isinstance(lab.screen, StartEpisodeScreen), 5, "dialog")
         dialog = lab.screen

@@ -19,10 +19,10 @@ from typing import Literal
 
 import pytest
 from lxml import html as lxml_html
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from app.cli import main
-from app.metrics.summary import COLUMNS
+from app.metrics.summary import COLUMNS, RELIABILITY_COLUMNS, reliability_cells, summarize
 from app.store import Store
 from app.ui.app import DeskLoopApp
 from app.ui.screens.results import ResultsScreen
@@ -144,14 +144,23 @@ def text_rows(out: str) -> list[str]:
     return rows
 
 
-async def tui_rows(db: Path, tasks: Path) -> list[str]:
+async def tui_rows(db: Path, tasks: Path) -> tuple[list[str], list[list[str]], str]:
+    """The Results screen's figures, its reliability table's rows (cell by cell) and
+    the text of its checkpoint tables."""
     lab = DeskLoopApp(db=db, tasks_dir=tasks, start_mode="results")
     async with lab.run_test(size=(160, 50)) as pilot:
         await wait_until(pilot, lambda: isinstance(lab.screen, ResultsScreen), 5, "results")
-        table = lab.screen.query_one(DataTable)
+        table = lab.screen.query_one("#results-table", DataTable)
         header = [str(c.label) for c in table.ordered_columns]
         assert header == COLUMNS
-        return [" ".join(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
+        reliability = lab.screen.query_one("#reliability-table", DataTable)
+        assert [str(c.label) for c in reliability.ordered_columns] == RELIABILITY_COLUMNS
+        checkpoints = lab.screen.query_one("#results-checkpoints", Static)
+        return (
+            [" ".join(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)],
+            [[str(c) for c in reliability.get_row_at(i)] for i in range(reliability.row_count)],
+            str(checkpoints.render()),
+        )
 
 
 async def test_the_tui_and_the_report_show_the_same_figures(
@@ -162,14 +171,42 @@ async def test_the_tui_and_the_report_show_the_same_figures(
     jsonl, page = tmp_path / "episodes.jsonl", tmp_path / "report.html"
 
     assert main(["--db", str(db), "report", "--jsonl", str(jsonl), "--html", str(page)]) == 0
-    report = text_rows(capsys.readouterr().out)
-    tui = await tui_rows(db, write_tasks(tmp_path / "tasks"))
+    capsys_text = capsys.readouterr().out
+    report = text_rows(capsys_text)
+    tui, tui_reliability, tui_checkpoints = await tui_rows(db, write_tasks(tmp_path / "tasks"))
 
     assert report == EXPECTED
     assert tui == EXPECTED
+    # The reliability figures: the TUI's, the report's and the page's agree, and
+    # match a hand computation on the rows that show the policy.
+    summary = summarize(Store(db))
+    reliability = [reliability_cells(g) for g in [*summary.groups, *summary.totals]]
+    assert tui_reliability == reliability
+    # openai:m, simulated: two attempts, the slot that failed at credit 0.5 after one
+    # ask and ep 10, the agent's own error (no credit); the slot's infrastructure
+    # errors are out. 0/2 passed, 1/2 at credit 0.5, none at 0.75 or 1, 1/2 asked.
+    assert reliability[1][5:11] == [
+        "2",
+        "0% [0–66%]",
+        "50% [9–91%]",
+        "0% [0–66%]",
+        "0% [0–66%]",
+        "50% [9–91%]",
+    ]
+    # Everything: 7 attempts, 3 passed; credit ≥ 0.5: the 3 passes and 0.5 = 4.
+    assert reliability[-1][5:8] == ["7", "43% [16–75%]", "57% [25–84%]"]
+    text = capsys_text
+    for shown in reliability:
+        assert re.search(r"\s{2,}".join(re.escape(c) for c in shown), text), shown
+    for line in ("Checks (leaf success):", "Repeats (pass@k, pass^k):", "Paired agents:"):
+        assert line in tui_checkpoints and line in text
     tree = lxml_html.document_fromstring(page.read_text())
     cells = [[td.text_content() for td in tr.xpath("td")] for tr in tree.xpath("//tbody/tr")]
     assert [" ".join(c) for c in cells[: len(EXPECTED)]] == EXPECTED
+    page_reliability = tree.xpath("//h2[text()='Reliability']/following-sibling::table[1]")[0]
+    assert [
+        [td.text_content() for td in tr.xpath("td")] for tr in page_reliability.xpath("tbody/tr")
+    ] == reliability
 
     # The export holds exactly the counted episodes, and its outcomes give the rates.
     lines = [json.loads(line) for line in jsonl.read_text().splitlines()]

@@ -41,6 +41,10 @@ class OpenAIAgent:
         self._history: list[Turn] = []
         self._info: dict[str, Any] | None = None
 
+    def record(self) -> dict[str, Any]:
+        """The settings recorded in the episode's config (never the key)."""
+        return {"agent_config": {"adapter": "deskloop", **self.config.public()}}
+
     @property
     def url(self) -> str:
         return self.config.url

@@ -37,6 +37,8 @@ class OpenAIConfig(EndpointConfig):
             raise AgentError(
                 f"openai agent: image size {self.image_width}x{self.image_height} is too small"
             )
+        if self.history < 0:
+            raise AgentError(f"openai agent: history must be >= 0, not {self.history}")
         if self.tool_mode not in ("tools", "json"):
             raise AgentError(f"openai agent: tool_mode must be tools or json, not {self.tool_mode}")
 
@@ -46,8 +48,11 @@ class OpenAIConfig(EndpointConfig):
             "model": self.model,
             "base_url": self.base_url,
             "api_key_env": self.api_key_env,
+            "coordinates": "pixels",
             "image": [self.image_width, self.image_height],
             "tool_mode": self.tool_mode,
+            "history": self.history,
+            "deadline": self.deadline,
             "temperature": self.temperature,
             "seed": self.seed,
         }

@@ -17,7 +17,8 @@ with the user. Reply with exactly one action.
 GUI actions: click(x, y, button, count), move(x, y), drag(x1, y1, x2, y2), scroll(x, y, dy) \
 (dy > 0 scrolls down, in wheel notches), type(text), key(combo) (e.g. "ctrl+shift+s", \
 "enter", "alt+f4"), wait(seconds).
-When the latest user request is satisfied, call done. If something is unclear and you \
+When the latest user request is satisfied, call done; when the task asks you to return \
+a value (a number, a name, a list), give it as done's answer. If something is unclear and you \
 need the user's input, call ask(question). If you cannot complete the task, call \
 fail(reason). Earlier user messages stay in force unless a later one says otherwise.
 """
@@ -26,7 +27,7 @@ JSON_FORMAT_PROMPT = """\
 Answer with one JSON object and nothing else, naming the action in "action" and its \
 arguments as the other keys, for example {"action": "click", "x": 100, "y": 200} or \
 {"action": "key", "combo": "ctrl+s"} or {"action": "ask", "question": "..."} or \
-{"action": "done"}.
+{"action": "done"} or, when the task asks for a value, {"action": "done", "answer": 3}.
 """
 
 
@@ -67,7 +68,17 @@ TOOL_PARAMETERS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
         ["combo"],
     ),
     "wait": ("Wait before the next look.", {"seconds": _prop("number", "0..120")}, ["seconds"]),
-    "done": ("The latest user request is satisfied.", {}, []),
+    "done": (
+        "The latest user request is satisfied.",
+        {
+            # No "type": an answer may be text or any JSON value.
+            "answer": {
+                "description": "only when the task asks for a returned value: that value "
+                "(text, a number, a list or an object)"
+            }
+        },
+        [],
+    ),
     "ask": (
         "Ask the user a clarifying question (does not end the task).",
         {"question": _prop("string", "the question")},

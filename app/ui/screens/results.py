@@ -11,7 +11,20 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
-from app.metrics.summary import ALL, COLUMNS, GroupStats, cells, num, pct, summarize
+from app.metrics.report import reliability_sections
+from app.metrics.summary import (
+    ALL,
+    COLUMNS,
+    RELIABILITY_COLUMNS,
+    RELIABILITY_NOTE,
+    GroupStats,
+    Summary,
+    cells,
+    num,
+    pct,
+    reliability_cells,
+    summarize,
+)
 from app.ui.screens.base import LabScreen
 
 BAR_WIDTH = 30
@@ -59,8 +72,18 @@ all. The figures and their policy are `deskloop report`'s.
   partial credit; **steps**; **asked**: share of attempts with a question;
   **asks/ep**. All over the attempts; "-" where there is none.
 - The chart draws success (green) and credit (blue) per group.
+- Under it, **reliability**: every rate over the attempts (n) with its 95%
+  Wilson interval: success, success at partial credit ≥ 0.5, 0.75 and 1,
+  the ask rate; then the pass rate of each check across episodes, of each
+  phase with checks (of the attempts that reached it), pass@k and pass^k
+  over repeats of a task, and every two agents' paired difference on the
+  tasks both attempted. The same tables as `deskloop report`.
 - **g** reload.
 """
+    DEFAULT_CSS = """
+    #reliability-table { height: auto; margin-top: 1; }
+    #results-checkpoints { margin-top: 1; }
+    """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("g", "reload", "Reload")]
 
     def compose(self) -> ComposeResult:
@@ -69,11 +92,14 @@ all. The figures and their policy are `deskloop report`'s.
             yield DataTable(id="results-table", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="results-chart-box"):
                 yield Static("", id="results-chart")
+                yield DataTable(id="reliability-table", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="results-checkpoints")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
+        table = self.query_one("#results-table", DataTable)
         table.add_columns(*COLUMNS)
+        self.query_one("#reliability-table", DataTable).add_columns(*RELIABILITY_COLUMNS)
         self.reload()
         table.focus()
 
@@ -82,17 +108,30 @@ all. The figures and their policy are `deskloop report`'s.
 
     def reload(self) -> None:
         summary = summarize(self.lab.store)
-        table = self.query_one(DataTable)
+        table = self.query_one("#results-table", DataTable)
         table.clear()
         for row in [*summary.groups, *summary.totals]:
             style = "bold" if row.app == ALL else ""
             table.add_row(*(Text(cell, style) for cell in cells(row)))
+        self.show_reliability(summary)
         chart_box = self.query_one("#results-chart-box")
         chart_box.border_title = "success (green) and partial credit (blue)"
         self.query_one("#results-chart", Static).update(
             chart(summary.groups)
             if summary.groups
             else "No ended episodes yet: run one from Tasks."
+        )
+
+    def show_reliability(self, summary: Summary) -> None:
+        """The checkpoint and reliability figures, from the same summary."""
+        table = self.query_one("#reliability-table", DataTable)
+        table.clear()
+        for row in [*summary.groups, *summary.totals]:
+            style = "bold" if row.app == ALL else ""
+            table.add_row(*(Text(cell, style) for cell in reliability_cells(row)))
+        sections = reliability_sections(summary, groups=False)
+        self.query_one("#results-checkpoints", Static).update(
+            Text("\n".join([*sections, "", RELIABILITY_NOTE])) if summary.totals else ""
         )
 
     def action_reload(self) -> None:

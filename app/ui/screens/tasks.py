@@ -24,9 +24,24 @@ from app.ui.screens.base import LabFooter, LabScreen
 KIND_FILTERS = ("all", "interactive", "standard")
 
 
-class StartEpisodeScreen(ModalScreen[tuple[str, UserMode, float | None] | None]):
-    """Choose the agent, a model agent's timeout and who plays the user; dismisses with
-    (agent spec, user mode, agent timeout or None for the default)."""
+Choice = tuple[str, UserMode, float | None, dict[str, str]]
+"""(agent spec, user mode, agent timeout or None for the default, a model agent's
+endpoint fields: adapter, model, base_url, api_key_env, those filled in)."""
+
+ADAPTER_OPTIONS = [
+    ("as the agent spec says (default: DeskLoop's tools)", ""),
+    ("deskloop: DeskLoop's own tools", "deskloop"),
+    ("pyautogui: OSWorld-style code", "pyautogui"),
+    ("uitars: UI-TARS actions", "uitars"),
+    ("qwen: Qwen-VL computer_use", "qwen"),
+    ("anthropic: Claude's computer tool", "anthropic"),
+    ("openai-cua: OpenAI computer use", "openai-cua"),
+]
+
+
+class StartEpisodeScreen(ModalScreen[Choice | None]):
+    """Choose the agent, a model agent's endpoint and timeout, and who plays the user;
+    dismisses with a `Choice`."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
 
@@ -35,10 +50,18 @@ class StartEpisodeScreen(ModalScreen[tuple[str, UserMode, float | None] | None])
         self.task_ = task
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
+        # Scrolls: with the model fields it is taller than a 100×30 terminal allows.
+        with VerticalScroll(id="dialog"):
             yield Static(f"[b]Start an episode of {self.task_.id}[/b]", id="dialog-title")
             yield Label(f"Agent ({AGENT_SPECS})")
             yield Input(value="reference", id="agent")
+            yield Label("Model agents: adapter, model, base URL, key variable")
+            with Horizontal(id="model-fields"):
+                yield Select(ADAPTER_OPTIONS, value="", allow_blank=False, id="adapter")
+                yield Input(placeholder="model (or in the spec)", id="model")
+            with Horizontal(id="endpoint-fields"):
+                yield Input(placeholder="base URL, e.g. http://127.0.0.1:8000/v1", id="base-url")
+                yield Input(placeholder="key variable (default per adapter)", id="api-key-env")
             yield Label("Agent timeout, seconds per model call (model agents)")
             yield Input(placeholder=f"default {OpenAIConfig.deadline:g}", id="agent-timeout")
             yield Static("", id="agent-timeout-error")
@@ -57,6 +80,8 @@ class StartEpisodeScreen(ModalScreen[tuple[str, UserMode, float | None] | None])
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
+        # The scrolling dialog would take the focus first; Enter in the agent field starts.
+        self.query_one("#agent", Input).focus()
         self.watch(self.query_one("#user", Select), "expanded", self._user_list_toggled, init=False)
 
     def _user_list_toggled(self, expanded: bool) -> None:
@@ -80,10 +105,20 @@ class StartEpisodeScreen(ModalScreen[tuple[str, UserMode, float | None] | None])
                     f"[red]Agent timeout {exc}[/red]"
                 )
                 return
+        endpoint = {
+            name: value
+            for name, value in (
+                ("adapter", str(self.query_one("#adapter", Select).value or "")),
+                ("model", self.query_one("#model", Input).value.strip()),
+                ("base_url", self.query_one("#base-url", Input).value.strip()),
+                ("api_key_env", self.query_one("#api-key-env", Input).value.strip()),
+            )
+            if value
+        }
         if agent and user == "person":
-            self.dismiss((agent, "person", timeout))
+            self.dismiss((agent, "person", timeout, endpoint))
         elif agent and user == "simulated":
-            self.dismiss((agent, "simulated", timeout))
+            self.dismiss((agent, "simulated", timeout, endpoint))
 
     @on(Button.Pressed, "#cancel")
     def cancel(self) -> None:
@@ -115,13 +150,19 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
 
     class EpisodeRequested(Message):
         def __init__(
-            self, task: Task, agent: str, user: UserMode, agent_timeout: float | None = None
+            self,
+            task: Task,
+            agent: str,
+            user: UserMode,
+            agent_timeout: float | None = None,
+            endpoint: dict[str, str] | None = None,
         ) -> None:
             super().__init__()
             self.task = task
             self.agent = agent
             self.user = user
             self.agent_timeout = agent_timeout
+            self.endpoint = endpoint or {}
 
     def __init__(self) -> None:
         super().__init__()
@@ -230,7 +271,7 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
             self.notify("Select a task first.", severity="warning")
             return
 
-        def chosen(choice: tuple[str, UserMode, float | None] | None) -> None:
+        def chosen(choice: Choice | None) -> None:
             if choice is not None:
                 self.post_message(self.EpisodeRequested(task, *choice))
 
@@ -240,7 +281,9 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
         from app.core.errors import DeskLoopError
 
         try:
-            self.lab.start_episode(event.task, event.agent, event.user, event.agent_timeout)
+            self.lab.start_episode(
+                event.task, event.agent, event.user, event.agent_timeout, endpoint=event.endpoint
+            )
         except DeskLoopError as exc:
             from app.ui.modals import ErrorScreen
 

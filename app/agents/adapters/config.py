@@ -1,0 +1,132 @@
+"""The settings of a model agent behind an adapter: the endpoint's plus the adapter's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from app.agents.adapters.coords import (
+    CONVENTIONS,
+    QWEN_MAX_PIXELS,
+    QWEN_MIN_PIXELS,
+    Convention,
+)
+from app.core.errors import AgentError, DeskLoopError
+from app.endpoints.client import EndpointConfig
+
+ADAPTERS: tuple[str, ...] = ("pyautogui", "uitars", "anthropic", "openai-cua", "qwen")
+"""The families DeskLoop reads natively (besides its own tools, `--adapter deskloop`)."""
+
+DEFAULT_CONVENTION: dict[str, Convention] = {
+    "pyautogui": "pixels",
+    "uitars": "0-1000",
+    "anthropic": "pixels",
+    "openai-cua": "pixels",
+    "qwen": "qwen-grid",
+}
+"""Each family's native convention; `coords` overrides it (UI-TARS-1.5 and OpenCUA
+write pixels of the smart-resized image, `qwen-grid`; Qwen3-VL writes `0-1000`)."""
+
+FAMILY_BASE_URL: dict[str, str] = {"anthropic": "https://api.anthropic.com/v1"}
+FAMILY_KEY_ENV: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY"}
+"""A family's own endpoint and key variable, where they are not OpenAI's (the
+`EndpointConfig` defaults, which every other family's hosted or local server takes)."""
+
+
+def family_base_url(adapter: str) -> str:
+    return FAMILY_BASE_URL.get(adapter, EndpointConfig.base_url)
+
+
+def family_key_env(adapter: str) -> str:
+    return FAMILY_KEY_ENV.get(adapter, EndpointConfig.api_key_env)
+
+
+@dataclass(frozen=True)
+class AdapterConfig(EndpointConfig):
+    """A model agent speaking one family's native format (`adapter`)."""
+
+    adapter: str = "pyautogui"
+    coords: Convention | None = None
+    """The coordinate convention; None: the family's own (`DEFAULT_CONVENTION`)."""
+    image_width: int = 1280
+    image_height: int = 800
+    """The screenshot is scaled down (aspect kept) to fit this box; never up."""
+    history: int = 8
+    """How many of the model's earlier answers each request repeats (chat families)."""
+    screenshots: int = 1
+    """Screenshots each request of a chat family shows: the current one and the N-1
+    before it, each with the answer the model gave to it (UI-TARS is trained on such
+    a history)."""
+    images_kept: int = 3
+    """Screenshots kept in a stateful conversation (Anthropic); older ones are replaced
+    by a note, as Anthropic's reference loop does, so requests stay small."""
+    min_pixels: int = QWEN_MIN_PIXELS
+    max_pixels: int = QWEN_MAX_PIXELS
+    """Bounds of the `qwen-grid` smart resize (the server's processor's)."""
+    # A vision model may think for minutes over a screenshot (as OpenAIConfig).
+    timeout: float = 120.0
+    max_retries: int = 4
+    deadline: float = 600.0
+    max_tokens: int = 2048
+
+    who: ClassVar[str] = "model agent"
+    config_error: ClassVar[type[DeskLoopError]] = AgentError
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # Left as OpenAI's, the endpoint and the key variable are the family's own.
+        if self.base_url == EndpointConfig.base_url:
+            object.__setattr__(self, "base_url", family_base_url(self.adapter))
+        if self.api_key_env == EndpointConfig.api_key_env:
+            object.__setattr__(self, "api_key_env", family_key_env(self.adapter))
+        if self.adapter not in ADAPTERS:
+            raise AgentError(
+                f"model agent: unknown adapter {self.adapter!r}; known: "
+                f"deskloop, {', '.join(ADAPTERS)}"
+            )
+        if self.coords is not None and self.coords not in CONVENTIONS:
+            raise AgentError(
+                f"model agent: unknown coordinate convention {self.coords!r}; known: "
+                f"{', '.join(CONVENTIONS)}"
+            )
+        if self.image_width < 64 or self.image_height < 64:
+            raise AgentError(
+                f"model agent: image size {self.image_width}x{self.image_height} is too small"
+            )
+        if self.history < 0 or self.images_kept < 1 or self.screenshots < 1:
+            raise AgentError("model agent: history must be >= 0, screenshots and images_kept >= 1")
+
+    @property
+    def convention(self) -> Convention:
+        """`coords`, else the family's convention, refined by the model's name where a
+        family's checkpoints differ (Qwen3-VL writes 0-1000, UI-TARS-1.5 pixels of the
+        smart-resized image)."""
+        if self.coords is not None:
+            return self.coords
+        name = self.model.lower().replace("_", "-").replace(".", "-")
+        if self.adapter == "qwen" and "qwen3" in name:
+            return "0-1000"
+        if self.adapter == "uitars" and "1-5" in name:
+            return "qwen-grid"
+        return DEFAULT_CONVENTION[self.adapter]
+
+    def public(self) -> dict[str, Any]:
+        """The settings recorded with an episode (never the key itself)."""
+        return {
+            "adapter": self.adapter,
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env,
+            "coordinates": self.convention,
+            "image": [self.image_width, self.image_height],
+            "history": self.history,
+            "screenshots": self.screenshots,
+            "images_kept": self.images_kept,
+            "deadline": self.deadline,
+            "temperature": self.temperature,
+            **(
+                {"min_pixels": self.min_pixels, "max_pixels": self.max_pixels}
+                if self.convention == "qwen-grid"
+                else {}
+            ),
+        }

@@ -1,0 +1,314 @@
+"""OpenAI computer use over the Responses API (`POST {base_url}/responses`).
+
+The request offers the `computer_use_preview` tool (`display_width` × `display_height`
+is the size of every screenshot sent; coordinates are its pixels, `environment:
+linux`) and DeskLoop's `ask_user` and `give_up` functions, with `truncation: auto` as
+the API requires. Each `computer_call` is answered in the next request (chained with
+`previous_response_id`) by a `computer_call_output` carrying the new screenshot; a
+`function_call` by a `function_call_output`. A call's `pending_safety_checks` are
+recorded with the step (`safety_checks`) and acknowledged in its output: the desktop
+is a throw-away lab session. A response without a call is DONE (its text recorded).
+
+| `action.type` | DeskLoop |
+|---|---|
+| `click` (`button` left/right/wheel) | `click` |
+| `double_click` | `click`, count 2 |
+| `drag` (`path`: first → last point) | `drag` |
+| `keypress` (`keys`, pressed together: `["CTRL", "S"]`) | `key` |
+| `move` | `move` |
+| `scroll` (`scroll_y` pixels; 1 notch per 100, at least 1) | `scroll` |
+| `type` | `type` |
+| `wait` | `wait` 1 s |
+| `screenshot` | answered at once with the screen |
+| `ask_user` / `give_up` function call; no call | ASK / FAIL; DONE |
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from app.agents.adapters.base import Pointer, Reading, Shot, conversation_text, malformed
+from app.agents.adapters.config import AdapterConfig
+from app.agents.base import Observation
+from app.core.actions import (
+    Action,
+    Ask,
+    Click,
+    Done,
+    Drag,
+    Fail,
+    Key,
+    Move,
+    Scroll,
+    Type,
+    Wait,
+    validate_action,
+)
+from app.core.errors import ActionError, MalformedAction
+from app.core.keys import combo_of
+from app.endpoints.client import KeyHeader
+
+INSTRUCTIONS = """\
+You are operating a Linux desktop for a user. The user's messages come in this \
+conversation; the latest one is the active instruction, and earlier ones stay in force \
+unless it says otherwise. When the active instruction is satisfied, answer with a short \
+summary and no tool call. If something is unclear and you need the user's input, call \
+ask_user. If you cannot complete the task, call give_up.
+"""
+
+FUNCTIONS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "name": "ask_user",
+        "description": "Ask the user a clarifying question; the task goes on.",
+        "parameters": {
+            "type": "object",
+            "properties": {"question": {"type": "string"}},
+            "required": ["question"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "type": "function",
+        "name": "give_up",
+        "description": "Give up on the task, saying why.",
+        "parameters": {
+            "type": "object",
+            "properties": {"reason": {"type": "string"}},
+            "required": ["reason"],
+            "additionalProperties": False,
+        },
+    },
+]
+WAIT_SECONDS = 1.0
+SCROLL_PIXELS_PER_NOTCH = 100
+_BUTTONS = {"left": "left", "right": "right", "wheel": "middle", "middle": "middle"}
+
+
+def cua_action(data: Any, shot: Shot) -> list[Action] | None:
+    """The DeskLoop actions of one computer_call `action`; None for `screenshot`.
+
+    Raises:
+        ActionError: an unknown action or bad arguments.
+    """
+    if not isinstance(data, dict):
+        raise ActionError(f"computer_call: action must be an object, not {data!r}")
+    contract = shot.contract
+    kind = data.get("type")
+
+    def point(item: Any = data) -> tuple[int, int]:
+        if not isinstance(item, dict):
+            raise ActionError(f"{kind}: a point is {{x, y}}, not {item!r}")
+        return contract.to_screen(item.get("x"), item.get("y"), str(kind))
+
+    if kind == "click":
+        button = data.get("button", "left")
+        if button not in _BUTTONS:
+            raise ActionError(f"click: button {button!r} is not read (left, right, wheel)")
+        return [Click(*point(), _BUTTONS[button], 1)]  # type: ignore[arg-type]
+    if kind == "double_click":
+        return [Click(*point(), "left", 2)]
+    if kind == "drag":
+        path = data.get("path")
+        if not isinstance(path, list) or len(path) < 2:
+            raise ActionError(f"drag: path must hold at least two points, not {path!r}")
+        return [Drag(*point(path[0]), *point(path[-1]))]
+    if kind == "keypress":
+        keys = data.get("keys")
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise ActionError(f"keypress: keys must be a list of key names, not {keys!r}")
+        return [Key(combo_of(keys))]
+    if kind == "move":
+        return [Move(*point())]
+    if kind == "scroll":
+        dx, dy = data.get("scroll_x", 0) or 0, data.get("scroll_y", 0) or 0
+        if not isinstance(dy, int | float) or not isinstance(dx, int | float):
+            raise ActionError("scroll: scroll_x and scroll_y must be numbers")
+        if dy == 0:
+            raise ActionError("scroll: DeskLoop scrolls up or down only (scroll_y is 0)")
+        notches = max(1, round(abs(dy) / SCROLL_PIXELS_PER_NOTCH))
+        return [Scroll(*point(), notches if dy > 0 else -notches)]
+    if kind == "type":
+        return [Type(data.get("text"))]  # type: ignore[arg-type]
+    if kind == "wait":
+        return [Wait(WAIT_SECONDS)]
+    if kind == "screenshot":
+        return None
+    raise ActionError(f"computer_call: unknown action type {kind!r}")
+
+
+class OpenAICUAFamily:
+    """The Responses API conversation of one episode (see the module doc)."""
+
+    path = "/responses"
+    key_header: KeyHeader = "bearer"
+
+    def __init__(self, config: AdapterConfig) -> None:
+        self.config = config
+        self.reset()
+
+    def reset(self) -> None:
+        self.previous: str | None = None
+        """The last response's id: the next request continues it."""
+        self.shown = 0
+        self.pending: list[dict[str, Any]] = []
+        """The last response's calls, each owed an output."""
+        self.note: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    def request(self, observation: Observation, shot: Shot) -> dict[str, Any]:
+        items: list[dict[str, Any]] = []
+        for call in self.pending:
+            if call["type"] == "computer_call":
+                output: dict[str, Any] = {
+                    "type": "computer_call_output",
+                    "call_id": call["call_id"],
+                    "output": {"type": "computer_screenshot", "image_url": shot.data_url},
+                }
+                if call.get("pending_safety_checks"):
+                    output["acknowledged_safety_checks"] = call["pending_safety_checks"]
+                items.append(output)
+            else:
+                said = "The user's answer follows." if call["name"] == "ask_user" else "Noted."
+                items.append(
+                    {"type": "function_call_output", "call_id": call["call_id"], "output": said}
+                )
+        parts: list[dict[str, Any]] = []
+        if self.previous is None:
+            parts.append(
+                {
+                    "type": "input_text",
+                    "text": "Conversation (oldest first):\n" + conversation_text(observation),
+                }
+            )
+        elif len(observation.conversation) > self.shown:
+            parts.append(
+                {
+                    "type": "input_text",
+                    "text": "New messages from the user:\n"
+                    + conversation_text(observation, self.shown),
+                }
+            )
+        if self.note:
+            parts.append(
+                {"type": "input_text", "text": f"Your last answer was refused: {self.note}"}
+            )
+        if not any(call["type"] == "computer_call" for call in self.pending):
+            parts.append({"type": "input_image", "image_url": shot.data_url})
+        if parts:
+            items.append({"role": "user", "content": parts})
+        self.shown = len(observation.conversation)
+        self.pending, self.note = [], None
+        sent_w, sent_h = shot.contract.sent
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "instructions": INSTRUCTIONS,
+            "tools": [
+                {
+                    "type": "computer_use_preview",
+                    "display_width": sent_w,
+                    "display_height": sent_h,
+                    "environment": "linux",
+                },
+                *FUNCTIONS,
+            ],
+            "input": items,
+            "truncation": "auto",
+        }
+        if self.previous is not None:
+            body["previous_response_id"] = self.previous
+        return body
+
+    def read(
+        self, data: dict[str, Any], shot: Shot, pointer: Pointer, info: dict[str, Any]
+    ) -> Reading:
+        output = data.get("output")
+        if not isinstance(output, list):
+            raise MalformedAction("the response has no output list", data)
+        if isinstance(data.get("id"), str):
+            self.previous = data["id"]
+        text = "".join(
+            part.get("text", "")
+            for item in output
+            if isinstance(item, dict) and item.get("type") == "message"
+            for part in item.get("content") or []
+            if isinstance(part, dict) and part.get("type") == "output_text"
+        )
+        if text:
+            info["content"] = text
+        calls = [
+            item
+            for item in output
+            if isinstance(item, dict) and item.get("type") in ("computer_call", "function_call")
+        ]
+        self.pending = calls
+        info["calls"] = [
+            {
+                "type": c.get("type"),
+                "action": c.get("action"),
+                "name": c.get("name"),
+                "arguments": c.get("arguments"),
+            }
+            for c in calls
+        ]
+        checks = [check for c in calls for check in c.get("pending_safety_checks") or []]
+        if checks:
+            info["safety_checks"] = checks
+        if not calls:
+            return Reading([Done()])
+        start = pointer.at
+        actions: list[Action] = []
+        look = False
+        for call in calls:
+            try:
+                found: list[Action]
+                if call["type"] == "computer_call":
+                    batch = call.get("actions") or [call.get("action")]
+                    found = []
+                    for item in batch:
+                        read = cua_action(item, shot)
+                        look = look or read is None
+                        found += read or []
+                else:
+                    found = [self._function(call)]
+                for action in found:
+                    validate_action(action, str(call.get("type")))
+                    pointer.follow(action)
+                actions += found
+            except ActionError as exc:
+                pointer.at = start
+                raise malformed(exc, call) from None
+        return Reading(actions, look_again=look and not actions)
+
+    @staticmethod
+    def _function(call: dict[str, Any]) -> Action:
+        name, arguments = call.get("name"), call.get("arguments") or "{}"
+        try:
+            args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except json.JSONDecodeError as exc:
+            raise ActionError(f"{name}: arguments are not valid JSON ({exc})") from None
+        if not isinstance(args, dict):
+            raise ActionError(f"{name}: arguments must be a JSON object")
+        if name == "ask_user":
+            return Ask(args.get("question"))  # type: ignore[arg-type]
+        if name == "give_up":
+            return Fail(str(args.get("reason", "")))
+        raise ActionError(f"unknown function {name!r}; the functions are ask_user, give_up")
+
+    def rejected(self, reason: str) -> None:
+        self.note = reason
+
+    def dropped(self, count: int) -> None:
+        self.note = f"the last {count} action(s) of your answer were not run: the user spoke first"
+
+    def usage(self, data: dict[str, Any]) -> dict[str, Any]:
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        return {
+            "prompt_tokens": usage.get("input_tokens"),
+            "completion_tokens": usage.get("output_tokens"),
+            "total_tokens": usage.get("total_tokens"),
+        }
