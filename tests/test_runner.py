@@ -191,6 +191,8 @@ async def test_person_feedback_after_done_continues_episode(task: Task, tmp_path
             ("agent", "done"),
         ]
         assert agent.seen[1].active_message.text.startswith("Not yet")
+        feedback = store.messages(result.episode_id)[2]
+        assert (feedback.source, feedback.origin) == ("person", None)  # not a PersonUser's
         assert store.get_episode(result.episode_id).user_mode == "person"
 
 

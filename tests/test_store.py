@@ -35,6 +35,7 @@ from app.core.vocabulary import (
     END_REASONS,
     EPISODE_STATUSES,
     ERROR_KINDS,
+    MESSAGE_ORIGINS,
     PHASE_KINDS,
     PHASE_STATUSES,
     ROLES,
@@ -226,6 +227,7 @@ VOCABULARY_CHECKS = {
     ("messages", "role"): [ROLES],
     ("messages", "source"): [SOURCES],
     ("messages", "kind"): [USER_KINDS, AGENT_KINDS],
+    ("messages", "origin"): [MESSAGE_ORIGINS],
 }
 
 # A database as the store made it before app.core.vocabulary existed.

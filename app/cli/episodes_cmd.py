@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from app.cli.common import indent_block, table
+from app.core.conversation import describe_origin
 from app.core.judgements import Judgement
 from app.core.outcomes import CheckOutcome
 from app.core.triggers import trigger_to_raw
@@ -69,6 +70,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"setup {e.setup['seconds']:.1f} s{ahead} · from {e.setup['started_at']}")
         for at, text in e.setup.get("lines", []):
             print(f"  +{at:6.1f} s  {text}")
+    if e.person_wait_seconds:
+        print(f"waited for the person {e.person_wait_seconds:.1f} s (off the time budget)")
     if e.error:
         print(f"error: {e.error}")
     if final_frame is not None:
@@ -79,6 +82,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     for m in messages:
         head = f"  [step {m.step:>3}] {m.role:<5} {m.kind:<12} "
         print(head + indent_block(m.text, " " * len(head)))
+        if m.origin is not None:  # person mode: how the person's message came about
+            origin = describe_origin(m.origin, m.scripted, m.wait_seconds)
+            print(" " * len(head) + f"({origin})")
     if phases:
         print("\nphases:")
         for p in phases:

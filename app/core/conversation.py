@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.core.vocabulary import MessageKind, Role, Source
+from app.core.vocabulary import MessageKind, MessageOrigin, Role, Source
 
 
 @dataclass(frozen=True)
@@ -20,3 +20,24 @@ class Message:
     step: int
     source: Source
     phase_index: int | None = None
+    origin: MessageOrigin | None = None
+    """A person's message only: the script's text as offered, edited, or free."""
+    scripted: str | None = None
+    """The script's message the person was offered as a draft (person mode), if any."""
+    wait_seconds: float | None = None
+    """How long the episode waited for the person before this message (person mode);
+    that time is not counted against the time budget."""
+
+
+def describe_origin(origin: str, scripted: str | None, wait_seconds: float | None = None) -> str:
+    """In words, how a person's message relates to the script (person mode), for the
+    replay and `deskloop episodes show`."""
+    if origin == "script":
+        text = "sent as the script offered it"
+    elif origin == "edited":
+        text = f"edited from the script's: {scripted}"
+    else:
+        text = "the person's own words" + (f" (the script offered: {scripted})" if scripted else "")
+    if wait_seconds is not None:
+        text += f"; after {wait_seconds:.1f} s"
+    return text

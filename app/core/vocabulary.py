@@ -69,6 +69,10 @@ Source = Literal["task", "phase", "simulated", "person", "agent"]
 """Where a message came from: the task's instruction, a phase, the simulated user,
 the person, or the agent itself (its ASK / DONE / FAIL)."""
 PhaseStatus = Literal["pending", "delivered", "never_delivered"]
+MessageOrigin = Literal["script", "edited", "free"]
+"""How a person's message relates to the script (person mode): the due phase's
+scripted message sent as offered, an edit of it, or the person's own words (also
+every person message no script offered a draft for)."""
 
 EPISODE_STATUSES: Final[tuple[EpisodeStatus, ...]] = get_args(EpisodeStatus)
 END_REASONS: Final[tuple[EndReason, ...]] = get_args(EndReason)
@@ -85,3 +89,4 @@ USER_KINDS: Final[tuple[UserKind, ...]] = get_args(UserKind)
 AGENT_KINDS: Final[tuple[AgentKind, ...]] = get_args(AgentKind)
 SOURCES: Final[tuple[Source, ...]] = get_args(Source)
 PHASE_STATUSES: Final[tuple[PhaseStatus, ...]] = get_args(PhaseStatus)
+MESSAGE_ORIGINS: Final[tuple[MessageOrigin, ...]] = get_args(MessageOrigin)

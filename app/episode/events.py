@@ -76,10 +76,15 @@ class PhaseEvent:
 
 @dataclass(frozen=True)
 class WaitingEvent:
-    """The runner waits for the user: an answer to an ASK, or a review of a DONE."""
+    """The runner waits for the user: an answer to an ASK, a review of a DONE, or (person
+    mode) the message of a phase that a GUI action made due."""
 
-    what: Literal["answer", "review"]
+    what: Literal["answer", "review", "phase"]
     question: str | None = None
+    draft: str | None = None
+    """Person mode: the due phase's scripted message, offered to the person."""
+    phase: int | None = None
+    """Person mode: the index of the due phase, when one is."""
 
 
 @dataclass(frozen=True)

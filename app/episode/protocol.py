@@ -16,6 +16,13 @@ did and how many seconds have passed, and the engine answers what happens next
 
 A message's `step` is the number of agent turns completed when it arrived, so the
 agent sees it from step index `step` on.
+
+Person mode (`person_phases`): a person is the user, so a phase whose trigger holds
+is not delivered by the script. It becomes *due* (`Outcome.phase_due`): the runner
+offers its scripted message to the person as a draft and delivers what they send
+(`answer`, `review` or `send_due`), recorded with how it relates to the script.
+At a DONE the person may also accept, which ends the episode with the phase never
+delivered.
 """
 
 from __future__ import annotations
@@ -26,7 +33,14 @@ from typing import Any
 from app.core.actions import Action, Ask, Done, Fail, answer_text, is_gui_action
 from app.core.conversation import Message
 from app.core.triggers import Event, Trigger, describe_trigger, holds
-from app.core.vocabulary import AgentKind, EndReason, PhaseKind, Source, UserKind
+from app.core.vocabulary import (
+    AgentKind,
+    EndReason,
+    MessageOrigin,
+    PhaseKind,
+    Source,
+    UserKind,
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +63,19 @@ class Outcome:
     needs_review: bool = False
     """A DONE no phase answered, with `review_done` on: the user must `review` it."""
     ended: EndReason | None = None
+    phase_due: int | None = None
+    """Person mode: the phase whose trigger holds, waiting for the person's message
+    (after a GUI action alone; with `needs_answer` / `needs_review` its message is
+    the draft of the answer or the feedback)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """How a person's message came about (person mode), for its record."""
+
+    origin: MessageOrigin | None = None
+    scripted: str | None = None
+    wait_seconds: float | None = None
 
 
 @dataclass
@@ -68,6 +95,11 @@ class Protocol:
     """When set (a person in the loop), a DONE that no phase answers waits for the
     user's review: accepting ends the episode, feedback continues it."""
     awaiting_review: bool = False
+    person_phases: bool = False
+    """Person mode: a phase whose trigger holds waits for the person (see the module)."""
+    phase_due: int | None = None
+    awaiting_phase: bool = False
+    """Person mode: a GUI action made a phase due; `send_due` delivers it."""
     last_answer: Any = None
     """The answer (text or JSON) of the latest agent output if it was a DONE; None after
     any other output. See `returned`."""
@@ -89,6 +121,11 @@ class Protocol:
     @property
     def pending_phase(self) -> int | None:
         return self.next_phase if self.next_phase < len(self.phases) else None
+
+    @property
+    def due_message(self) -> str | None:
+        """The scripted message of the phase due in person mode (the person's draft)."""
+        return None if self.phase_due is None else self.phases[self.phase_due].message
 
     @property
     def returned(self) -> Any:
@@ -117,6 +154,8 @@ class Protocol:
             raise RuntimeError("the previous ASK has not been answered")
         if self.awaiting_review:
             raise RuntimeError("the previous DONE has not been reviewed")
+        if self.awaiting_phase:
+            raise RuntimeError("the due phase has not been delivered")
         self.steps += 1
         self.last_answer = action.answer if isinstance(action, Done) else None
         new: list[Message] = []
@@ -128,12 +167,13 @@ class Protocol:
         if is_gui_action(action):
             self.actions_since_active += 1
             delivered = self._maybe_deliver(Event.ACTION, "interruption", new)
+            self.awaiting_phase = self.phase_due is not None
         elif isinstance(action, Done):
             said = "DONE" if action.answer is None else f"DONE: {answer_text(action.answer)}"
             new.append(self._agent_message("done", said))
             delivered = self._maybe_deliver(Event.DONE, "feedback", new)
             if delivered is None:
-                if self.review_done:
+                if self.review_done or self.phase_due is not None:
                     needs_review = True
                     self.awaiting_review = True
                 else:
@@ -148,11 +188,11 @@ class Protocol:
             new.append(self._agent_message("fail", action.reason))
             ended = "fail"
 
-        if ended is None and not needs_answer and not needs_review:
+        if ended is None and not (needs_answer or needs_review or self.awaiting_phase):
             ended = self._budget_end(elapsed)
         if ended is not None:
             self.ended = ended
-        return Outcome(tuple(new), delivered, needs_answer, needs_review, ended)
+        return Outcome(tuple(new), delivered, needs_answer, needs_review, ended, self.phase_due)
 
     def on_rejected(self, elapsed: float) -> Outcome:
         """An agent turn whose action could not be executed (recorded with its reason).
@@ -168,31 +208,61 @@ class Protocol:
             self.ended = ended
         return Outcome((), None, False, False, ended)
 
-    def answer(self, text: str, source: Source, elapsed: float) -> Outcome:
-        """The user's answer to an ASK that no phase answered."""
+    def answer(
+        self, text: str, source: Source, elapsed: float, reply: Reply | None = None
+    ) -> Outcome:
+        """The user's answer to an ASK that no phase answered (in person mode, also
+        to one a due phase would have answered: the person's text delivers it)."""
         if not self.awaiting_answer:
             raise RuntimeError("no question is waiting for an answer")
         self.awaiting_answer = False
-        message = self._user_message("answer", text, source)
-        ended = self._budget_end(elapsed)
-        if ended is not None:
-            self.ended = ended
-        return Outcome((message,), None, False, False, ended)
+        return self._reply("answer", text, source, elapsed, reply)
 
-    def review(self, feedback: str | None, source: Source, elapsed: float) -> Outcome:
+    def review(
+        self, feedback: str | None, source: Source, elapsed: float, reply: Reply | None = None
+    ) -> Outcome:
         """The user's verdict on a DONE awaiting review: None accepts (the episode
-        ends), text is feedback that becomes the active instruction."""
+        ends; a due phase stays undelivered), text is feedback that becomes the active
+        instruction (in person mode with a phase due: that phase, in the person's words)."""
         if not self.awaiting_review:
             raise RuntimeError("no DONE is waiting for a review")
         self.awaiting_review = False
         if feedback is None:
+            self.phase_due = None
             self.ended = "done"
             return Outcome((), None, False, False, "done")
-        message = self._user_message("feedback", feedback, source)
+        return self._reply("feedback", feedback, source, elapsed, reply)
+
+    def send_due(
+        self, text: str, source: Source, elapsed: float, reply: Reply | None = None
+    ) -> Outcome:
+        """Person mode: the person's message for the phase a GUI action made due."""
+        if not self.awaiting_phase:
+            raise RuntimeError("no phase is waiting for the person's message")
+        self.awaiting_phase = False
+        return self._reply("interruption", text, source, elapsed, reply)
+
+    def _reply(
+        self,
+        default_kind: UserKind,
+        text: str,
+        source: Source,
+        elapsed: float,
+        reply: Reply | None,
+    ) -> Outcome:
+        """A user's message in reply to a wait: delivers the due phase, if one is."""
+        reply = reply or Reply()
+        index, self.phase_due = self.phase_due, None
+        if index is not None:
+            self._deliver(index)
+            kind = self.phases[index].kind or default_kind
+        else:
+            kind = default_kind
+        message = self._user_message(kind, text, source, index, reply)
         ended = self._budget_end(elapsed)
         if ended is not None:
             self.ended = ended
-        return Outcome((message,), None, False, False, ended)
+        return Outcome((message,), index, False, False, ended)
 
     def inject(self, text: str, kind: UserKind, source: Source = "person") -> Message:
         """A message the person sends at any moment; it becomes the active instruction.
@@ -206,7 +276,9 @@ class Protocol:
             self.awaiting_answer = False
         if kind == "feedback" and self.awaiting_review:
             self.awaiting_review = False
-        return self._user_message(kind, text, source)
+        # A person's own words: no script offered them.
+        reply = Reply("free") if source == "person" else None
+        return self._user_message(kind, text, source, reply=reply)
 
     def check_time(self, elapsed: float) -> EndReason | None:
         """End the episode if the time budget is spent (between turns)."""
@@ -240,11 +312,17 @@ class Protocol:
         phase = self.phases[index]
         if not holds(phase.trigger, event, self.actions_since_active):
             return None
+        if self.person_phases:
+            self.phase_due = index  # the person sends it (or their own words)
+            return None
+        self._deliver(index)
+        out.append(self._user_message(phase.kind or default_kind, phase.message, "phase", index))
+        return index
+
+    def _deliver(self, index: int) -> None:
         self.next_phase += 1
         self.delivered.append(index)
         self.actions_since_active = 0
-        out.append(self._user_message(phase.kind or default_kind, phase.message, "phase", index))
-        return index
 
     def _agent_message(self, kind: AgentKind, text: str) -> Message:
         message = Message(role="agent", kind=kind, text=text, step=self.steps, source="agent")
@@ -252,8 +330,14 @@ class Protocol:
         return message
 
     def _user_message(
-        self, kind: UserKind, text: str, source: Source, phase_index: int | None = None
+        self,
+        kind: UserKind,
+        text: str,
+        source: Source,
+        phase_index: int | None = None,
+        reply: Reply | None = None,
     ) -> Message:
+        reply = reply or Reply()
         message = Message(
             role="user",
             kind=kind,
@@ -261,6 +345,9 @@ class Protocol:
             step=self.steps,
             source=source,
             phase_index=phase_index,
+            origin=reply.origin,
+            scripted=reply.scripted,
+            wait_seconds=reply.wait_seconds,
         )
         self.conversation.append(message)
         return message

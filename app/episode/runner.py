@@ -35,8 +35,6 @@ from app.agents.base import (
 )
 from app.core.actions import (
     Action,
-    Ask,
-    Done,
     action_kind,
     action_to_dict,
     describe_action,
@@ -61,20 +59,22 @@ from app.episode.events import (
     EndedEvent,
     EpisodeResult,
     MessageEvent,
-    PhaseEvent,
     RunnerEvent,
     StatusEvent,
     StepEvent,
-    WaitingEvent,
 )
 from app.episode.judge import JUDGE_CACHE, JudgeContext
 from app.episode.prepare import PreparedStart, prepare_start
-from app.episode.protocol import Outcome, PhaseSpec, Protocol
+from app.episode.protocol import PhaseSpec, Protocol
 from app.episode.scoring import ScoreResult, score_phase, score_task
+from app.episode.user_turns import Aborted as _Aborted
+from app.episode.user_turns import UserTurns
+from app.episode.waits import PersonWaits
 from app.store import Store
 from app.store.frames import encode_png
 from app.tasks.loader import setup_key
 from app.tasks.model import Task
+from app.users.person import PersonUser
 from app.users.simulated import User
 
 log = logging.getLogger(__name__)
@@ -82,11 +82,7 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
-class _Aborted(Exception):
-    """The person aborted the episode."""
-
-
-class EpisodeRunner:
+class EpisodeRunner(UserTurns):
     """Runs one episode.
 
     `progress` receives short status lines (CLI); `on_event` receives every
@@ -126,6 +122,9 @@ class EpisodeRunner:
         self._last_frame: tuple[Frame, str] | None = None
         self._store_seconds = 0.0
         """Seconds this episode has waited on the store (see `_stored`)."""
+        self.waits = PersonWaits()
+        """The time spent waiting for the person: off the budget, recorded apart."""
+        self._loop_started: float | None = None
         # What an episode that ends in an error keeps of the desktop's end: the
         # frame (path) and the windows a failed setup saw, the last step's frame.
         self._end_frame: str | None = None
@@ -144,8 +143,16 @@ class EpisodeRunner:
             self._store_seconds += time.monotonic() - begun
 
     def _elapsed(self, started: float, now: float | None = None) -> float:
-        """The episode's time against its budget: since `started`, less the store's."""
-        return (time.monotonic() if now is None else now) - started - self._store_seconds
+        """The episode's time against its budget: since `started`, less the store's and
+        the person's (person mode: the budget pauses while the episode waits for them)."""
+        now = time.monotonic() if now is None else now
+        return now - started - self._store_seconds - self.waits.seconds(now)
+
+    def budget_seconds_used(self) -> float | None:
+        """Seconds of the time budget spent so far; None before the agent's loop."""
+        if self._loop_started is None:
+            return None
+        return self._elapsed(self._loop_started)
 
     def _emit(self, event: RunnerEvent) -> None:
         if self._on_event is not None:
@@ -194,6 +201,7 @@ class EpisodeRunner:
             max_steps=task.budget.steps,
             max_seconds=task.budget.seconds,
             review_done=self.user.reviews_done,
+            person_phases=isinstance(self.user, PersonUser),
         )
         self.protocol = protocol
         final_frame: str | None = None
@@ -317,7 +325,7 @@ class EpisodeRunner:
                 keep_image=lambda name, pixels: self._keep_image(episode_id, name, pixels),
             )
         )
-        started = time.monotonic()
+        started = self._loop_started = time.monotonic()
         # Wall time the agent got control: "modified after start" checks compare to it,
         # so files written by setup never count as the agent's work.
         self._agent_started_at = time.time()
@@ -437,36 +445,6 @@ class EpisodeRunner:
         self._recorded(new_messages, message_ids)
         await self._apply_outcome(episode_id, protocol, action, outcome, started)
 
-    async def _apply_outcome(
-        self,
-        episode_id: int,
-        protocol: Protocol,
-        action: Action | None,
-        outcome: Outcome,
-        started: float,
-    ) -> None:
-        """What follows a step already recorded with its messages and phase delivery:
-        the delivered phase's checks, the user's answer or review."""
-        if outcome.delivered_phase is not None:
-            self._emit(PhaseEvent(outcome.delivered_phase, protocol.steps))
-            self._say(f"phase {outcome.delivered_phase + 1} delivered")
-            await self._score_phase(episode_id, outcome.delivered_phase)
-        if outcome.needs_answer:
-            assert isinstance(action, Ask)
-            self._emit(WaitingEvent("answer", action.question))
-            text, source = await self._wait_for_user(self.user.answer(action.question))
-            if protocol.awaiting_answer:  # a person may have answered by injection
-                answered = protocol.answer(text, source, self._elapsed(started))
-                await self._record_messages(episode_id, answered.messages)
-        if outcome.needs_review:
-            assert isinstance(action, Done)
-            self._emit(WaitingEvent("review"))
-            feedback = await self._wait_for_user(self.user.review())
-            if protocol.awaiting_review:
-                source = "person" if self.user.mode == "person" else "simulated"
-                reviewed = protocol.review(feedback, source, self._elapsed(started))
-                await self._record_messages(episode_id, reviewed.messages)
-
     async def _score_phase(self, episode_id: int, index: int) -> None:
         """Score a phase's optional checks on the state at its delivery; kept apart
         from the final score."""
@@ -501,9 +479,12 @@ class EpisodeRunner:
         result: T = reply.result()
         return result
 
-    async def _record_messages(self, episode_id: int, messages: Iterable[Message]) -> None:
+    async def _record_messages(
+        self, episode_id: int, messages: Iterable[Message], delivered: int | None = None
+    ) -> None:
         """Record the messages not recorded yet (outside a step: the instruction, an
-        injection, an answer or review), each in its own transaction."""
+        injection, an answer or review), each in its own transaction; the one of phase
+        `delivered` (a person's, in person mode) with that phase's delivery."""
         for message in self._unrecorded(messages):
             message_id = await self._stored(
                 self.store.record_message,
@@ -514,6 +495,10 @@ class EpisodeRunner:
                 step=message.step,
                 phase_index=message.phase_index,
                 source=message.source,
+                origin=message.origin,
+                scripted=message.scripted,
+                wait_seconds=message.wait_seconds,
+                delivers_phase=delivered is not None and message.phase_index == delivered,
             )
             self._recorded([message], [message_id])
 
@@ -570,6 +555,7 @@ class EpisodeRunner:
             steps=protocol.steps,
             final_frame=final_frame,
             final_windows=self._end_windows,
+            person_wait_seconds=round(self.waits.total, 3),
         )
 
     async def _ended_in_error(

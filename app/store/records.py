@@ -22,6 +22,7 @@ from app.core.vocabulary import (
     EpisodeStatus,
     ErrorKind,
     MessageKind,
+    MessageOrigin,
     PhaseKind,
     PhaseStatus,
     Role,
@@ -85,6 +86,8 @@ class EpisodeRecord:
     ahead, while another episode ran), `started_at`, `seconds`, `lines` ([offset
     seconds, text] each), `restored` (a saved start state was restored) and `failed`;
     None before it was recorded."""
+    person_wait_seconds: float = 0.0
+    """Person mode: seconds the episode waited for the person, off its time budget."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Self:
@@ -122,6 +125,7 @@ class EpisodeRecord:
                 else WindowList.from_raw(json.loads(row["final_windows"]))
             ),
             setup=_opt_json(row["setup"]),
+            person_wait_seconds=row["person_wait_seconds"],
         )
 
 
@@ -189,6 +193,12 @@ class MessageRecord:
     phase_index: int | None
     source: Source
     created_at: datetime
+    origin: MessageOrigin | None = None
+    """A person's message: the script's text as offered, edited, or free (person mode)."""
+    scripted: str | None = None
+    """The script's message the person was offered, when one was."""
+    wait_seconds: float | None = None
+    """How long the episode waited for the person before this message."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Self:
@@ -203,6 +213,9 @@ class MessageRecord:
             phase_index=row["phase_index"],
             source=cast(Source, row["source"]),
             created_at=_time(row["created_at"]),
+            origin=cast(MessageOrigin | None, row["origin"]),
+            scripted=row["scripted"],
+            wait_seconds=row["wait_seconds"],
         )
 
 

@@ -28,6 +28,7 @@ from app.core.vocabulary import (
     END_REASONS,
     EPISODE_STATUSES,
     ERROR_KINDS,
+    MESSAGE_ORIGINS,
     PHASE_KINDS,
     PHASE_STATUSES,
     ROLES,
@@ -352,6 +353,29 @@ def _v10_judgements(db: Database) -> None:
             PRIMARY KEY (episode_id, idx)
         ) STRICT
         """
+    )
+
+
+@MIGRATIONS(name="0011_person_replies")
+def _v11(db: Database) -> None:
+    # Person mode (issue 14): the person is the user. A due phase's scripted message is
+    # offered as a draft; what the person sent is recorded with how it came about
+    # (`origin`: the script's text, edited, or free; only on the person's messages),
+    # the script's original (`scripted`), and how long the episode waited for it
+    # (`wait_seconds`). The waits are off the time budget, so the episode keeps their
+    # sum apart (`person_wait_seconds`; 0 for every episode before).
+    db.execute(
+        "ALTER TABLE messages ADD COLUMN origin TEXT CHECK (origin IS NULL"
+        f" OR (source = 'person' AND {_one_of('origin', MESSAGE_ORIGINS)}))"
+    )
+    db.execute("ALTER TABLE messages ADD COLUMN scripted TEXT")
+    db.execute(
+        "ALTER TABLE messages ADD COLUMN wait_seconds REAL"
+        " CHECK (wait_seconds IS NULL OR wait_seconds >= 0)"
+    )
+    db.execute(
+        "ALTER TABLE episodes ADD COLUMN person_wait_seconds REAL NOT NULL DEFAULT 0"
+        " CHECK (person_wait_seconds >= 0)"
     )
 
 

@@ -32,6 +32,7 @@ from app.core.vocabulary import (
     EpisodeStatus,
     ErrorKind,
     MessageKind,
+    MessageOrigin,
     PhaseKind,
     Role,
     Source,
@@ -196,11 +197,25 @@ class Writes(StoreBase):
         phase_index: int | None = None,
         source: Source,
         created_at: Timestamp | None = None,
+        origin: MessageOrigin | None = None,
+        scripted: str | None = None,
+        wait_seconds: float | None = None,
+        delivers_phase: bool = False,
     ) -> int:
-        """Append a message to the episode's conversation; return its id."""
-        message = Message(role, kind, text, step, source, phase_index)
+        """Append a message to the episode's conversation; return its id. A person's
+        message may say how it came about (`origin`, the script's `scripted` draft)
+        and how long the episode waited for it (see app.core.conversation.Message);
+        `delivers_phase`: it is phase `phase_index`'s delivery (person mode), marked
+        in the same transaction."""
+        message = Message(
+            role, kind, text, step, source, phase_index, origin, scripted, wait_seconds
+        )
+        at = _iso(created_at)
         with self._write(f"recording a {role} {kind} message in episode {episode_id}") as conn:
-            return _insert_message(conn, episode_id, message, _iso(created_at))
+            message_id = _insert_message(conn, episode_id, message, at)
+            if delivers_phase and phase_index is not None:
+                self._deliver_phase(conn, episode_id, phase_index, step, at)
+            return message_id
 
     def record_step(
         self,
@@ -327,6 +342,7 @@ class Writes(StoreBase):
         final_frame: str | None = None,
         final_windows: WindowList | None = None,
         ended_at: Timestamp | None = None,
+        person_wait_seconds: float = 0.0,
     ) -> None:
         """End a running episode; its phases still pending become never_delivered.
 
@@ -339,7 +355,8 @@ class Writes(StoreBase):
         with self._write(doing) as conn:
             cursor = conn.execute(
                 """UPDATE episodes SET status = ?, end_reason = ?, error = ?, error_kind = ?,
-                       steps = ?, final_frame = ?, final_windows = ?, ended_at = ?
+                       steps = ?, final_frame = ?, final_windows = ?, ended_at = ?,
+                       person_wait_seconds = ?
                    WHERE id = ? AND status = 'running'""",
                 (
                     status,
@@ -350,6 +367,7 @@ class Writes(StoreBase):
                     final_frame,
                     None if final_windows is None else json.dumps(final_windows.to_raw()),
                     _iso(ended_at),
+                    person_wait_seconds,
                     episode_id,
                 ),
             )
@@ -458,8 +476,8 @@ def _insert_message(
     """Append `message` after the episode's last one; return its id."""
     cursor = conn.execute(
         """INSERT INTO messages (episode_id, idx, role, kind, text, step, phase_index,
-               source, created_at)
-           SELECT ?, COALESCE(MAX(idx) + 1, 0), ?, ?, ?, ?, ?, ?, ?
+               source, created_at, origin, scripted, wait_seconds)
+           SELECT ?, COALESCE(MAX(idx) + 1, 0), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
            FROM messages WHERE episode_id = ?""",
         (
             episode_id,
@@ -470,6 +488,9 @@ def _insert_message(
             message.phase_index,
             message.source,
             created_at,
+            message.origin,
+            message.scripted,
+            message.wait_seconds,
             episode_id,
         ),
     )

@@ -24,7 +24,7 @@ from app.store import Store
 from app.tasks.loader import load_tasks
 from app.tasks.model import Task
 from app.ui.graphics import Graphics
-from app.ui.modals import ErrorScreen, HelpScreen
+from app.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen
 from app.ui.screens.author import AuthorScreen
 from app.ui.screens.desktops import DesktopsScreen
 from app.ui.screens.episodes import EpisodesScreen
@@ -122,6 +122,27 @@ class DeskLoopApp(App[None]):
             self.recording.end("the TUI quit")
         await self.pool.close_all()
         self.store.close()
+
+    async def action_quit(self) -> None:
+        """Quit; while an episode runs or a demonstration is recorded, ask first (it
+        would be aborted: recorded as such, its desktop stopped)."""
+        running = []
+        if self.session is not None and not self.session.ended:
+            running.append(f"the episode of {self.session.task.id} (recorded as aborted)")
+        if self.recording is not None and not self.recording.ended:
+            running.append("the recording of a demonstration (what was recorded is kept)")
+        if not running:
+            self.exit()
+            return
+        if isinstance(self.screen, ConfirmScreen):
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        question = "Quitting ends " + " and ".join(running) + ", and stops this session's desktops."
+        self.push_screen(ConfirmScreen("Quit DeskLoop?", question, "Quit"), answered)
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
@@ -225,6 +246,9 @@ class DeskLoopApp(App[None]):
         return session
 
     def watch_desktop(self, name: str) -> None:
+        if self.session is not None and self.session.ended:
+            # The Live screen shows what it watches now, not the last episode's header.
+            self.session = None
         self.live_desktop = name
         self.show_live()
 

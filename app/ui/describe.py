@@ -85,3 +85,34 @@ def flow(text: str) -> str:
     panes that wrap text themselves."""
     paragraphs = re.split(r"\n\s*\n", text.strip())
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
+def message_step(step: int, role: str) -> str:
+    """Where a message belongs in the step log's numbering. A message's `step` counts
+    the agent turns completed when it arrived, while the step log numbers turns from
+    0: the agent's ASK/DONE/FAIL of step-log row N has step N + 1, and a user message
+    with step N + 1 arrived after that row."""
+    if step == 0:
+        return "start"
+    return f"step {step - 1}" if role == "agent" else f"after step {step - 1}"
+
+
+END_WORDS = {
+    "done": "the agent said DONE",
+    "fail": "the agent gave up (FAIL)",
+    "step_budget": "the step budget ran out",
+    "time_budget": "the time budget ran out",
+    "aborted": "aborted",
+    "error": "an error",
+}
+
+
+def describe_end(end_reason: str | None, passed: bool | None, score: float | None) -> str:
+    """How an episode ended and what the checks said, in words that cannot contradict
+    each other: the score is the final state's (app.metrics.summary's policy), however
+    the episode ended, so 'FAIL' and 'passed' are said apart."""
+    how = END_WORDS.get(end_reason or "", end_reason or "ended")
+    if score is None:
+        return f"{how} · not scored"
+    verdict = "the final state passes the checks" if passed else "the checks fail"
+    return f"{how} · {verdict} (score {score:.2f})"

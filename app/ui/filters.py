@@ -1,7 +1,7 @@
 """The Episodes screen's filter language (no Textual: tested on its own).
 
 Words separated by spaces, all of which must hold:
-`task:ID` (substring), `agent:NAME`, `user:person|simulated`,
+`task:ID` (substring), `agent:NAME` (substring), `user:person|simulated`,
 `status:running|finished|error`, `passed:yes|no`, `score>=0.5` (also >, <=, <, =),
 and a bare word, which must appear in the task id.
 """
@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.core.vocabulary import EPISODE_STATUSES, USER_MODES
 from app.store import EpisodeRecord
 
 _SCORE = re.compile(r"^score(>=|<=|>|<|=)([0-9]*\.?[0-9]+)$")
@@ -62,10 +63,14 @@ def _test(word: str) -> Callable[[EpisodeRecord], bool]:
     if key == "task":
         return lambda e: value in e.task_id.lower()
     if key == "agent":
-        return lambda e: e.agent.lower() == value
+        return lambda e: value in e.agent.lower()  # agent:openai finds openai:gpt-4o
     if key == "user":
+        if value not in USER_MODES:
+            raise ValueError(f"{word!r}: user is {' or '.join(USER_MODES)}")
         return lambda e: e.user_mode == value
     if key == "status":
+        if value not in EPISODE_STATUSES:
+            raise ValueError(f"{word!r}: status is {', '.join(EPISODE_STATUSES)}")
         return lambda e: e.status == value
     if key == "passed":
         if value not in ("yes", "no"):

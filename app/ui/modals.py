@@ -86,6 +86,39 @@ class ChoiceScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question before something that cannot be undone (quit or abort while an
+    episode runs); dismisses with True for yes (`y`), False for no (`n`, esc)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+
+    def __init__(self, title: str, question: str, yes: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.question = question
+        self.yes = yes
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog"):
+            yield Static(Text(self.title_text, "bold"), id="dialog-title")
+            yield Static(self.question, markup=False)
+            with Horizontal(id="dialog-buttons"):
+                yield Button(f"{self.yes} (y)", id="yes", variant="error")
+                yield Button("Cancel (n)", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()  # enter is the safe answer
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
 class PromptScreen(ModalScreen[str | None]):
     """One line of text (may be empty); dismisses with it on enter, None on escape."""
 

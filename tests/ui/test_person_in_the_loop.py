@@ -90,7 +90,10 @@ async def test_person_answers_through_chat_pane_and_accepts(
             "the question in the chat pane's title",
         )
         chat = live.query_one("#chat-input", Input)
-        await wait_until(pilot, lambda: chat.has_focus, 5, "the chat box to take focus")
+        # The question never moves the cursor: `c` (the screen's key) puts it in the box.
+        assert not chat.has_focus
+        await pilot.press("c")
+        assert chat.has_focus and chat.value == ""
         await pilot.press(*"Call it proof.txt please")
         await pilot.press("enter")
 
@@ -177,7 +180,7 @@ async def test_person_pauses_interrupts_and_gives_feedback(tasks_dir: Path, tmp_
         person = session.person
         assert person is not None
         await wait_until(pilot, lambda: person.waiting == "review", 120, "the first DONE")
-        await pilot.press(*"Not yet: create proof.txt", "enter")
+        await pilot.press("escape", "c", *"Not yet: create proof.txt", "enter")
         await wait_until(
             pilot, lambda: person.waiting == "review" and len(session.steps) > 3, 120, "DONE"
         )

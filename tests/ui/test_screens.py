@@ -138,22 +138,24 @@ async def test_episodes_filter_and_replay(lab: DeskLoopApp) -> None:
         screen = lab.screen
         assert isinstance(screen, EpisodesScreen)
         table = screen.query_one("#episode-table", DataTable)
-        assert table.row_count == 4
+        await wait_until(pilot, lambda: table.row_count == 4, 5, "the episodes")
         await pilot.press("slash")
         await pilot.press(*"user:person")
         await pilot.press("enter")
+        await wait_until(pilot, lambda: table.row_count == 1, 5, "the filtered episodes")
         assert [e.task_id for e in screen.shown] == ["gimp-badge-interactive"]
-        assert table.has_focus
+        assert not table.has_focus  # the cursor stays in the filter box (issue 14)
         submitted = [m for m in unique(seen) if isinstance(m, Input.Submitted)]
         assert submitted[-1].value == "user:person"
 
-        await pilot.press("slash", "ctrl+u", *"score>x", "enter")  # refused, named
+        await pilot.press("ctrl+u", *"score>x", "enter")  # refused, named
         assert [e.task_id for e in screen.shown] == ["gimp-badge-interactive"]
 
         await pilot.press("escape", "enter")
         await wait_until(pilot, lambda: isinstance(lab.screen, ReplayScreen), 5, "replay")
         replay = lab.screen
         assert isinstance(replay, ReplayScreen)
+        await wait_until(pilot, lambda: bool(replay.rows), 5, "the episode read")
         kinds = [key[0] for key, _ in replay.rows]
         # instruction, step 0, question + answer (arrived after step 0), step 1, final
         assert kinds == ["m", "s", "m", "m", "s", "f"]
@@ -166,7 +168,7 @@ async def test_episodes_filter_and_replay(lab: DeskLoopApp) -> None:
         await pilot.press("up")  # the person's answer, in place
         await wait_until(
             pilot,
-            lambda: "person answer at step 1: 200 pixels." in str(caption.render()),
+            lambda: "person answer (after step 0): 200 pixels." in str(caption.render()),
             5,
             "the answer",
         )
@@ -208,7 +210,10 @@ async def test_live_screen_without_an_episode(lab: DeskLoopApp) -> None:
         assert "No episode is running" in screen_text(lab)
         await pilot.press("f2", "f3", "f4")  # nothing to pause, accept or abort: no crash
         await pilot.press("c", *"hello", "enter")
-        assert screen.query_one("#chat-input", Input).value == "hello"  # not sent anywhere
+        # Not sent anywhere, and not kept for the next episode (issue 14).
+        assert screen.query_one("#chat-input", Input).value == ""
+        notes = [n.message for n in lab._notifications]
+        assert any("nothing was sent" in note for note in notes), notes
 
 
 @pytest.mark.desktop
@@ -236,14 +241,14 @@ async def test_desktops_start_view_snapshot_and_stop(lab: DeskLoopApp) -> None:
         detail = str(screen.query_one("#desktop-detail", Static).render())
         assert info.vnc.password in detail
 
-        await pilot.press("p")  # the local backend has no snapshots: an error dialog
-        await wait_until(pilot, lambda: isinstance(lab.screen, ErrorScreen), 10, "error")
-        assert "cannot take snapshots" in lab.screen.text  # type: ignore[attr-defined]
-        await pilot.press("escape")
-        await pilot.press("b")  # nothing to go back to
-        await wait_until(pilot, lambda: isinstance(lab.screen, ErrorScreen), 10, "error")
-        assert "no snapshot of" in lab.screen.text  # type: ignore[attr-defined]
-        await pilot.press("escape")
+        # The local backend has no snapshots: a documented limitation, said as such,
+        # not a "Desktop error" dialog (issue 14).
+        await pilot.press("p")
+        await pilot.press("b")
+        await pilot.pause(0.3)
+        assert isinstance(lab.screen, DesktopsScreen)
+        notes = [n.message for n in lab._notifications]
+        assert sum("local backend has no snapshots" in note for note in notes) == 2, notes
 
         await pilot.press("v")
         await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
@@ -254,7 +259,7 @@ async def test_desktops_start_view_snapshot_and_stop(lab: DeskLoopApp) -> None:
         await pilot.press("d", "x")
         await wait_until(pilot, lambda: entry.info().state == "closed", 30, "the stop")
         changed = [m for m in unique(seen) if isinstance(m, DesktopsScreen.Changed)]
-        assert len(changed) >= 4  # start, snapshot, restore, stop each end with a message
+        assert len(changed) >= 2  # start and stop each end with a message
 
 
 @pytest.mark.desktop

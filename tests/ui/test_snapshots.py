@@ -1,4 +1,4 @@
-"""Snapshots of the main screens at 160×50 and 100×30 (pytest-textual-snapshot).
+"""Snapshots of the main screens at 160×50, 100×30 and 80×24 (pytest-textual-snapshot).
 
 Everything shown is fixed: a recorded database with fixed times and frames, task
 files written by the test, relative paths, UTC, a fixed listing of libvirt desktops.
@@ -9,7 +9,7 @@ After an intended change of the look, review the diff and update with
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,10 @@ SnapCompare = Callable[..., bool]
 
 BIG = (160, 50)
 SMALL = (100, 30)
+TINY = (80, 24)
+"""The smallest terminal the TUI is laid out for (issue 14): the footer keeps `q Quit`."""
+SIZES = [BIG, SMALL, TINY]
+SIZE_IDS = ["160x50", "100x30", "80x24"]
 
 
 @pytest.fixture
@@ -47,13 +51,39 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[s
     time.tzset()
 
 
-@pytest.mark.parametrize("size", [BIG, SMALL], ids=["160x50", "100x30"])
+async def loaded(pilot: Pilot[None]) -> None:
+    """Until the screen has read the store (Episodes and Replay read it in a thread)."""
+    from app.ui.screens.episodes import EpisodesScreen
+    from app.ui.screens.replay import ReplayScreen
+
+    app = pilot.app
+    screen = app.screen
+    if isinstance(screen, EpisodesScreen):
+        await wait_until(pilot, lambda: screen.loaded, 5, "the episodes")
+    if isinstance(screen, ReplayScreen):
+        await wait_until(pilot, lambda: bool(screen.rows), 5, "the episode")
+    await pilot.pause()
+
+
+def pressing(*keys: list[str]) -> Callable[[Pilot[None]], Awaitable[None]]:
+    """Each group of keys pressed once the screen has read the store."""
+
+    async def run(pilot: Pilot[None]) -> None:
+        await loaded(pilot)
+        for group in keys:
+            await pilot.press(*group)
+            await loaded(pilot)
+
+    return run
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 @pytest.mark.parametrize(
-    ("start", "press"),
+    ("start", "keys"),
     [
-        ("tasks", ["down", "down", "down"]),
+        ("tasks", [["down", "down", "down"]]),
         ("episodes", []),
-        ("episodes", ["down", "down", "enter", "right", "right"]),
+        ("episodes", [["down", "down", "enter"], ["right", "right"]]),
         ("results", []),
         ("live", []),
     ],
@@ -63,10 +93,10 @@ def test_screen(
     snap_compare: SnapCompare,
     lab: Callable[[str], DeskLoopApp],
     start: str,
-    press: list[str],
+    keys: list[list[str]],
     size: tuple[int, int],
 ) -> None:
-    assert snap_compare(lab(start), press=press, terminal_size=size)
+    assert snap_compare(lab(start), run_before=pressing(*keys), terminal_size=size)
 
 
 async def listed(pilot: Pilot[None]) -> None:
@@ -77,7 +107,7 @@ async def listed(pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
-@pytest.mark.parametrize("size", [BIG, SMALL], ids=["160x50", "100x30"])
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 def test_desktops(
     snap_compare: SnapCompare, lab: Callable[[str], DeskLoopApp], size: tuple[int, int]
 ) -> None:

@@ -24,7 +24,6 @@ from textual.widgets import (
     Checkbox,
     ContentSwitcher,
     DataTable,
-    Footer,
     Header,
     Input,
     Label,
@@ -42,7 +41,7 @@ from app.tasks.model import APPS
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
 from app.ui.modals import ErrorScreen, PromptScreen, YamlScreen
-from app.ui.screens.base import LabScreen
+from app.ui.screens.base import LabFooter, LabScreen
 from app.ui.screens.live import LiveScreen
 from app.ui.services.authoring import (
     CheckItem,
@@ -196,7 +195,7 @@ write the task into the library and prove it (what `deskloop author` does).
                 yield Static("", id="author-verdict")
                 yield DataTable(id="author-proof", cursor_type="row")
                 yield RichLog(id="author-progress", wrap=True, markup=False)
-        yield Footer(compact=True)
+        yield LabFooter()
 
     def on_mount(self) -> None:
         self.query_one("#author-checks", DataTable).add_columns("", "check", "why")

@@ -13,13 +13,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from app.core.errors import DesktopError
 from app.desktops.inventory import SavedState, VmListing
 from app.rfb.client import VncEndpoint
 from app.ui.modals import ChoiceScreen
-from app.ui.screens.base import LabScreen
+from app.ui.screens.base import LabFooter, LabScreen
 from app.ui.services.desktops import (
     DesktopPool,
     LibvirtDesktops,
@@ -110,7 +110,7 @@ progress.
         with Vertical():
             yield DataTable(id="desktop-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="desktop-detail")
-        yield Footer(compact=True)
+        yield LabFooter()
 
     @property
     def pool(self) -> DesktopPool:
@@ -365,6 +365,11 @@ progress.
         target = self._target()
         if isinstance(target, str):
             name = target
+            limitation = self.pool.cannot_snapshot(name)
+            if limitation is not None:
+                # A documented limitation, said as such: not an error dialog.
+                self.notify(limitation, title="No snapshots here", timeout=8)
+                return
 
             async def take() -> None:
                 key = await self.pool.snapshot(name)
@@ -381,6 +386,10 @@ progress.
         target = self._target()
         if isinstance(target, str):
             name = target
+            limitation = self.pool.cannot_snapshot(name)
+            if limitation is not None:
+                self.notify(limitation, title="No snapshots here", timeout=8)
+                return
 
             async def restore() -> None:
                 key = await self.pool.restore(name)

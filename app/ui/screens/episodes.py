@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
 from app.store import EpisodeRecord
-from app.ui.filters import parse_filter
-from app.ui.screens.base import LabScreen
+from app.ui.filters import EpisodeFilter, parse_filter
+from app.ui.screens.base import LabFooter, LabScreen
 
 
 def score_text(episode: EpisodeRecord) -> Text:
@@ -28,10 +28,11 @@ class EpisodesScreen(LabScreen):
 Every episode in the database, newest first.
 
 - **/** filter. Words that must all hold: `task:ID` (part of the id),
-  `agent:reference`, `user:person` or `user:simulated`,
-  `status:finished|error|running`, `passed:yes|no`, `score>=0.5`
-  (also `>`, `<=`, `<`, `=`); a bare word matches the task id.
-  **enter** applies it, **esc** goes back to the table.
+  `agent:NAME` (part of the agent's name, e.g. `agent:openai`),
+  `user:person` or `user:simulated`, `status:finished|error|running`,
+  `passed:yes|no`, `score>=0.5` (also `>`, `<=`, `<`, `=`); a bare word
+  matches the task id. **enter** applies it and the cursor stays in the box
+  (what you type goes on into the filter); **esc** goes back to the table.
 - **enter** on a row opens the episode's replay.
 - **g** reload from the database.
 """
@@ -44,6 +45,8 @@ Every episode in the database, newest first.
     def __init__(self) -> None:
         super().__init__()
         self.shown: list[EpisodeRecord] = []
+        self.loaded = False
+        """Whether a read of the store has been shown (reads run in a thread)."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -54,12 +57,14 @@ Every episode in the database, newest first.
             )
             yield DataTable(id="episode-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="episode-count")
-        yield Footer(compact=True)
+        yield LabFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
+        # Score and start time early: they stay in view at 100 columns, where the
+        # columns after them scroll.
         table.add_columns(
-            "id", "task", "level", "agent", "user", "status", "end", "steps", "score", "started"
+            "id", "started", "task", "score", "status", "end", "agent", "user", "level", "steps"
         )
         self.reload()
         table.focus()
@@ -68,29 +73,43 @@ Every episode in the database, newest first.
         self.reload()
 
     def reload(self) -> None:
+        """Read the episodes again (in a thread: the store is never read on the UI's
+        loop) and show those the filter keeps."""
         text = self.query_one("#episode-filter", Input).value
         try:
             keep = parse_filter(text)
         except ValueError as exc:
-            self.notify(str(exc), severity="error")
+            # Said where the count was: a count of the last filter would be stale.
+            self.query_one("#episode-count", Static).update(
+                Text(f"not a filter: {exc} · the table shows the last filter's episodes", "red")
+            )
             return
+        self._read(text, keep)
+
+    @work(thread=True, exclusive=True, group="episodes", exit_on_error=False,
+          description="reading the episodes")  # fmt: skip
+    def _read(self, text: str, keep: EpisodeFilter) -> None:
         episodes = self.lab.store.list_episodes(limit=None)
+        self.app.call_from_thread(self._show, text, episodes, keep)
+
+    def _show(self, text: str, episodes: list[EpisodeRecord], keep: EpisodeFilter) -> None:
         self.shown = [e for e in episodes if keep(e)]
+        self.loaded = True
         table = self.query_one(DataTable)
         table.clear()
         for e in self.shown:
             kind = "interactive" if e.interactive else "standard"
             table.add_row(
                 str(e.id),
+                e.started_at.astimezone().strftime("%m-%d %H:%M"),
                 e.task_id,
-                f"{e.level} {kind[:5]}",
-                e.agent,
-                e.user_mode,
+                score_text(e),
                 Text(e.status, "red" if e.status == "error" else ""),
                 e.end_reason or "",
+                e.agent,
+                e.user_mode,
+                f"{e.level} {kind[:5]}",
                 str(e.steps),
-                score_text(e),
-                e.started_at.astimezone().strftime("%Y-%m-%d %H:%M"),
                 key=str(e.id),
             )
         self.query_one("#episode-count", Static).update(
@@ -101,8 +120,9 @@ Every episode in the database, newest first.
 
     @on(Input.Submitted, "#episode-filter")
     def apply_filter(self) -> None:
+        # The cursor stays in the box: letters typed next are the filter's, never
+        # the screen's keys (`r` would jump to Results, `q` quit).
         self.reload()
-        self.query_one(DataTable).focus()
 
     @on(DataTable.RowSelected, "#episode-table")
     def open_episode(self, event: DataTable.RowSelected) -> None:

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Header, Input, RichLog, Select, Static
+from textual.widgets import DataTable, Header, Input, RichLog, Select, Static
 
 from app.core.conversation import Message as ChatMessage
 from app.core.vocabulary import UserKind
@@ -28,16 +28,21 @@ from app.episode.events import (
     WaitingEvent,
 )
 from app.rfb.client import VncEndpoint
-from app.ui.describe import flow
+from app.ui.describe import describe_end, flow, message_step
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
-from app.ui.screens.base import LabScreen
+from app.ui.modals import ConfirmScreen
+from app.ui.screens.base import LabFooter, LabScreen
 from app.ui.services.episode import EpisodeSession, StepLine
 from app.ui.services.frame_feed import frame_feed
 
 FEED_FPS = 12.0
 """Redraw cap: FIELD_NOTES measured 17 fps full-frame half-block redraws; 10-15 fps
 leaves the loop free for the runner and the rest of the UI."""
+
+TIMING_WIDTH = 38
+"""The step log's columns other than the action (step, agent, act, settle and their
+gaps): the action is cut to what is left, so the timings stay in view."""
 
 INJECT_KINDS: list[tuple[str, UserKind]] = [
     ("clarification", "clarification"),
@@ -62,7 +67,12 @@ The running episode (or a desktop chosen with **v** in Desktops).
     with it as the active instruction; **F3** accepts the result instead;
   - at any other time your text is injected as the kind chosen on the left
     (clarification or interruption) before the agent's next step.
-- **F2** pause / resume (between steps), **F4** abort the episode.
+- With user **person** you are the user: when a phase is due, its scripted
+  message is put in the chat box (marked as the script's). Send it as it is
+  (**c**, then **enter**), edit it, or clear it and write your own; the
+  episode waits for you, and its time budget stops while it waits.
+- **F2** pause / resume (between steps), **F4** abort the episode (asks
+  first: **y** aborts).
 - **c** puts the cursor in the chat box, **esc** takes it out (then the screen
   keys d t l e r ? q work again).
 
@@ -99,6 +109,10 @@ Every message is recorded with its kind and the step at which it arrived.
         self.feed_started: float | None = None
         self.frame_times: deque[float] = deque(maxlen=10_000)
         """When each frame arrived (monotonic), for bench/bench_tui.py's rate."""
+        self.draft: str | None = None
+        """The script's message put in the chat box (person mode), while it is there."""
+        self.from_draft = False
+        """Whether the text in the chat box started from `draft` (never emptied since)."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -114,8 +128,10 @@ Every message is recorded with its kind and the step at which it arrived.
             yield RichLog(id="live-log", wrap=True, markup=False)
             with Horizontal(id="chat-row"):
                 yield Select(INJECT_KINDS, value="clarification", allow_blank=False, id="chat-kind")
-                yield Input(placeholder="", id="chat-input")
-        yield Footer(compact=True)
+                # No select-all on focus: `c` must put the cursor after the script's
+                # draft, ready to edit it; a first letter typed never wipes it.
+                yield Input(placeholder="", id="chat-input", select_on_focus=False)
+        yield LabFooter()
 
     @property
     def frame_view(self) -> FrameView:
@@ -144,6 +160,27 @@ Every message is recorded with its kind and the step at which it arrived.
     def on_resize(self) -> None:
         # Below 40 rows the chat and the boxes on the right give up rows first.
         self.set_class(self.size.height < 40, "-short")
+        # A RichLog keeps lines wrapped at the width they were written at: write the
+        # conversation again at the new width, after the layout has settled; the step
+        # log's actions are cut to the new width too.
+        self.call_after_refresh(self._rewrite_log)
+        self.call_after_refresh(self._rewrite_steps)
+
+    def _rewrite_steps(self) -> None:
+        table = self.query_one("#live-steps", DataTable)
+        table.clear()
+        if self.session is not None:
+            for step in self.session.steps:
+                self._add_step(step)
+
+    def _rewrite_log(self) -> None:
+        log = self.query_one("#live-log", RichLog)
+        log.clear()
+        if self.session is not None:
+            for message in self.session.messages:
+                self._log_message(message)
+            if self.session.result is not None:
+                self._log_end(self.session.result)
 
     def on_screen_suspend(self) -> None:
         self.workers.cancel_group(self, "feed")
@@ -154,24 +191,20 @@ Every message is recorded with its kind and the step at which it arrived.
         """Show the app's current session (or watched desktop) from its full state."""
         app = self.lab
         session = app.session
-        if session is not self.session:
+        changed = session is not self.session
+        if changed:
             if self.session is not None and self._listen in self.session.listeners:
                 self.session.listeners.remove(self._listen)
             self.session = session
             if session is not None:
                 session.listeners.append(self._listen)
             self.frame_view.clear()
-        table = self.query_one("#live-steps", DataTable)
-        table.clear()
-        log = self.query_one("#live-log", RichLog)
-        log.clear()
-        if session is not None:
-            for step in session.steps:
-                self._add_step(step)
-            for message in session.messages:
-                self._log_message(message)
-            if session.result is not None:
-                self._log_end(session.result)
+        self._rewrite_steps()
+        self._rewrite_log()
+        if changed or session is None or session.ended:
+            # Text typed while no episode ran is not the next episode's message.
+            self._set_draft(None)
+            self.query_one("#chat-input", Input).value = ""
         self.update_all()
         self.workers.cancel_group(self, "feed")
         live = self.lab.live_desktop is not None or (session is not None and not session.ended)
@@ -236,9 +269,6 @@ Every message is recorded with its kind and the step at which it arrived.
         second = Text(session.status)
         if not session.ended:
             second.append(f" · budget {steps_left} steps, {seconds_left:.0f} s")
-        elif session.result is not None and session.result.score is not None:
-            r = session.result
-            second.append(f" · score {r.score:.2f} · {'passed' if r.passed else 'not passed'}")
         elif session.result is not None and session.result.error:
             second.append(f" · {session.result.error}", "red")
         # One line each, cut with an ellipsis: the frame below keeps its rows.
@@ -261,12 +291,18 @@ Every message is recorded with its kind and the step at which it arrived.
             widget.update("no phases (a standard task)" if session else "")
             return
         pending = session.pending_phase
+        waiting = session.waiting
+        due = waiting.phase if waiting is not None and session.person is not None else None
         lines = []
         for phase in session.phases:
             # The pending phase in full; the others one line each, so all fit.
             line = Text(no_wrap=phase is not pending, overflow="ellipsis")
             if phase.delivered_step is not None:
                 line.append(f"✓ {phase.index + 1} at step {phase.delivered_step}: ", "green")
+            elif phase is pending and phase.index == due:
+                line.append(
+                    f"▶ {phase.index + 1} due now, waiting for you: ", "bold reverse yellow"
+                )
             elif phase is pending:
                 line.append(f"▶ {phase.index + 1} {phase.trigger}: ", "bold yellow")
             else:
@@ -280,26 +316,63 @@ Every message is recorded with its kind and the step at which it arrived.
         chat = self.query_one("#live-chat")
         entry = self.query_one("#chat-input", Input)
         waiting = session.waiting if session and session.person else None
+        due = ""
+        if waiting is not None and waiting.phase is not None:
+            # Where the script's message is: in the box, unless the person's own
+            # text was there first (it is never replaced).
+            where = "is in the box" if self.draft is not None else "is in the phases box"
+            due = f" · phase {waiting.phase + 1} is due: the script's message {where}"
         if session is None or session.ended:
             chat.border_title = "conversation"
             entry.placeholder = "no running episode"
         elif waiting is not None and waiting.what == "answer":
-            chat.border_title = f"the agent asks: {waiting.question}"
+            # The key first: a long question is cut at the border's end.
+            chat.border_title = f"c answers · the agent asks: {waiting.question}{due}"
             entry.placeholder = "type your answer, enter sends it"
         elif waiting is not None and waiting.what == "review":
-            chat.border_title = "the agent says it is DONE: F3 accepts, or type feedback"
+            chat.border_title = f"F3 accepts, c gives feedback · the agent says it is DONE{due}"
             entry.placeholder = "feedback (enter): the episode continues with it"
+        elif waiting is not None and waiting.what == "phase":
+            chat.border_title = (
+                f"phase {(waiting.phase or 0) + 1} is due: c, then enter sends the script's "
+                "message, or edit it, or write your own"
+            )
+            entry.placeholder = "your message for this phase (enter)"
         else:
             chat.border_title = "conversation"
             entry.placeholder = "message to the agent, sent as the kind on the left (enter)"
         chat.set_class(waiting is not None, "waiting")
+        entry.set_class(self.draft is not None and self.from_draft, "-draft")
+        entry.border_title = "script's draft" if self.draft is not None and self.from_draft else ""
+
+    def _set_draft(self, draft: str | None) -> None:
+        """Offer the script's message (person mode) in the chat box; text the person
+        has typed already is never replaced."""
+        entry = self.query_one("#chat-input", Input)
+        if draft is not None and entry.value.strip():
+            draft = None
+        self.draft, self.from_draft = draft, draft is not None
+        if draft is not None:
+            entry.value = draft
+
+    @on(Input.Changed, "#chat-input")
+    def _chat_changed(self, event: Input.Changed) -> None:
+        # Emptied: what comes next is the person's own words, not an edit of the draft.
+        if not event.value:
+            self.from_draft = False
+            self.update_chat_prompt()
 
     def _add_step(self, step: StepLine) -> None:
         table = self.query_one("#live-steps", DataTable)
         note = Text(step.error, "red") if step.error else ""
+        # Long actions (typed text) are cut, so the timing columns stay in view.
+        description = step.description
+        width = max(12, (table.size.width or 70) - TIMING_WIDTH)
+        if len(description) > width:
+            description = description[: width - 1] + "…"
         table.add_row(
             str(step.idx),
-            step.description,
+            description,
             f"{step.agent_seconds:.2f}",
             f"{step.act_seconds:.2f}",
             f"{step.settle_seconds:.2f}",
@@ -310,7 +383,7 @@ Every message is recorded with its kind and the step at which it arrived.
     def _log_message(self, message: ChatMessage) -> None:
         who = "agent" if message.role == "agent" else message.source
         color = {"agent": "cyan", "person": "green", "phase": "magenta"}.get(who, "white")
-        line = Text(f"[step {message.step}] ", "dim")
+        line = Text(f"[{message_step(message.step, message.role)}] ", "dim")
         line.append(f"{who} {message.kind}: ", f"bold {color}")
         line.append(flow(message.text))
         self.query_one("#live-log", RichLog).write(line)
@@ -321,10 +394,9 @@ Every message is recorded with its kind and the step at which it arrived.
         if result.error:
             line.append(f"error: {result.error}", "red")
         else:
-            score = "unscored" if result.score is None else f"score {result.score:.2f}"
-            verdict = "passed" if result.passed else "not passed"
             line.append(
-                f"{result.end_reason} · {score} · {verdict}", "green" if result.passed else ""
+                describe_end(result.end_reason, result.passed, result.score),
+                "green" if result.passed else "",
             )
         self.query_one("#live-log", RichLog).write(line)
 
@@ -333,23 +405,32 @@ Every message is recorded with its kind and the step at which it arrived.
     def on_live_screen_runner_update(self, update: RunnerUpdate) -> None:
         event = update.event
         match event:
-            case StepEvent():
+            case StepEvent(idx=idx):
                 assert self.session is not None
-                self._add_step(self.session.steps[-1])
+                # This event's step, not the latest: steps may come faster than shown.
+                self._add_step(next(s for s in reversed(self.session.steps) if s.idx == idx))
             case MessageEvent(message):
                 self._log_message(message)
                 self.update_instruction()
             case PhaseEvent():
                 self.update_phases()
             case WaitingEvent():
-                self.query_one("#chat-input", Input).focus()
+                # The focus stays where it is: a key meant for the screen (`c`) must
+                # never be typed into the answer. `c` puts the cursor in the box.
+                self._set_draft(event.draft)
                 self.notify(
-                    "The agent asks a question."
-                    if event.what == "answer"
-                    else "The agent says DONE: accept (F3) or give feedback.",
+                    {
+                        "answer": "The agent asks a question: c to answer.",
+                        "review": "The agent says DONE: accept (F3), or c and feedback.",
+                        "phase": "A phase is due: c, then send, edit or replace its message.",
+                    }[event.what],
                     timeout=4,
                 )
             case EndedEvent(result):
+                if self.draft is not None and self.from_draft:
+                    # The script's draft was for this episode only.
+                    self.query_one("#chat-input", Input).value = ""
+                self._set_draft(None)
                 self._log_end(result)
                 self.notify(
                     f"Episode {result.episode_id} ended.",
@@ -360,6 +441,8 @@ Every message is recorded with its kind and the step at which it arrived.
                 pass
         self.update_status()
         self.update_chat_prompt()
+        if isinstance(event, WaitingEvent | EndedEvent):
+            self.update_phases()  # a phase due for the person is marked while it waits
 
     # -- the person's actions -------------------------------------------------------
 
@@ -369,18 +452,26 @@ Every message is recorded with its kind and the step at which it arrived.
         text = event.value.strip()
         if not text:
             return
-        if session is None:
-            self.notify("No episode is running.", severity="warning")
+        if session is None or session.ended:
+            # Not kept for the next episode: it was written for none.
+            event.input.value = ""
+            self.notify("No episode is running: nothing was sent.", severity="warning")
             return
         kind = self.query_one("#chat-kind", Select).value
         try:
-            said = session.send(text, kind if isinstance(kind, str) else "clarification")  # type: ignore[arg-type]
+            said = session.send(
+                text,
+                kind if isinstance(kind, str) else "clarification",  # type: ignore[arg-type]
+                from_draft=self.from_draft,
+            )
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
         event.input.value = ""
+        self._set_draft(None)
         self.notify(said, timeout=3)
         self.update_chat_prompt()
+        self.update_phases()
 
     def action_accept(self) -> None:
         if self.session is None:
@@ -401,13 +492,28 @@ Every message is recorded with its kind and the step at which it arrived.
         self.update_status()
 
     def action_abort(self) -> None:
-        if self.session is None or self.session.ended:
+        session = self.session
+        if session is None or session.ended or isinstance(self.app.screen, ConfirmScreen):
             return
-        self.session.control.abort()
-        self.notify("Aborting the episode…", severity="warning", timeout=3)
+
+        def answered(yes: bool | None) -> None:
+            if yes and not session.ended:
+                session.control.abort()
+                self.notify("Aborting the episode…", severity="warning", timeout=3)
+
+        self.app.push_screen(
+            ConfirmScreen(
+                "Abort the episode?",
+                f"The episode of {session.task.id} ends now, recorded as aborted and not scored.",
+                "Abort",
+            ),
+            answered,
+        )
 
     def action_chat(self) -> None:
-        self.query_one("#chat-input", Input).focus()
+        entry = self.query_one("#chat-input", Input)
+        entry.focus()
+        entry.cursor_position = len(entry.value)
 
     def action_unfocus(self) -> None:
         self.query_one("#live-steps", DataTable).focus()

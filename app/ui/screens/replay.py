@@ -10,14 +10,15 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Header, Static
 
+from app.core.conversation import describe_origin
 from app.core.outcomes import CheckOutcome
 from app.store import EpisodeRecord, MessageRecord, StepRecord
-from app.ui.describe import flow
+from app.ui.describe import flow, message_step
 from app.ui.halfblock import HalfBlockView, Pixels, mark_point
-from app.ui.screens.base import LabScreen
+from app.ui.screens.base import LabFooter, LabScreen
 
 POINT_KINDS = ("click", "move", "scroll", "drag")
 
@@ -107,17 +108,35 @@ One recorded episode.
             with Vertical(id="replay-left"):
                 yield Static("", id="replay-head")
                 yield HalfBlockView(id="replay-frame")
-                yield Static("", id="replay-caption")
+                # Scrolls: a long message is shown whole, never cut.
+                with VerticalScroll(id="replay-caption-box"):
+                    yield Static("", id="replay-caption")
             with Vertical(id="replay-right"):
                 yield DataTable(id="replay-timeline", cursor_type="row")
                 yield DataTable(id="replay-checks", cursor_type="row")
-        yield Footer(compact=True)
+        yield LabFooter()
 
     def on_mount(self) -> None:
+        self.query_one("#replay-caption", Static).update("reading the episode…")
+        self._read()
+
+    @work(thread=True, exclusive=True, group="replay-read", exit_on_error=False,
+          description="reading the episode")  # fmt: skip
+    def _read(self) -> None:
+        """Read the episode in a thread: the store is never read on the UI's loop."""
         store = self.lab.store
-        self.episode = store.get_episode(self.episode_id)
-        self.rows = timeline(store.steps(self.episode_id), store.messages(self.episode_id))
-        self.checks = store.checks(self.episode_id)
+        episode = store.get_episode(self.episode_id)
+        rows = timeline(store.steps(self.episode_id), store.messages(self.episode_id))
+        checks = store.checks(self.episode_id)
+        self.app.call_from_thread(self._fill, episode, rows, checks)
+
+    def _fill(
+        self,
+        episode: EpisodeRecord,
+        rows: list[tuple[str, StepRecord | MessageRecord | None]],
+        checks_: list[CheckOutcome],
+    ) -> None:
+        self.episode, self.rows, self.checks = episode, rows, checks_
         e = self.episode
         score = "unscored" if e.score is None else f"score {e.score:.2f}"
         verdict = "" if e.passed is None else (" · passed" if e.passed else " · not passed")
@@ -164,7 +183,9 @@ One recorded episode.
 
     @on(DataTable.RowHighlighted, "#replay-checks")
     def check_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if 0 <= event.cursor_row < len(self.checks):
+        # Only a check the person moved to: filling the table highlights its first
+        # row too, which must not replace the timeline's caption.
+        if event.data_table.has_focus and 0 <= event.cursor_row < len(self.checks):
             c = self.checks[event.cursor_row]
             verdict = "passed" if c.passed else "failed"
             self.query_one("#replay-caption", Static).update(
@@ -189,7 +210,11 @@ One recorded episode.
         assert self.episode is not None
         if isinstance(item, MessageRecord):
             who = "agent" if item.role == "agent" else item.source
-            caption.update(Text(f"{who} {item.kind} at step {item.step}: {flow(item.text)}"))
+            where = message_step(item.step, item.role)
+            text = Text(f"{who} {item.kind} ({where}): {flow(item.text)}")
+            if item.origin is not None:
+                text.append(f"\n{describe_origin(item.origin, item.scripted)}", "dim")
+            caption.update(text)
         elif item is None:
             caption.update("final state of the desktop (what the checks scored)")
         if step is not None and item is step:

@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Header, Input, Label, Markdown, Select, Static, Tree
+from textual.widgets import Button, Header, Input, Label, Markdown, Select, Static, Tree
 
 from app.agents.factory import AGENT_SPECS
 from app.agents.openai.config import OpenAIConfig
@@ -19,7 +19,7 @@ from app.core.vocabulary import UserMode
 from app.tasks.model import Task
 from app.ui.describe import task_markdown
 from app.ui.modals import HelpScreen
-from app.ui.screens.base import LabScreen
+from app.ui.screens.base import LabFooter, LabScreen
 
 KIND_FILTERS = ("all", "interactive", "standard")
 
@@ -82,6 +82,13 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
     def on_mount(self) -> None:
         # The scrolling dialog would take the focus first; Enter in the agent field starts.
         self.query_one("#agent", Input).focus()
+        self.watch(self.query_one("#user", Select), "expanded", self._user_list_toggled, init=False)
+
+    def _user_list_toggled(self, expanded: bool) -> None:
+        # Once the user is chosen, Enter starts: the cursor goes to Start, and a
+        # second Enter never reopens the list.
+        if not expanded:
+            self.query_one("#start", Button).focus()
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#start")
@@ -161,6 +168,8 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
         super().__init__()
         self.kind_filter = "all"
         self.selected: Task | None = None
+        self._rendering = False
+        """Whether the detail pane is being rendered (see `show_task`)."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -170,7 +179,7 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
                 yield Tree("tasks", id="task-tree")
             with VerticalScroll(id="task-detail"):
                 yield Markdown("Select a task.", id="task-md")
-        yield Footer(compact=True)
+        yield LabFooter()
 
     def on_mount(self) -> None:
         self.fill()
@@ -190,6 +199,9 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
         for task in sorted(tasks, key=lambda t: (t.app, t.level, t.id)):
             by_app.setdefault(task.app, {}).setdefault(task.level, []).append(task)
         first = None
+        if self.selected is not None and self.selected not in tasks:
+            # The filter hid it: `s` must never start a task the tree does not show.
+            self.selected = None
         for app_name, levels in by_app.items():
             app_node = tree.root.add(f"[b]{app_name}[/b]", expand=True)
             for level, members in levels.items():
@@ -199,7 +211,8 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
                     leaf = level_node.add_leaf(f"{mark}{task.id}", data=task)
                     if first is None or (self.selected and task.id == self.selected.id):
                         first = leaf
-        if first is not None:
+        if first is not None and first.data is not None:
+            self._show(first.data)
             # Stay on the selected task (or start on the first), so its details show
             # and `s` works at once.
             self.call_after_refresh(tree.move_cursor, first)
@@ -213,10 +226,28 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
     @on(Tree.NodeHighlighted)
     def show_task(self, event: Tree.NodeHighlighted[Task | None]) -> None:
         task = event.node.data
-        if task is None:
-            return
+        if task is not None:
+            self._show(task)
+
+    def _show(self, task: Task) -> None:
         self.selected = task
-        self.query_one("#task-md", Markdown).update(task_markdown(task))
+        if not self._rendering:
+            self._rendering = True
+            self.run_worker(self._render_detail(), group="task-detail", exit_on_error=False)
+
+    async def _render_detail(self) -> None:
+        """Render the selected task's details, one update at a time, until the pane
+        shows the latest selection. Markdown updates started while one runs pile up
+        their blocks (each removes only the blocks there when it was started), which
+        left the pane showing earlier tasks after quick moves."""
+        markdown = self.query_one("#task-md", Markdown)
+        shown: Task | None = None
+        try:
+            while shown is not self.selected and self.selected is not None:
+                shown = self.selected
+                await markdown.update(task_markdown(shown))
+        finally:
+            self._rendering = False
 
     def action_cycle_kind(self) -> None:
         self.kind_filter = KIND_FILTERS[(KIND_FILTERS.index(self.kind_filter) + 1) % 3]

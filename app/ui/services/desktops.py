@@ -117,6 +117,16 @@ class DesktopPool:
     async def stop(self, name: str) -> None:
         await self._op(name, "stopping", lambda d: d.close())
 
+    def cannot_snapshot(self, name: str) -> str | None:
+        """Why desktop `name` has no snapshots (a documented limitation of the local
+        backend, not an error), or None when it has them."""
+        if getattr(self.get(name).desktop, "save_state", None) is not None:
+            return None
+        return (
+            f"The {self.backend} backend has no snapshots: z (reset) starts a fresh "
+            "session, the state every episode starts from. Snapshots are a libvirt feature."
+        )
+
     async def snapshot(self, name: str) -> str:
         """Save the running desktop as a start state; returns its key.
 

@@ -28,6 +28,7 @@ from app.episode.launch import launch, llm_cache_dir, make_user
 from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.model import Task
+from app.ui.describe import describe_end
 from app.users.person import PersonUser
 from app.users.simulated import User
 
@@ -111,10 +112,14 @@ class EpisodeSession:
         return next((p for p in self.phases if p.delivered_step is None), None)
 
     def budget_left(self, now: float | None = None) -> tuple[int, float]:
-        """(steps, seconds) left of the task's budget."""
+        """(steps, seconds) left of the task's budget. The runner's own count of the
+        seconds, which stops while the episode waits for the person (person mode)."""
         steps = self.task.budget.steps - len(self.steps)
         seconds = self.task.budget.seconds
-        if self.clock_start is not None:
+        used = self.runner.budget_seconds_used() if self.runner is not None else None
+        if used is not None:
+            seconds -= used
+        elif self.clock_start is not None:
             seconds -= (now if now is not None else time.monotonic()) - self.clock_start
         return steps, max(0.0, seconds)
 
@@ -143,13 +148,19 @@ class EpisodeSession:
                 self.phases[index].delivered_step = step
             case WaitingEvent():
                 self.waiting = event
-                self.status = (
-                    "waiting for your answer" if event.what == "answer" else "waiting for review"
-                )
+                self.status = {
+                    "answer": "waiting for your answer",
+                    "review": "waiting for review",
+                    "phase": f"phase {(event.phase or 0) + 1} is due: waiting for your message",
+                }[event.what]
             case EndedEvent(result):
                 self.result = result
                 self.waiting = None
-                self.status = f"ended: {result.status} ({result.end_reason})"
+                self.status = (
+                    f"ended: {describe_end(result.end_reason, result.passed, result.score)}"
+                    if result.status == "finished"
+                    else f"ended: {result.status} ({result.end_reason})"
+                )
         for listener in list(self.listeners):
             listener(event)
 
@@ -168,20 +179,25 @@ class EpisodeSession:
         self.runner = episode.runner
         return await episode.run()
 
-    def send(self, text: str, kind: UserKind) -> str:
+    def send(self, text: str, kind: UserKind, *, from_draft: bool = False) -> str:
         """The chat pane's Enter: answers a waiting ASK, gives feedback on a waiting
-        DONE, else injects `text` as `kind`. Returns what was done, for the UI."""
+        DONE, sends a due phase's message (person mode), else injects `text` as
+        `kind`. `from_draft`: the person started from the script's draft (it is
+        recorded as edited rather than free). Returns what was done, for the UI."""
         person = self.person
         if self.ended:
             raise ValueError("the episode has ended")
-        if person is not None and person.waiting == "answer":
-            person.provide_answer(text)
+        if person is not None and person.waiting is not None:
+            what = person.waiting
+            reply = person.send(text, from_draft=from_draft)
             self.waiting = None
-            return "answer sent"
-        if person is not None and person.waiting == "review":
-            person.give_feedback(text)
-            self.waiting = None
-            return "feedback sent: the episode continues"
+            origin = {"script": "the script's text", "edited": "edited", "free": "your own"}
+            said = {
+                "answer": "answer sent",
+                "review": "feedback sent: the episode continues",
+                "phase": "phase message sent",
+            }[what]
+            return said if reply.scripted is None else f"{said} ({origin[reply.origin or 'free']})"
         self.control.inject(text, kind)
         return f"{kind} queued for the agent's next step"
 
