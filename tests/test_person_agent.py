@@ -30,7 +30,7 @@ def test_commands() -> None:
     assert parse_command("done") == Done()
     assert parse_command("ask  Which size? ") == Ask("Which size?")
     assert parse_command("fail") == Fail("given up by the person")
-    with pytest.raises(ValueError, match="done \\| ask"):
+    with pytest.raises(ValueError, match=r"done \[ANSWER\] \| ask"):
         parse_command("finish")
 
 
