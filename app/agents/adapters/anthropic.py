@@ -4,10 +4,10 @@ The request offers the computer tool (`computer_20250124`; `computer_20241022` f
 Claude 3.5 Sonnet, `computer_20251124` for Opus 4.5, each with its beta header) with the
 screen-size contract: its `display_width_px` × `display_height_px` is the size of every
 screenshot sent (the screen scaled down to fit the image box, 1280×800 by default), and
-the model's coordinates are pixels of it. DeskLoop adds two client tools, `ask_user`
-and `give_up`. The conversation is Anthropic's own: each `tool_use` is answered with a
-`tool_result` (the last carrying the new screenshot), the user's new messages follow
-as text, and an answer without a tool call (`stop_reason: end_turn`) is DONE.
+the model's coordinates are pixels of it. DeskLoop adds three client tools, `ask_user`,
+`done` (with an optional answer) and `give_up`. The conversation is Anthropic's own:
+each `tool_use` is answered with a `tool_result` (the last carrying the new
+screenshot), the user's new messages follow as text, and an answer without a tool call (`stop_reason: end_turn`) is DONE.
 
 | `action` | DeskLoop |
 |---|---|

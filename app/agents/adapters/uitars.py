@@ -47,7 +47,7 @@ from app.core.keys import combo_of
 
 # The action space as UI-TARS's published computer-use prompt states it (bytedance/UI-TARS,
 # Apache-2.0): the model is trained on these words, so they are kept, with DeskLoop's
-# note on the conversation added.
+# notes on the conversation and on returned values added.
 SYSTEM_PROMPT = """\
 You are a GUI agent. You are given a task and your action history, with screenshots. \
 You need to perform the next action to complete the task.
@@ -78,6 +78,8 @@ need the user's help.
 one sentence in `Thought` part.
 - Earlier user messages stay in force unless a later one says otherwise; the latest is \
 marked ACTIVE INSTRUCTION.
+- When the task asks for a value (a number, a name, a list), put only that value in \
+finished's content, e.g. finished(content='2').
 """
 
 SCROLL_NOTCHES = 5
