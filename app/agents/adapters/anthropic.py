@@ -7,7 +7,8 @@ screenshot sent (the screen scaled down to fit the image box, 1280×800 by defau
 the model's coordinates are pixels of it. DeskLoop adds three client tools, `ask_user`,
 `done` (with an optional answer) and `give_up`. The conversation is Anthropic's own:
 each `tool_use` is answered with a `tool_result` (the last carrying the new
-screenshot), the user's new messages follow as text, and an answer without a tool call (`stop_reason: end_turn`) is DONE.
+screenshot), the user's new messages follow as text, and an answer without a tool
+call (`stop_reason: end_turn`) is DONE.
 
 | `action` | DeskLoop |
 |---|---|

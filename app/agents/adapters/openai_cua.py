@@ -2,8 +2,8 @@
 
 The request offers the `computer_use_preview` tool (`display_width` × `display_height`
 is the size of every screenshot sent; coordinates are its pixels, `environment:
-linux`) and DeskLoop's `ask_user`, `done` and `give_up` functions, with `truncation: auto` as
-the API requires. Each `computer_call` is answered in the next request (chained with
+linux`) and DeskLoop's `ask_user`, `done` and `give_up` functions, with `truncation:
+auto` as the API requires. Each `computer_call` is answered in the next request (chained with
 `previous_response_id`) by a `computer_call_output` carrying the new screenshot; a
 `function_call` by a `function_call_output`. A call's `pending_safety_checks` are
 recorded with the step (`safety_checks`) and acknowledged in its output: the desktop
