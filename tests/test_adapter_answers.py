@@ -111,7 +111,6 @@ def test_pyautogui_done_with_an_answer(code: str, done: Done) -> None:
         ("agent.done(answer=2)", "no argument(s) answer"),
         ("DONE(1, 2)", "at most 1 positional"),
         ("DONE(len('ab'))", "literal values"),
-        ("computer.terminate(status='success', reason='x')", "no argument(s) reason"),
         ("DONE(b'2')", "done's answer must be text or JSON"),
         ("DONE(2)\npyautogui.click(1, 2)", "comes after the episode's end word"),
     ],

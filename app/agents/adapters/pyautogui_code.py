@@ -332,7 +332,6 @@ def _end_call(reader: _Reader, target: str, name: str, call: ast.Call) -> bool:
     elif (target, name) == ("computer", "terminate"):
         # OpenCUA-style: terminate(status='success', answer='42') for a question's answer.
         values = _args(call, ("status", "answer"), what)
-        _only(values, {"status", "answer"}, what)
         status = values.get("status", "success")
         if status == "success":
             reader.add(Done(_answer(values.get("answer"))))
