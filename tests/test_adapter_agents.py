@@ -206,7 +206,7 @@ async def test_anthropic_computer_tool_conversation(monkeypatch: pytest.MonkeyPa
         "display_height_px": 640,
         "display_number": 1,
     }
-    assert [t["name"] for t in first.body["tools"][1:]] == ["ask_user", "give_up"]
+    assert [t["name"] for t in first.body["tools"][1:]] == ["ask_user", "done", "give_up"]
     opening = first.body["messages"][0]["content"]
     assert "Flip the photo." in opening[0]["text"]
     assert png_size(opening[1]["source"]["data"]) == (1024, 640)

@@ -30,7 +30,7 @@ def test_commands() -> None:
     assert parse_command("done") == Done()
     assert parse_command("ask  Which size? ") == Ask("Which size?")
     assert parse_command("fail") == Fail("given up by the person")
-    with pytest.raises(ValueError, match="done \\| ask"):
+    with pytest.raises(ValueError, match=r"done \[ANSWER\] \| ask"):
         parse_command("finish")
 
 
@@ -157,3 +157,38 @@ async def test_a_person_episode_through_the_recording_proxy(tmp_path: Path) -> N
     assert steps[-1].agent_info == {"source": "command"}
     assert store.get_episode(result.episode_id).agent == "person"
     store.close()
+
+
+@pytest.mark.desktop
+async def test_a_person_types_the_answer_of_a_web_task_with_done(tmp_path: Path) -> None:
+    """`done 2` typed in the terminal returns the number 2 (not the text "2"): the
+    kanban page's evaluateTask, which compares with ===, passes it; `done 3` fails."""
+    root = Path(__file__).resolve().parent.parent
+    task = load_task(root / "tasks" / "web" / "web-kanban-count-answer.yaml")
+    results = {}
+    with Store(tmp_path / "db.sqlite") as store:
+        async with LocalDesktop() as desktop:
+            for line in ("done 2", "done 3"):
+                ready: asyncio.Future[ProxyAddress] = asyncio.get_running_loop().create_future()
+                agent = PersonAgent(desktop, announce=ready.set_result)
+                runner = EpisodeRunner(
+                    task,
+                    PassThroughDesktop(desktop),
+                    agent,
+                    SimulatedUser(),
+                    store,
+                    backend="local",
+                    options=RunOptions(settle_timeout=0.5),
+                )
+                episode = asyncio.create_task(runner.run())
+                await asyncio.wait_for(asyncio.shield(ready), 120)
+                assert agent.command(line) == Done(int(line.split()[1]))
+                results[line] = await asyncio.wait_for(episode, 120)
+                await agent.close()
+        steps = store.steps(results["done 2"].episode_id)
+    right, wrong = results["done 2"], results["done 3"]
+    assert right.passed is True and right.score == pytest.approx(1.0)
+    assert steps[-1].action == {"kind": "done", "answer": 2}
+    assert wrong.passed is False
+    page = next(c for c in wrong.checks if c.name == "web_evaluate")
+    assert page.passed is False and "returned 3, in progress: 2" in page.evidence

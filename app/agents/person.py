@@ -5,7 +5,8 @@ password) in front of the desktop's VNC server. Their input reaches the desktop
 live; the proxy's `InputRecorder` turns it into protocol actions, which this agent
 hands to the episode runner one per step, so a human episode is recorded exactly
 like a model's: steps with actions and frames, messages, phases, score.
-DONE / ASK / FAIL come from `command()` (the CLI reads them from stdin).
+DONE (with an answer, when the person types one) / ASK / FAIL come from `command()`
+(the CLI reads them from stdin).
 
 Because the input already reached the desktop, the runner must not send it a
 second time: run the episode on `PassThroughDesktop(desktop)`, whose `act` only
@@ -20,25 +21,29 @@ from collections.abc import Callable
 from typing import Any
 
 from app.agents.base import AgentContext, Observation
-from app.core.actions import Action, Ask, Done, Fail, GuiAction
+from app.core.actions import Action, Ask, Done, Fail, GuiAction, answer_from_text
 from app.core.errors import AgentError
 from app.core.frames import Frame, SettleResult
 from app.desktops.base import Desktop, DesktopInfo, Guest
 from app.rfb.proxy import InputRecorder, ProxyAddress, RFBRecordingProxy
 
-COMMANDS_HELP = "done | ask QUESTION | fail REASON"
+COMMANDS_HELP = "done [ANSWER] | ask QUESTION | fail REASON"
 
 
 def parse_command(line: str) -> Action:
-    """'done', 'ask Which size?', 'fail cannot find it' → the protocol action.
+    """'done', 'done 2', 'ask Which size?', 'fail cannot find it' → the protocol action.
+
+    What follows `done` is the DONE's answer, for a task that asks for a value: read
+    as JSON where it is JSON (`done 2` returns the number 2, `done ["a", "b"]` a list,
+    `done "2"` the text 2), else as the text typed (`done Coffee still life`).
 
     Raises:
         ValueError: not one of the commands (the message lists them).
     """
     word, _, rest = line.strip().partition(" ")
     word, rest = word.lower(), rest.strip()
-    if word == "done" and not rest:
-        return Done()
+    if word == "done":
+        return Done(answer_from_text(rest))
     if word == "ask" and rest:
         return Ask(rest)
     if word == "fail":

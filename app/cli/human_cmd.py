@@ -13,6 +13,7 @@ from app.cli.common import open_store, print_err, run_async
 
 async def run_human(args: argparse.Namespace) -> Any:
     from app.agents.person import COMMANDS_HELP, PassThroughDesktop, PersonAgent
+    from app.core.actions import describe_action
     from app.episode.control import RunOptions
     from app.episode.events import MessageEvent, RunnerEvent
     from app.episode.launch import launch, task_desktop
@@ -51,7 +52,8 @@ async def run_human(args: argparse.Namespace) -> Any:
         except ValueError as exc:
             print_err(str(exc))
             return
-        print(f"sent: {type(action).__name__.upper()}", flush=True)
+        # describe_action shows a DONE's answer as it was read ("DONE: 2").
+        print(f"sent: {describe_action(action)}", flush=True)
 
     threading.Thread(target=read_commands, name="human-commands", daemon=True).start()
     with open_store(args.db) as store:
@@ -89,8 +91,9 @@ def register(sub: Any) -> None:
         help="a person does the task through a VNC viewer (recorded as an episode)",
         description="Start the task's desktop and a recording VNC proxy on 127.0.0.1 with "
         "its own password. Drive the desktop from any VNC viewer; your clicks, drags, "
-        "scrolls, keys and text are recorded as steps. Type done, ask QUESTION or fail "
-        "REASON here. The episode is scored and stored like any other (agent 'person').",
+        "scrolls, keys and text are recorded as steps. Type done (done ANSWER for a task "
+        "that asks for a value), ask QUESTION or fail REASON here. The episode is scored "
+        "and stored like any other (agent 'person').",
     )
     human.add_argument("task", help="task id or task file")
     human.add_argument("--port", type=int, default=0, help="proxy port (default: any free)")

@@ -167,6 +167,28 @@ def answer_text(answer: Any) -> str:
     return json.dumps(answer, ensure_ascii=False, sort_keys=True)
 
 
+def answer_from_text(text: str) -> Any:
+    """A DONE's answer given as text only (UI-TARS's `finished(content=...)`, Qwen's
+    `answer`, a string in pyautogui code, what a person types): text that is a JSON
+    value other than null is that value (`2` the number, `["a", "b"]` a list, `"2"`
+    the text 2), so a family that can only write text can still return a number;
+    anything else is the text itself, spaces around it dropped. Empty text is no
+    answer (None)."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    try:
+        value = json.loads(stripped, parse_constant=_no_constant)
+    except ValueError:
+        return stripped
+    return stripped if value is None else value
+
+
+def _no_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON: such text stays text.
+    raise ValueError(name)
+
+
 def _as_int(value: Any, name: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ActionError(f"{where}: {name} must be an integer, got {value!r}")

@@ -4,10 +4,11 @@ The request offers the computer tool (`computer_20250124`; `computer_20241022` f
 Claude 3.5 Sonnet, `computer_20251124` for Opus 4.5, each with its beta header) with the
 screen-size contract: its `display_width_px` × `display_height_px` is the size of every
 screenshot sent (the screen scaled down to fit the image box, 1280×800 by default), and
-the model's coordinates are pixels of it. DeskLoop adds two client tools, `ask_user`
-and `give_up`. The conversation is Anthropic's own: each `tool_use` is answered with a
-`tool_result` (the last carrying the new screenshot), the user's new messages follow
-as text, and an answer without a tool call (`stop_reason: end_turn`) is DONE.
+the model's coordinates are pixels of it. DeskLoop adds three client tools, `ask_user`,
+`done` (with an optional answer) and `give_up`. The conversation is Anthropic's own:
+each `tool_use` is answered with a `tool_result` (the last carrying the new
+screenshot), the user's new messages follow as text, and an answer without a tool
+call (`stop_reason: end_turn`) is DONE.
 
 | `action` | DeskLoop |
 |---|---|
@@ -21,6 +22,12 @@ as text, and an answer without a tool call (`stop_reason: end_turn`) is DONE.
 | `screenshot`, `cursor_position` | answered at once with the screen or the position |
 | `hold_key`, `left_mouse_down`/`up`, clicks holding keys, sideways scroll | refused, with why |
 | `ask_user` tool | ASK; `give_up` tool: FAIL; no tool call: DONE |
+| `done` tool (`answer`, optional, text or any JSON value) | DONE with that answer |
+
+A task that asks for a value gets it through DeskLoop's `done` tool: an answer's
+final text is the model's summary, not a value a check could compare, so the final
+message without a tool call stays a DONE without an answer (its text is recorded as
+`content`). A string answer is read as JSON where it is JSON (`answer_from_text`).
 """
 
 from __future__ import annotations
@@ -28,7 +35,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from app.agents.adapters.base import Pointer, Reading, Shot, conversation_text, malformed
+from app.agents.adapters.base import (
+    Pointer,
+    Reading,
+    Shot,
+    conversation_text,
+    malformed,
+    tool_answer,
+)
 from app.agents.adapters.config import AdapterConfig
 from app.agents.base import Observation
 from app.core.actions import (
@@ -67,8 +81,9 @@ SYSTEM_PROMPT = """\
 You are operating a Linux desktop for a user, through the computer tool. The user's \
 messages come in this conversation; the latest one is the active instruction, and earlier \
 ones stay in force unless it says otherwise. When the active instruction is satisfied, \
-answer with a short summary and no tool call. If something is unclear and you need the \
-user's input, call ask_user. If you cannot complete the task, call give_up.
+answer with a short summary and no tool call; when it asks for a value (a number, a \
+name, a list), call done with that value as answer instead. If something is unclear and you need \
+the user's input, call ask_user. If you cannot complete the task, call give_up.
 """
 
 CLIENT_TOOLS: list[dict[str, Any]] = [
@@ -80,6 +95,16 @@ CLIENT_TOOLS: list[dict[str, Any]] = [
             "type": "object",
             "properties": {"question": {"type": "string", "description": "The question."}},
             "required": ["question"],
+        },
+    },
+    {
+        "name": "done",
+        "description": "Say that the active instruction is satisfied. When it asks for a "
+        "value (a number, a name, a list), give that value as answer.",
+        "input_schema": {
+            "type": "object",
+            # No "type" for the answer: it may be text or any JSON value.
+            "properties": {"answer": {"description": "The value asked for, if any."}},
         },
     },
     {
@@ -269,7 +294,7 @@ class AnthropicFamily:
             result["content"] = self.answers[tool_id]
         elif kind == "ask_user":
             result["content"] = "The user's answer follows."
-        elif kind == "give_up":
+        elif kind in ("give_up", "done"):
             result["content"] = "Noted."
         else:
             result["content"] = []  # the screen after it: the screenshot, if it is the last
@@ -324,9 +349,11 @@ class AnthropicFamily:
                     found = [Ask((arguments or {}).get("question"))]  # type: ignore[arg-type]
                 elif name == "give_up":
                     found = [Fail(str((arguments or {}).get("reason", "")))]
+                elif name == "done":
+                    found = [Done(tool_answer(arguments))]
                 else:
                     raise ActionError(
-                        f"unknown tool {name!r}; the tools are computer, ask_user, give_up"
+                        f"unknown tool {name!r}; the tools are computer, ask_user, done, give_up"
                     )
                 for action in found:
                     validate_action(action, str(name))

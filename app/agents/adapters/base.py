@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from app.agents.adapters.config import AdapterConfig
 from app.agents.adapters.coords import CoordinateContract
 from app.agents.base import Observation
-from app.core.actions import Action, Click, Drag, Move, Scroll
+from app.core.actions import Action, Click, Drag, Move, Scroll, answer_from_text
 from app.core.conversation import Message
 from app.core.errors import ActionError, MalformedAction
 from app.endpoints.client import KeyHeader
@@ -105,6 +105,22 @@ class Family(Protocol):
         """prompt_tokens, completion_tokens and total_tokens of an answer (None when
         the endpoint did not say)."""
         ...
+
+
+def tool_answer(arguments: Any) -> Any:
+    """The answer of DeskLoop's `done` tool (Anthropic, OpenAI computer use): its
+    `answer` argument, any JSON value; a string is read as JSON where it is JSON (see
+    `answer_from_text`), as every family's text answers are.
+
+    Raises:
+        ActionError: the arguments are not an object.
+    """
+    if arguments is None:
+        return None
+    if not isinstance(arguments, dict):
+        raise ActionError(f"done: input must be an object, not {arguments!r}")
+    answer = arguments.get("answer")
+    return answer_from_text(answer) if isinstance(answer, str) else answer
 
 
 def malformed(exc: ActionError | MalformedAction, raw: Any) -> MalformedAction:

@@ -23,6 +23,7 @@ from app.agents.adapters.base import (
 from app.agents.adapters.config import AdapterConfig
 from app.agents.adapters.coords import CoordinateContract
 from app.agents.base import Observation
+from app.core.actions import Done
 from app.endpoints.client import KeyHeader, message_text
 
 ChatKind = Literal["pyautogui", "uitars", "qwen"]
@@ -35,7 +36,8 @@ with a short reflection and then one ```python code block that performs the next
 write, press, hotkey, keyDown, keyUp, and time.sleep between lines). Nothing is shared \
 between turns. Do not call pyautogui.screenshot or locateOnScreen. {coordinates}
 Instead of code you may answer with one of these words in a code block: ```WAIT``` when \
-you have to wait, ```DONE``` when the latest request is satisfied, ```FAIL``` when it \
+you have to wait, ```DONE``` when the latest request is satisfied (```DONE(answer)``` when it asks \
+for a value: DONE(2), DONE("Coffee still life"), DONE(["a", "b"])), ```FAIL``` when it \
 cannot be done (try your best first). To ask the user a question, answer \
 ```ASK("your question")```. Earlier user messages stay in force unless a later one says \
 otherwise.
@@ -45,7 +47,9 @@ QWEN_PROMPT = """\
 You are a helpful assistant operating a Linux desktop for a user through the computer_use \
 function. The user's messages are in the conversation; the latest is the active \
 instruction. When it is done call computer_use with action=terminate and status=success; \
-if it cannot be done, status=failure. To ask the user something, call ask_user.
+if it cannot be done, status=failure. When it asks for a value (a number, a name, a \
+list), first call computer_use with action=answer and the value as text, then \
+terminate. To ask the user something, call ask_user.
 """
 
 
@@ -75,6 +79,8 @@ class ChatFamily:
         """(step, screenshot data URL, the answer to it): the earlier screenshots."""
         self.step = 0
         self.shot = ""
+        self.answer: Any = None
+        """Qwen: the value of an `answer` action that no DONE has carried yet."""
 
     def headers(self) -> dict[str, str]:
         return {}
@@ -125,7 +131,11 @@ class ChatFamily:
                 (self.step, self.shot, said),
             ]
         if self.kind == "qwen":
-            return qwen.read_qwen(message, shot.contract, pointer, info)
+            reading = qwen.read_qwen(message, shot.contract, pointer, info, self.answer)
+            self.answer = info.get("answer", self.answer)
+            if any(isinstance(action, Done) for action in reading.actions):
+                self.answer = None
+            return reading
         if self.kind == "uitars":
             return uitars.read_uitars(text, shot.contract, pointer)
         return pyautogui_code.read_pyautogui(text, shot.contract, pointer)

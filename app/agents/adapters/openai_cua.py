@@ -2,8 +2,8 @@
 
 The request offers the `computer_use_preview` tool (`display_width` × `display_height`
 is the size of every screenshot sent; coordinates are its pixels, `environment:
-linux`) and DeskLoop's `ask_user` and `give_up` functions, with `truncation: auto` as
-the API requires. Each `computer_call` is answered in the next request (chained with
+linux`) and DeskLoop's `ask_user`, `done` and `give_up` functions, with `truncation:
+auto` as the API requires. Each `computer_call` is answered in the next request (chained with
 `previous_response_id`) by a `computer_call_output` carrying the new screenshot; a
 `function_call` by a `function_call_output`. A call's `pending_safety_checks` are
 recorded with the step (`safety_checks`) and acknowledged in its output: the desktop
@@ -21,6 +21,10 @@ is a throw-away lab session. A response without a call is DONE (its text recorde
 | `wait` | `wait` 1 s |
 | `screenshot` | answered at once with the screen |
 | `ask_user` / `give_up` function call; no call | ASK / FAIL; DONE |
+| `done` function call (`answer`, optional, text or any JSON value) | DONE with that answer |
+
+As for Anthropic, a value the task asks for comes through DeskLoop's `done` function;
+a response's final text is a summary, recorded as `content`, and its DONE has no answer.
 """
 
 from __future__ import annotations
@@ -28,7 +32,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.agents.adapters.base import Pointer, Reading, Shot, conversation_text, malformed
+from app.agents.adapters.base import (
+    Pointer,
+    Reading,
+    Shot,
+    conversation_text,
+    malformed,
+    tool_answer,
+)
 from app.agents.adapters.config import AdapterConfig
 from app.agents.base import Observation
 from app.core.actions import (
@@ -53,8 +64,9 @@ INSTRUCTIONS = """\
 You are operating a Linux desktop for a user. The user's messages come in this \
 conversation; the latest one is the active instruction, and earlier ones stay in force \
 unless it says otherwise. When the active instruction is satisfied, answer with a short \
-summary and no tool call. If something is unclear and you need the user's input, call \
-ask_user. If you cannot complete the task, call give_up.
+summary and no tool call; when it asks for a value (a number, a name, a list), call \
+done with that value as answer instead. If something is unclear and you need the \
+user's input, call ask_user. If you cannot complete the task, call give_up.
 """
 
 FUNCTIONS: list[dict[str, Any]] = [
@@ -66,6 +78,18 @@ FUNCTIONS: list[dict[str, Any]] = [
             "type": "object",
             "properties": {"question": {"type": "string"}},
             "required": ["question"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "type": "function",
+        "name": "done",
+        "description": "Say that the active instruction is satisfied. When it asks for a "
+        "value (a number, a name, a list), give that value as answer.",
+        "parameters": {
+            "type": "object",
+            # No "type" for the answer: it may be text or any JSON value.
+            "properties": {"answer": {"description": "The value asked for, if any."}},
             "additionalProperties": False,
         },
     },
@@ -296,7 +320,9 @@ class OpenAICUAFamily:
             return Ask(args.get("question"))  # type: ignore[arg-type]
         if name == "give_up":
             return Fail(str(args.get("reason", "")))
-        raise ActionError(f"unknown function {name!r}; the functions are ask_user, give_up")
+        if name == "done":
+            return Done(tool_answer(args))
+        raise ActionError(f"unknown function {name!r}; the functions are ask_user, done, give_up")
 
     def rejected(self, reason: str) -> None:
         self.note = reason

@@ -18,13 +18,18 @@ The model answers with a code block (or bare code) of `pyautogui` calls and
 | `pyautogui.keyDown(k)` ... `keyUp(k)` | the held modifiers join the keys pressed between |
 | `time.sleep(s)` | `wait`; beside other calls, one of 2 s or less is dropped (pacing) |
 | `DONE`, `FAIL`, `WAIT`, `ASK("q")`, `FAIL("why")` | DONE, FAIL, wait 1 s, ASK |
+| `DONE(answer)`, `agent.done(return_value)` | DONE with an answer |
+| `computer.terminate(status='success', answer=...)` | DONE with an answer |
 
 A scroll without a point scrolls where the pointer is (the screen's middle before any
 action has put it somewhere). Setting `pyautogui.PAUSE` or `FAILSAFE` is ignored.
 Anything else (an assignment, a loop, `os.system`, a call with a computed argument)
 refuses the whole answer before any of it acts, with the reason. `computer.terminate(
 status='success'|'failure')` (OpenCUA) and `agent.done()` / `agent.fail()` (Agent-S)
-are read as DONE and FAIL.
+are read as DONE and FAIL. A DONE may carry an answer: Agent-S's
+`agent.done(return_value=...)`, the `answer=` that OpenCUA-style parsers read from
+`computer.terminate(status='success', answer='42')`, and DeskLoop's own `DONE(answer)`
+(OSWorld's DONE has none). A string answer that reads as JSON is that value.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from app.core.actions import (
     Scroll,
     Type,
     Wait,
+    answer_from_text,
     validate_action,
 )
 from app.core.errors import ActionError, MalformedAction
@@ -315,16 +321,36 @@ def _end_call(reader: _Reader, target: str, name: str, call: ast.Call) -> bool:
         reasons = [_value(a, what) for a in call.args]
         reader.add(Fail(str(reasons[0]) if reasons else "the model gave up"))
     elif (target, name) in (("", "DONE"), ("agent", "done")):
-        reader.add(Done())
+        # Agent-S's `agent.done(return_value=...)`; `DONE(answer)` is DeskLoop's
+        # extension of OSWorld's bare DONE word.
+        keyword = "return_value" if target == "agent" else "answer"
+        values = _args(call, (keyword,), what)
+        _only(values, {keyword}, what)
+        reader.add(Done(_answer(values.get(keyword))))
     elif (target, name) in (("", "WAIT"), ("computer", "wait"), ("agent", "wait")):
         reader.add(Wait(WAIT_SECONDS))
     elif (target, name) == ("computer", "terminate"):
+        # OpenCUA-style: terminate(status='success', answer='42') for a question's answer.
         values = _args(call, ("status", "answer"), what)
         status = values.get("status", "success")
-        reader.add(Done() if status == "success" else Fail(f"terminate(status={status!r})"))
+        if status == "success":
+            reader.add(Done(_answer(values.get("answer"))))
+        else:
+            reader.add(Fail(f"terminate(status={status!r})"))
     else:
         return False
     return True
+
+
+def _answer(value: Any) -> Any:
+    """A DONE's answer written as a Python literal: a string is read as text that may
+    be JSON (`answer='42'` is the number 42, see `answer_from_text`), a tuple as a
+    list; None (no answer given) stays None."""
+    if isinstance(value, str):
+        return answer_from_text(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
 
 
 def _statement(reader: _Reader, node: ast.stmt) -> None:

@@ -15,8 +15,13 @@ DeskLoop's `ask_user`), and answers with a tool call: parsed by the server
 | `scroll` (`pixels`; positive is up, as pyautogui's notches) | `scroll` |
 | `wait` (`time`) | `wait` |
 | `terminate` (`status`: success / failure) | DONE / FAIL |
-| `answer` (`text`, Qwen3-VL) | recorded; the model is asked again |
+| `answer` (`text`, Qwen3-VL) | recorded, the next DONE's answer; asked again at once |
 | `ask_user` function (`question`) | ASK |
+
+A task that asks for a value ends as Qwen3-VL's computer-use agents end: `answer`,
+then `terminate(status=success)`. The answer's text is read as JSON where it is JSON
+(`"2"` → 2, see `answer_from_text`); the DONE carries the latest answer given since
+the last DONE (both may come in one message).
 
 Coordinates: Qwen2.5-VL writes pixels of the smart-resized image (`qwen-grid`, the
 default); Qwen3-VL writes 0-1000 (`--coords 0-1000`).
@@ -42,6 +47,7 @@ from app.core.actions import (
     Scroll,
     Type,
     Wait,
+    answer_from_text,
     validate_action,
 )
 from app.core.errors import ActionError, MalformedAction
@@ -101,10 +107,14 @@ def tools(contract: CoordinateContract) -> list[dict[str, Any]]:
                             "enum": list(ACTIONS),
                             "description": "The action to perform. `key` presses the keys "
                             "together; `left_click_drag` drags from the cursor to "
-                            "`coordinate`; `terminate` ends the task with its status.",
+                            "`coordinate`; `answer` gives the user the value they asked "
+                            "for (then terminate); `terminate` ends the task with its status.",
                         },
                         "keys": {"type": "array", "description": "Required only by action=key."},
-                        "text": {"type": "string", "description": "Required only by action=type."},
+                        "text": {
+                            "type": "string",
+                            "description": "Required only by action=type and action=answer.",
+                        },
                         "coordinate": {
                             "type": "array",
                             "description": "(x, y): the point to move the mouse to.",
@@ -190,7 +200,9 @@ def _action(
         status = args.get("status")
         return Done() if status == "success" else Fail(f"terminate(status={status!r})")
     if name == "answer":
-        info["answer"] = args.get("text")
+        # The schema says text; a model that writes a number or a list there means it.
+        text = args.get("text")
+        info["answer"] = answer_from_text(text) if isinstance(text, str) else text
         return None
     raise ActionError(f"computer_use: unknown action {name!r}; actions: {', '.join(ACTIONS)}")
 
@@ -219,9 +231,16 @@ def _calls(message: dict[str, Any]) -> list[tuple[Any, Any]]:
 
 
 def read_qwen(
-    message: dict[str, Any], contract: CoordinateContract, pointer: Pointer, info: dict[str, Any]
+    message: dict[str, Any],
+    contract: CoordinateContract,
+    pointer: Pointer,
+    info: dict[str, Any],
+    answer: Any = None,
 ) -> Reading:
-    """The actions of a Qwen answer's `computer_use` calls, in screen pixels.
+    """The actions of a Qwen answer's `computer_use` calls, in screen pixels. `answer`
+    is the value of an `answer` action of an earlier message, not yet carried by a
+    DONE; a DONE carries the latest (its value is in `info["answer"]` when this
+    message gave one).
 
     Raises:
         MalformedAction: no call, an unknown function or action, bad arguments.
@@ -249,6 +268,8 @@ def read_qwen(
                 raise ActionError(
                     f"unknown function {name!r}; the tools are computer_use, ask_user"
                 )
+            if isinstance(action, Done):
+                action = Done(info.get("answer", answer))
             if action is not None:
                 validate_action(action, name)
                 pointer.follow(action)

@@ -11,7 +11,7 @@
 | `scroll(start_box=..., direction='down' or 'up')` | `scroll` of 5 notches |
 | `mouse_move(start_box=...)`, `hover` | `move` |
 | `wait()` | `wait` 5 s (UI-TARS's own meaning) |
-| `finished(content='...')` | DONE |
+| `finished(content='...')` | DONE, the content its answer (text, or JSON where it reads as JSON) |
 | `call_user()` | ASK, the question being the Thought |
 
 A box is written `(x,y)`, `<|box_start|>(x,y)<|box_end|>`, `[x1,y1,x2,y2]` (its centre),
@@ -39,6 +39,7 @@ from app.core.actions import (
     Scroll,
     Type,
     Wait,
+    answer_from_text,
     validate_action,
 )
 from app.core.errors import ActionError, MalformedAction
@@ -46,7 +47,7 @@ from app.core.keys import combo_of
 
 # The action space as UI-TARS's published computer-use prompt states it (bytedance/UI-TARS,
 # Apache-2.0): the model is trained on these words, so they are kept, with DeskLoop's
-# note on the conversation added.
+# notes on the conversation and on returned values added.
 SYSTEM_PROMPT = """\
 You are a GUI agent. You are given a task and your action history, with screenshots. \
 You need to perform the next action to complete the task.
@@ -77,6 +78,8 @@ need the user's help.
 one sentence in `Thought` part.
 - Earlier user messages stay in force unless a later one says otherwise; the latest is \
 marked ACTIVE INSTRUCTION.
+- When the task asks for a value (a number, a name, a list), put only that value in \
+finished's content, e.g. finished(content='2').
 """
 
 SCROLL_NOTCHES = 5
@@ -177,7 +180,13 @@ def _one(call: ast.Call, contract: CoordinateContract, thought: str) -> Action:
     if name == "wait":
         return Wait(WAIT_SECONDS)
     if name == "finished":
-        return Done()
+        # UI-TARS's own way to return content (its prompt's `finished(content='xxx')`):
+        # the content is the DONE's answer, read as JSON where it is JSON (see
+        # `answer_from_text`); finished() or empty content is a DONE without one.
+        content = args.get("content")
+        if content is not None and not isinstance(content, str):
+            raise ActionError(f"finished: content must be text, not {content!r}")
+        return Done(answer_from_text(content or ""))
     if name == "call_user":
         return Ask(thought or "I need your help to go on.")
     raise ActionError(f"{name}() is not in UI-TARS's action space")
