@@ -134,9 +134,13 @@ async def record(plan: dict[str, Any], folder: Path) -> None:
     person = await connect(found[1], int(found[2]), found[3])
     try:
         await play(folder, person, plan["person"])
+        # Stay connected until the recorder has ended, as a person's viewer does: when
+        # the viewer hangs up, the proxy drops what it has not yet forwarded, and the
+        # end chord's last keys wait behind the focused-window query of its first
+        # (seconds on a loaded machine), so hanging up at once could lose the end.
+        out, _ = await proc.communicate()
     finally:
         await person.close()
-    out, _ = await proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"author record exited {proc.returncode}")
     print(out.decode().strip(), file=sys.stderr)
