@@ -1,6 +1,7 @@
 """Author a task by demonstration with a scripted person: record, draft, verify.
 
     .venv/bin/python scripts/demonstrate.py scripts/demonstrations/ID.yaml [--no-verify]
+        [--force] [--recording sessions/recordings/ID-...]
 
 A demonstration plan says what the person does in the VNC viewer and how the task is
 drafted. It drives the real `deskloop author record` (through its recording proxy, as
@@ -23,6 +24,9 @@ draft:                                   # `author draft` options
   title: ...
   instruction: ...
   proposals: all                         # the checks proposed from the state diff: all | none
+  review: [a, d, e, '{check: ...}', A]   # or answer `--proposals ask` one prompt at a time:
+                                         # accept, drop, edit (then the check), accept the
+                                         # rest; the task's proposals, then each phase's
   messages: {1: ...}                     # phase N's message (default: the mark's note)
   checks: [{check: file_exists, path: ~/Desktop/photo-flipped.png}]   # more, by hand
 ```
@@ -58,12 +62,13 @@ END_CHORD = [0xFFE3, 0xFFE9, 0xFFE1, ord("q")]
 TITLE_TIMEOUT = 180.0
 
 
-def deskloop(*args: str) -> subprocess.CompletedProcess[str]:
+def deskloop(*args: str, answers: str | None = None) -> subprocess.CompletedProcess[str]:
     print("$ deskloop " + " ".join(args), file=sys.stderr, flush=True)
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
         cwd=REPO,
         text=True,
+        input=answers,
         capture_output=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         check=False,
@@ -155,10 +160,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-verify", action="store_true")
     parser.add_argument("--force", action="store_true", help="replace the task if it exists")
+    parser.add_argument(
+        "--recording",
+        type=Path,
+        help="draft (and verify) from this earlier recording of the plan instead of "
+        "recording again (a changed draft: section, or a fixed compiler)",
+    )
     args = parser.parse_args(argv)
     plan, _ = read_yaml(args.plan, "demonstration plan")
-    folder = args.recordings / f"{plan['id']}-{time.strftime('%Y%m%d-%H%M%S')}"
-    asyncio.run(record(plan, folder))
+    if args.recording is not None:
+        folder = args.recording
+    else:
+        folder = args.recordings / f"{plan['id']}-{time.strftime('%Y%m%d-%H%M%S')}"
+        asyncio.run(record(plan, folder))
     draft = plan["draft"]
     options = [
         "--tasks-dir",
@@ -173,14 +187,21 @@ def main(argv: list[str] | None = None) -> int:
         "--title",
         draft.get("title", plan["id"]),
     ]
-    options += ["--proposals", draft.get("proposals", "all")]
+    review = draft.get("review")
+    if review is not None:
+        # The researcher's answers at the terminal, one a line, to the prompts of
+        # `--proposals ask`: the task's proposals first, then each phase's.
+        options += ["--proposals", "ask"]
+    else:
+        options += ["--proposals", draft.get("proposals", "all")]
     for number, message in (draft.get("messages") or {}).items():
         options += ["--message", f"{number}={message}"]
     for check in draft.get("checks", []):
         options += ["--check", json.dumps(check)]
     if args.force:
         options.append("--force")
-    drafted = deskloop(*options)
+    answers = None if review is None else "".join(f"{line}\n" for line in review)
+    drafted = deskloop(*options, answers=answers)
     print(drafted.stdout + drafted.stderr, file=sys.stderr)
     if drafted.returncode != 0 or args.no_verify:
         return drafted.returncode
