@@ -2,8 +2,10 @@
 
 The raw input events are coalesced into actions by the same `InputRecorder` that
 records a person live (`app.rfb.proxy`), fed the recording's own times, so typing
-becomes one ``type`` and quick presses one double click. Before each action comes a
-guard that waits on meaning, never a fixed sleep:
+becomes one ``type`` and quick presses one double click. A key pressed where the
+pointer only hovered gets a ``move`` there first (keys go to the area under the
+pointer in Blender). Before each action comes a guard that waits on meaning, never a
+fixed sleep:
 
 - the focused window's title, whenever it differs from the one the last guard waited
   for (``wait_for: {window: ^exact title$}``): a dialog has opened, the image was
@@ -40,9 +42,9 @@ from app.authoring.recording import (
     RecordingError,
     WindowEvent,
 )
-from app.core.actions import Action, Click, Drag, GuiAction, Scroll, compact_action
+from app.core.actions import Action, Click, Drag, GuiAction, Move, Scroll, compact_action
 from app.desktops.reaper import SESSION_PREFIX
-from app.rfb.proxy import InputRecorder
+from app.rfb.proxy import CLICK_SLOP, InputRecorder
 
 _Timed = TypeVar("_Timed", WindowEvent, FrameEvent)
 
@@ -107,13 +109,32 @@ class CompiledReference:
 
 def coalesce(recording: Recording) -> tuple[list[TimedAction], list[Boundary], int]:
     """The recording's actions (with when each began), its boundaries, and how many
-    input events made no action."""
+    input events made no action.
+
+    A key pressed where the pointer only hovered (no click there) is preceded by a
+    ``move`` to that place: apps like Blender send keys to the area under the pointer,
+    and the replay's pointer is wherever its last pointer action left it."""
     actions: list[TimedAction] = []
     boundaries: list[Boundary] = []
+    pointer: tuple[int, int] | None = None
+    """Where the person's pointer is."""
+    placed: tuple[int, int] | None = None
+    """Where the replay's pointer is after the actions so far (None: not yet placed)."""
 
     def emit(action: Action) -> None:
+        nonlocal placed
         assert isinstance(action, GuiAction)  # input events only make GUI actions
         actions.append(TimedAction(action, recorder.last_started))
+        if isinstance(action, Click | Scroll):
+            placed = (action.x, action.y)
+        elif isinstance(action, Drag):
+            placed = (action.x2, action.y2)
+
+    def hovered_elsewhere() -> bool:
+        return pointer is not None and (
+            placed is None
+            or max(abs(pointer[0] - placed[0]), abs(pointer[1] - placed[1])) > CLICK_SLOP
+        )
 
     recorder = InputRecorder(emit, live=False)
     focused: str | None = None
@@ -125,8 +146,15 @@ def coalesce(recording: Recording) -> tuple[list[TimedAction], list[Boundary], i
                 recorder.flush()
             focused = event.title
         elif isinstance(event, PointerEvent):
+            pointer = (event.x, event.y)
             recorder.pointer(event.mask, event.x, event.y, at=event.t)
         elif isinstance(event, KeyEvent):
+            if event.down and hovered_elsewhere():
+                recorder.flush()  # a pending click places the pointer first
+                if hovered_elsewhere():
+                    assert pointer is not None
+                    actions.append(TimedAction(Move(*pointer), event.t))
+                    placed = pointer
             recorder.key(event.down, event.keysym, at=event.t)
         elif isinstance(event, MarkEvent):
             recorder.flush()  # what was typed before the mark belongs to its sub-goal
