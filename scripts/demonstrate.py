@@ -19,7 +19,8 @@ person:                                  # what the person does, in order
   - key: alt+i                           # any action in the reference-script form
   - type: photo-flipped.png
   - mark: Now export it as a PNG.        # a boundary, with the next phase's message
-  - pause: 0.5
+  - pause: 0.5                          # until the recording has taken in no input
+                                         # for this long (its times split actions)
 draft:                                   # `author draft` options
   title: ...
   instruction: ...
@@ -53,7 +54,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from app.authoring.recorder import append_control  # noqa: E402
-from app.authoring.recording import WindowEvent, read_recording  # noqa: E402
+from app.authoring.recording import (  # noqa: E402
+    KeyEvent,
+    PointerEvent,
+    WindowEvent,
+    read_recording,
+)
 from app.core.actions import GuiAction, parse_action  # noqa: E402
 from app.core.validation import read_yaml  # noqa: E402
 from app.rfb.client import VNCClient, connect  # noqa: E402
@@ -86,6 +92,24 @@ async def wait_title(folder: Path, pattern: str) -> None:
         await asyncio.sleep(0.2)
 
 
+async def input_quiet(folder: Path, seconds: float) -> None:
+    """Wait until the recording has taken in no input for `seconds`. The proxy records
+    each press only after asking for the focused window (slow on a loaded machine), so
+    a person's pause measured by the clock can vanish from the recording; the compiler
+    splits actions by the recording's own times."""
+    count, since = -1, time.monotonic()
+    deadline = since + TITLE_TIMEOUT
+    while time.monotonic() < deadline:
+        events = read_recording(folder).events
+        now = sum(1 for e in events if isinstance(e, KeyEvent | PointerEvent))
+        if now != count:
+            count, since = now, time.monotonic()
+        elif time.monotonic() - since >= seconds:
+            return
+        await asyncio.sleep(0.1)
+    raise SystemExit(f"the recording kept taking in input for {TITLE_TIMEOUT:g} s")
+
+
 async def play(folder: Path, person: VNCClient, steps: list[Any]) -> None:
     for n, step in enumerate(steps):
         where = f"person[{n}]"
@@ -98,7 +122,7 @@ async def play(folder: Path, person: VNCClient, steps: list[Any]) -> None:
                 await person.settle(timeout=30, quiet=float(value))
                 continue
             if kind == "pause":
-                await asyncio.sleep(float(value))
+                await input_quiet(folder, float(value))
                 continue
             if kind == "mark":
                 before = len(read_recording(folder).marks)
