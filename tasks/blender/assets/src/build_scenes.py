@@ -131,9 +131,10 @@ def scene_catalogue(out_dir):
 
 
 def scene_shop_window(out_dir):
-    """A shop window and two products to append into it, for blender-shop-window-l3:
-    two empty plinths (tops at z = 1) before a backdrop, nothing selected; a bottle and
-    a gift box, each standing at x = 0 at the height of a plinth's top."""
+    """A shop window and its two products, each in its own file, for
+    blender-shop-window-l3: two empty plinths (tops at z = 1) before a backdrop, no
+    light, nothing selected; a bottle and a gift box, each selected, standing at x = 0
+    at the height of a plinth's top."""
     scene = reset()
     bpy.data.objects.remove(scene.objects["Cube"], do_unlink=True)
     bpy.data.objects.remove(scene.objects["Light"], do_unlink=True)
