@@ -2,10 +2,10 @@
 
 The raw input events are coalesced into actions by the same `InputRecorder` that
 records a person live (`app.rfb.proxy`), fed the recording's own times, so typing
-becomes one ``type`` and quick presses one double click. A key pressed where the
-pointer only hovered gets a ``move`` there first (keys go to the area under the
-pointer in Blender). Before each action comes a guard that waits on meaning, never a
-fixed sleep:
+becomes one ``type`` and quick presses one double click. A key or a click where the
+replay's pointer is not yet gets a ``move`` there first (keys go to the area under the
+pointer in Blender, and its widgets take a press only once the pointer has arrived).
+Before each action comes a guard that waits on meaning, never a fixed sleep:
 
 - the focused window's title, whenever it differs from the one the last guard waited
   for (``wait_for: {window: ^exact title$}``): a dialog has opened, the image was
@@ -44,9 +44,11 @@ from app.authoring.recording import (
 )
 from app.core.actions import Action, Click, Drag, GuiAction, Move, Scroll, compact_action
 from app.desktops.reaper import SESSION_PREFIX
+from app.rfb import wire
 from app.rfb.proxy import CLICK_SLOP, InputRecorder
 
 _Timed = TypeVar("_Timed", WindowEvent, FrameEvent)
+_BUTTONS = wire.BUTTON_MASKS["left"] | wire.BUTTON_MASKS["middle"] | wire.BUTTON_MASKS["right"]
 
 ANCHOR_HALF = 24
 """Half the side of an anchor's square (pixels): big enough to tell a button from its
@@ -111,9 +113,11 @@ def coalesce(recording: Recording) -> tuple[list[TimedAction], list[Boundary], i
     """The recording's actions (with when each began), its boundaries, and how many
     input events made no action.
 
-    A key pressed where the pointer only hovered (no click there) is preceded by a
-    ``move`` to that place: apps like Blender send keys to the area under the pointer,
-    and the replay's pointer is wherever its last pointer action left it."""
+    A key or a button pressed where the replay's pointer is not yet (the person's
+    pointer only hovered there) is preceded by a ``move`` to that place: apps like
+    Blender send keys to the area under the pointer and take a press only on a widget
+    that has seen the pointer arrive, and the replay's pointer is wherever its last
+    pointer action left it."""
     actions: list[TimedAction] = []
     boundaries: list[Boundary] = []
     pointer: tuple[int, int] | None = None
@@ -138,6 +142,7 @@ def coalesce(recording: Recording) -> tuple[list[TimedAction], list[Boundary], i
 
     recorder = InputRecorder(emit, live=False)
     focused: str | None = None
+    mask = 0
     for event in recording.events:
         if isinstance(event, WindowEvent):
             if focused is not None and event.title != focused:
@@ -146,7 +151,17 @@ def coalesce(recording: Recording) -> tuple[list[TimedAction], list[Boundary], i
                 recorder.flush()
             focused = event.title
         elif isinstance(event, PointerEvent):
+            pressed = event.mask & ~mask & _BUTTONS
+            mask = event.mask
             pointer = (event.x, event.y)
+            if pressed and hovered_elsewhere():
+                # The press comes with the pointer's arrival; a replay moves there as a
+                # step of its own first, so the app sees the hover before the press
+                # (Blender's text fields ignore a press that arrives with the pointer).
+                recorder.flush()
+                if hovered_elsewhere():
+                    actions.append(TimedAction(Move(*pointer), event.t))
+                    placed = pointer
             recorder.pointer(event.mask, event.x, event.y, at=event.t)
         elif isinstance(event, KeyEvent):
             if event.down and hovered_elsewhere():
