@@ -222,6 +222,8 @@ def compile_recording(
             guarded_title = title.title
             compiled.steps.append({"wait_for": {"window": pattern, "timeout": WINDOW_TIMEOUT}})
 
+    anchored = -1
+    """The index of a click whose anchor its own move already waited for."""
     for index, timed in enumerate(actions):
         while next_mark is not None and next_mark.actions_before == index:
             # The person saw the sub-goal done (a save's '*' gone from the title)
@@ -230,8 +232,20 @@ def compile_recording(
             compiled.steps += _boundary_steps(next_mark)
             next_mark = next(marks, None)
         guard_title(timed.started)
-        point = _target(timed.action)
-        frame = _last_before(frames, timed.started)
+        target = timed
+        following = actions[index + 1] if index + 1 < len(actions) else None
+        if (
+            isinstance(timed.action, Move)
+            and following is not None
+            and _target(following.action) == (timed.action.x, timed.action.y)
+        ):
+            # A click's own move: the replay waits for the click's target to look as
+            # recorded before the pointer goes there (a window is mapped before it
+            # paints; a widget that gets the pointer before it exists never sees it
+            # arrive), then moves, then clicks.
+            target, anchored = following, index + 1
+        point = None if index == anchored else _target(target.action)
+        frame = _last_before(frames, target.started)
         pixels = None
         if point is not None and frame is not None:
             if frame.file not in cache:

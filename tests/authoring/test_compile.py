@@ -117,3 +117,6 @@ def test_a_key_or_click_where_the_pointer_only_hovered_moves_there_first(tmp_pat
     ]
     assert [t.started for t in compiled.actions][:2] == [1.0, 1.05]
     assert compiled.steps[1] == {"move": [640, 400]}
+    # No frames were recorded, so no anchors: the click's move comes right before it.
+    click = compiled.steps.index({"click": [620, 708]})
+    assert compiled.steps[click - 1] == {"move": [620, 708]}

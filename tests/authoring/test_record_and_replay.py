@@ -112,8 +112,9 @@ async def test_a_recorded_workflow_compiles_and_replays(tmp_path: Path) -> None:
     assert [list(r) for r in compiled.subgoals] == [[0, 1, 2], [3], [4]]
     steps = compiled.steps
     assert steps[0] == {"wait_for": {"window": "^author-term$", "timeout": 60.0}}
-    assert steps[1] == {"move": [120, 80]}
-    assert steps[2]["wait_for"]["anchor"]["image"] == "anchors/demo/001.png"
+    # The click's target is waited for, then the pointer goes there, then it clicks.
+    assert steps[1]["wait_for"]["anchor"]["image"] == "anchors/demo/001.png"
+    assert steps[2:4] == [{"move": [120, 80]}, {"click": [120, 80]}]
     assert {"expect": {"message": "Now the third file"}} in steps
     references.mkdir()
     compiled.write_anchors(references)
