@@ -25,7 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 ASSETS = ROOT / "tasks" / "blender" / "assets"
 BUILD_SCRIPT = ASSETS / "src" / "build_scenes.py"
 DUMP_SCRIPT = ROOT / "app" / "probes" / "guest_scripts" / "blender_dump.py"
-SCENES = ("cube.blend", "product.blend", "turntable.blend")
+SCENES = (
+    *("cube.blend", "product.blend", "turntable.blend"),
+    *("stool.blend", "lamp.blend", "table.blend"),  # blender-three-scenes-l3
+    *("window.blend", "bottle.blend", "gift.blend"),  # blender-shop-window-l3
+)
 BLENDER_TIMEOUT = 300
 
 

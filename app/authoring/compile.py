@@ -2,8 +2,10 @@
 
 The raw input events are coalesced into actions by the same `InputRecorder` that
 records a person live (`app.rfb.proxy`), fed the recording's own times, so typing
-becomes one ``type`` and quick presses one double click. Before each action comes a
-guard that waits on meaning, never a fixed sleep:
+becomes one ``type`` and quick presses one double click. A key or a click where the
+replay's pointer is not yet gets a ``move`` there first (keys go to the area under the
+pointer in Blender, and its widgets take a press only once the pointer has arrived).
+Before each action comes a guard that waits on meaning, never a fixed sleep:
 
 - the focused window's title, whenever it differs from the one the last guard waited
   for (``wait_for: {window: ^exact title$}``): a dialog has opened, the image was
@@ -40,11 +42,13 @@ from app.authoring.recording import (
     RecordingError,
     WindowEvent,
 )
-from app.core.actions import Action, Click, Drag, GuiAction, Scroll, compact_action
+from app.core.actions import Action, Click, Drag, GuiAction, Move, Scroll, compact_action
 from app.desktops.reaper import SESSION_PREFIX
-from app.rfb.proxy import InputRecorder
+from app.rfb import wire
+from app.rfb.proxy import CLICK_SLOP, InputRecorder
 
 _Timed = TypeVar("_Timed", WindowEvent, FrameEvent)
+_BUTTONS = wire.BUTTON_MASKS["left"] | wire.BUTTON_MASKS["middle"] | wire.BUTTON_MASKS["right"]
 
 ANCHOR_HALF = 24
 """Half the side of an anchor's square (pixels): big enough to tell a button from its
@@ -107,16 +111,38 @@ class CompiledReference:
 
 def coalesce(recording: Recording) -> tuple[list[TimedAction], list[Boundary], int]:
     """The recording's actions (with when each began), its boundaries, and how many
-    input events made no action."""
+    input events made no action.
+
+    A key or a button pressed where the replay's pointer is not yet (the person's
+    pointer only hovered there) is preceded by a ``move`` to that place: apps like
+    Blender send keys to the area under the pointer and take a press only on a widget
+    that has seen the pointer arrive, and the replay's pointer is wherever its last
+    pointer action left it."""
     actions: list[TimedAction] = []
     boundaries: list[Boundary] = []
+    pointer: tuple[int, int] | None = None
+    """Where the person's pointer is."""
+    placed: tuple[int, int] | None = None
+    """Where the replay's pointer is after the actions so far (None: not yet placed)."""
 
     def emit(action: Action) -> None:
+        nonlocal placed
         assert isinstance(action, GuiAction)  # input events only make GUI actions
         actions.append(TimedAction(action, recorder.last_started))
+        if isinstance(action, Click | Scroll):
+            placed = (action.x, action.y)
+        elif isinstance(action, Drag):
+            placed = (action.x2, action.y2)
+
+    def hovered_elsewhere() -> bool:
+        return pointer is not None and (
+            placed is None
+            or max(abs(pointer[0] - placed[0]), abs(pointer[1] - placed[1])) > CLICK_SLOP
+        )
 
     recorder = InputRecorder(emit, live=False)
     focused: str | None = None
+    mask = 0
     for event in recording.events:
         if isinstance(event, WindowEvent):
             if focused is not None and event.title != focused:
@@ -125,8 +151,25 @@ def coalesce(recording: Recording) -> tuple[list[TimedAction], list[Boundary], i
                 recorder.flush()
             focused = event.title
         elif isinstance(event, PointerEvent):
+            pressed = event.mask & ~mask & _BUTTONS
+            mask = event.mask
+            pointer = (event.x, event.y)
+            if pressed and hovered_elsewhere():
+                # The press comes with the pointer's arrival; a replay moves there as a
+                # step of its own first, so the app sees the hover before the press
+                # (Blender's text fields ignore a press that arrives with the pointer).
+                recorder.flush()
+                if hovered_elsewhere():
+                    actions.append(TimedAction(Move(*pointer), event.t))
+                    placed = pointer
             recorder.pointer(event.mask, event.x, event.y, at=event.t)
         elif isinstance(event, KeyEvent):
+            if event.down and hovered_elsewhere():
+                recorder.flush()  # a pending click places the pointer first
+                if hovered_elsewhere():
+                    assert pointer is not None
+                    actions.append(TimedAction(Move(*pointer), event.t))
+                    placed = pointer
             recorder.key(event.down, event.keysym, at=event.t)
         elif isinstance(event, MarkEvent):
             recorder.flush()  # what was typed before the mark belongs to its sub-goal
@@ -179,6 +222,8 @@ def compile_recording(
             guarded_title = title.title
             compiled.steps.append({"wait_for": {"window": pattern, "timeout": WINDOW_TIMEOUT}})
 
+    anchored = -1
+    """The index of a click whose anchor its own move already waited for."""
     for index, timed in enumerate(actions):
         while next_mark is not None and next_mark.actions_before == index:
             # The person saw the sub-goal done (a save's '*' gone from the title)
@@ -187,8 +232,20 @@ def compile_recording(
             compiled.steps += _boundary_steps(next_mark)
             next_mark = next(marks, None)
         guard_title(timed.started)
-        point = _target(timed.action)
-        frame = _last_before(frames, timed.started)
+        target = timed
+        following = actions[index + 1] if index + 1 < len(actions) else None
+        if (
+            isinstance(timed.action, Move)
+            and following is not None
+            and _target(following.action) == (timed.action.x, timed.action.y)
+        ):
+            # A click's own move: the replay waits for the click's target to look as
+            # recorded before the pointer goes there (a window is mapped before it
+            # paints; a widget that gets the pointer before it exists never sees it
+            # arrive), then moves, then clicks.
+            target, anchored = following, index + 1
+        point = None if index == anchored else _target(target.action)
+        frame = _last_before(frames, target.started)
         pixels = None
         if point is not None and frame is not None:
             if frame.file not in cache:

@@ -276,6 +276,16 @@ def _world(world: Any) -> dict[str, Any]:
     return {"color": color[:3] if isinstance(color, list) else None}
 
 
+def _shading(obj: Mapping[str, Any]) -> str | None:
+    """A mesh's shading: 'smooth' (every face), 'flat' (none), 'mixed'; None when it
+    is not a mesh or has no faces."""
+    mesh = obj.get("mesh")
+    if not isinstance(mesh, Mapping) or not mesh.get("polygons"):
+        return None
+    smooth = mesh.get("smooth_polygons", 0)
+    return "flat" if smooth == 0 else "smooth" if smooth == mesh["polygons"] else "mixed"
+
+
 def _object_changes(
     name: str, old: Mapping[str, Any], new: Mapping[str, Any], added: bool
 ) -> list[Change]:
@@ -291,6 +301,10 @@ def _object_changes(
         ):
             if differs(old.get(key), new.get(key)):
                 changes.append(Change(what, name, old.get(key), new.get(key)))
+        # Shading lives in the mesh's faces: what `blender_object`'s `smooth` judges.
+        was_shaded, shaded = _shading(old), _shading(new)
+        if was_shaded != shaded and shaded in ("smooth", "flat"):
+            changes.append(Change("object_shading", name, was_shaded, shaded))
     old_mods = {(m.get("name"), m.get("type")): m for m in old.get("modifiers", [])}
     new_mods = {(m.get("name"), m.get("type")): m for m in new.get("modifiers", [])}
     for (mod_name, mod_type), mod in new_mods.items():

@@ -447,6 +447,7 @@ def _blend_checks(file: FileDiff, facts: Mapping[str, Any]) -> list[ProposedChec
         "object_parent",
         "object_hide_render",
         "object_materials",
+        "object_shading",
     ):
         placed.setdefault(change.subject, []).append(change)
     for name, changes in placed.items():
@@ -465,6 +466,8 @@ def _blend_checks(file: FileDiff, facts: Mapping[str, Any]) -> list[ProposedChec
                 params["parent"] = obj.get("parent") or ""
             elif change.what == "object_hide_render":
                 params["hide_render"] = bool(obj.get("hide_render"))
+            elif change.what == "object_shading":
+                params["smooth"] = change.after == "smooth"
             elif change.what == "object_materials":
                 new = [
                     m for m in obj.get("materials") or [] if m and m not in (change.before or [])

@@ -13,7 +13,8 @@ person sees and drives the desktop live.
   same spot merge into a double or triple click); farther apart → `drag`;
 - wheel notches → `scroll` (consecutive notches at one spot merge);
 - printable keys, Enter and Tab without ctrl/alt/super → `type` (consecutive keys
-  merge into one text); other keys and any key with ctrl/alt/super → `key(combo)`.
+  merge into one text); other keys, any key with ctrl/alt/super, and shift with a
+  lowercase letter's keysym (`shift+a` as DeskLoop's own client sends it) → `key(combo)`.
 
 Pointer motion without a button is forwarded but not recorded (it only hovers).
 An action is emitted when the next, different input arrives or after a short
@@ -86,6 +87,12 @@ def _char(keysym: int) -> str | None:
     if 0x01000100 <= keysym <= 0x0110FFFF:
         return chr(keysym - 0x01000000)
     return None
+
+
+def _unshifted(char: str) -> bool:
+    """Whether `char` is what a key gives without shift (a lowercase ASCII letter),
+    so that shift held with it is part of a key combination, not of the text."""
+    return "a" <= char <= "z"
 
 
 def _key_name(keysym: int) -> str | None:
@@ -181,8 +188,12 @@ class InputRecorder:
             if self._held & group
         ]
         char = _char(keysym)
-        if self._held & _SHIFT and char in ("\n", "\t"):
-            mods.append("shift")  # shift+tab is a key, not text
+        if self._held & _SHIFT and char is not None and (char in "\n\t" or _unshifted(char)):
+            # shift+tab is a key, not text; so is shift with a lowercase letter (the
+            # unshifted keysym, as DeskLoop's own client sends `key: shift+a`): typed
+            # as the letter alone it would lose the shift (Blender's shift+a is Add, a
+            # alone selects all).
+            mods.append("shift")
             char = None
         if not mods and char is not None:
             self._type(char)

@@ -74,3 +74,23 @@ def test_slow_repeats_are_separate_clicks() -> None:
         ]
     )
     assert actions == [(Click(10, 10), 1.0), (Click(10, 10), 2.0)]
+
+
+def test_shift_with_a_lowercase_letter_is_a_key_combination() -> None:
+    """DeskLoop's own client sends `key: shift+a` as shift and the keysym 'a': typed
+    as 'a' the replay would lose the shift (Blender's Add menu; 'a' selects all)."""
+    shift = 0xFFE1
+    actions = feed(
+        [
+            ("key", 1.0, (1, shift)),
+            ("key", 1.05, (1, ord("a"))),
+            ("key", 1.1, (0, ord("a"))),
+            ("key", 1.15, (0, shift)),
+            *keys("mu", 1.2),
+            ("key", 3.0, (1, shift)),
+            ("key", 3.05, (1, ord("A"))),  # a viewer's shifted keysym stays text
+            ("key", 3.1, (0, ord("A"))),
+            ("key", 3.15, (0, shift)),
+        ]
+    )
+    assert actions == [(Key("shift+a"), 1.05), (Type("mu"), 1.2), (Type("A"), 3.05)]

@@ -1,8 +1,8 @@
 """Proposals from scenes and renders made by the real apps, analysed in a real guest.
 
-Blender builds the scene before and after an edit (the cube moved, a material made
-and assigned, a modifier added, the render size changed); the snapshots' .blend
-copies are dumped by the `blender_scene` probe in the guest, as after a recording.
+Blender builds the scene before and after an edit (the cube moved and shaded smooth, a
+material made and assigned, a modifier added, the render size changed); the snapshots'
+.blend copies are dumped by the `blender_scene` probe in the guest, as after a recording.
 A render made by melt is read by ffprobe; GIMP saves a project before and after a
 layer edit. One test captures a real local desktop.
 """
@@ -38,6 +38,8 @@ bsdf.inputs["Roughness"].default_value = 0.3
 cube.data.materials[0] = mat
 sub = cube.modifiers.new("Subdivision", "SUBSURF")
 sub.levels = 2
+for face in cube.data.polygons:
+    face.use_smooth = True
 scene.render.resolution_x = 640
 scene.render.resolution_y = 360
 bpy.ops.wm.save_as_mainfile(filepath=OUT)
@@ -80,10 +82,14 @@ def test_a_blender_edit_proposes_the_moved_cube_its_material_and_modifier(
     assert "error" not in end.facts["Desktop/scene.blend"], end.facts["Desktop/scene.blend"]
     diff = diff_states(start, end)
     whats = {c.what for c in diff.files[0].changes}
-    assert {"object_moved", "material_added", "object_materials", "modifier_added"} <= whats
+    assert {
+        *("object_moved", "object_shading", "material_added", "object_materials"),
+        "modifier_added",
+    } <= whats
     proposals = propose_checks(diff, rec)
     (cube,) = [e for e in checks_named(proposals, "blender_object") if e["name"] == "Cube"]
     assert cube["location"] == [2.0, 0.5, 0.0] and cube["material"] == "Red"
+    assert cube["smooth"] is True
     (red,) = checks_named(proposals, "blender_material")
     assert red["name"] == "Red" and red["roughness"] == pytest.approx(0.3)
     assert red["base_color"] == pytest.approx([0.8, 0.05, 0.05])

@@ -23,7 +23,7 @@ from app.authoring.recording import (
     RecordingWriter,
     read_recording,
 )
-from app.core.actions import Click, Done, Fail, GuiAction, Type
+from app.core.actions import Click, Done, Fail, GuiAction, Move, Type
 from app.core.conversation import Message
 from app.desktops.local import LocalDesktop
 from app.desktops.xwindows import wait_window
@@ -103,15 +103,18 @@ async def test_a_recorded_workflow_compiles_and_replays(tmp_path: Path) -> None:
     references = tmp_path / "references"
     compiled = compile_recording(recording, "anchors/demo")
     assert [t.action for t in compiled.actions] == [
+        Move(120, 80),  # the pointer arrives, then it clicks: two steps on replay
         Click(120, 80),
         Type("echo one > ~/one.txt\n"),
         Type("echo two > ~/two.txt\n"),
         Type("echo three > ~/three.txt\n"),
     ]
-    assert [list(r) for r in compiled.subgoals] == [[0, 1], [2], [3]]
+    assert [list(r) for r in compiled.subgoals] == [[0, 1, 2], [3], [4]]
     steps = compiled.steps
     assert steps[0] == {"wait_for": {"window": "^author-term$", "timeout": 60.0}}
+    # The click's target is waited for, then the pointer goes there, then it clicks.
     assert steps[1]["wait_for"]["anchor"]["image"] == "anchors/demo/001.png"
+    assert steps[2:4] == [{"move": [120, 80]}, {"click": [120, 80]}]
     assert {"expect": {"message": "Now the third file"}} in steps
     references.mkdir()
     compiled.write_anchors(references)
