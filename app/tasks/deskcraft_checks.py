@@ -1,0 +1,168 @@
+"""DeskCraft evaluator functions → DeskLoop checks, for `deskloop tasks import deskcraft`.
+
+DeskCraft names an evaluator by function (`check_kdenlive_track_count`), a getter for
+what it reads (`vm_file` with a path, or `vm_command_line` running its own Blender
+script on a .blend) and `rules`, the options. Each entry of `MAPPERS` turns one
+(function, guest path, rules) into DeskLoop check leaves, or raises `Unmapped` naming
+what has no DeskLoop equivalent: the importer then reports it as a manual step rather
+than guessing. Only this table knows DeskCraft's option names; it was written from
+their task files' shapes, not from their code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+Leaf = dict[str, Any]
+Rules = dict[str, Any]
+
+
+class Unmapped(Exception):
+    """This evaluator (or one of its options) has no DeskLoop check yet."""
+
+
+def _take(rules: Rules, known: dict[str, str]) -> dict[str, Any]:
+    """The rules renamed to DeskLoop parameter names; any other rule is Unmapped."""
+    extra = sorted(set(rules) - set(known))
+    if extra:
+        raise Unmapped(f"options {extra} have no DeskLoop parameter")
+    return {known[key]: value for key, value in rules.items()}
+
+
+def _renamed(path: str, rules: Rules) -> list[Leaf]:
+    _take(rules, {"expected_name": "", "old_name": ""})
+    leaves: list[Leaf] = [{"check": "blender_object", "path": path, "name": rules["expected_name"]}]
+    if "old_name" in rules:
+        leaves.append(
+            {"check": "blender_object", "path": path, "name": rules["old_name"], "exists": False}
+        )
+    return leaves
+
+
+def _light_energy(path: str, rules: Rules) -> list[Leaf]:
+    _take(rules, {"light_name": "", "expected_energy": "", "tolerance": ""})
+    leaf: Leaf = {"check": "blender_light", "path": path, "name": rules["light_name"]}
+    leaf["energy"] = rules["expected_energy"]
+    if "tolerance" in rules:
+        leaf["energy_tolerance"] = rules["tolerance"]
+    return [leaf]
+
+
+_RENDER = {
+    "active_camera": "camera",
+    "camera": "camera",
+    "image_format": "file_format",
+    "file_format": "file_format",
+    "engine": "engine",
+    "render_engine": "engine",
+    "resolution_x": "resolution_x",
+    "resolution_y": "resolution_y",
+    "resolution_percentage": "resolution_percentage",
+    "fps": "fps",
+    "frame_start": "frame_start",
+    "frame_end": "frame_end",
+}
+
+
+def _render_settings(path: str, rules: Rules) -> list[Leaf]:
+    return [{"check": "blender_render", "path": path, **_take(rules, _RENDER)}]
+
+
+def _kdenlive_profile(path: str, rules: Rules) -> list[Leaf]:
+    taken = _take(
+        rules,
+        {"width": "width", "height": "height", "frame_rate_num": "num", "frame_rate_den": "den"},
+    )
+    leaf: Leaf = {"check": "kdenlive_profile", "path": path}
+    for key in ("width", "height"):
+        if key in taken:
+            leaf[key] = taken[key]
+    if "num" in taken:
+        fps = taken["num"] / taken.get("den", 1)
+        leaf["fps"] = int(fps) if float(fps).is_integer() else round(fps, 3)
+    return [leaf]
+
+
+def _track_count(path: str, rules: Rules) -> list[Leaf]:
+    exact = _take(rules, {"video_tracks": "video", "audio_tracks": "audio"})
+    return [{"check": "kdenlive_tracks", "path": path, **exact}]
+
+
+def _guide(path: str, rules: Rules) -> list[Leaf]:
+    del path, rules
+    # DeskCraft gives the guide's time in seconds; kdenlive_guides counts frames, and the
+    # frame rate is the project's, which the importer does not read.
+    raise Unmapped("a guide time in seconds needs the project's frame rate (give frames)")
+
+
+def _file_exists(path: str, rules: Rules) -> list[Leaf]:
+    if rules:
+        raise Unmapped(f"options {sorted(rules)} have no DeskLoop parameter")
+    return [{"check": "file_exists", "path": path}]
+
+
+Mapper = Callable[[str, Rules], list[Leaf]]
+
+MAPPERS: dict[str, Mapper] = {
+    "check_blender_object_renamed": _renamed,
+    "check_blender_light_energy": _light_energy,
+    "check_blender_render_settings": _render_settings,
+    "check_kdenlive_project_profile": _kdenlive_profile,
+    "check_kdenlive_track_count": _track_count,
+    "check_kdenlive_guide": _guide,
+    "check_kdenlive_file_exists": _file_exists,
+}
+
+_BLEND_IN_COMMAND = re.compile(r"(?:--background|-b)\s+(\S+\.blend)\b")
+
+
+def target_path(result: Any) -> str | None:
+    """The guest file a DeskCraft getter reads: a `vm_file`'s path, or the .blend a
+    `vm_command_line` opens with Blender in background mode; None when neither."""
+    if not isinstance(result, dict):
+        return None
+    if result.get("type") == "vm_file" and isinstance(result.get("path"), str):
+        return guest_path(result["path"])
+    command = result.get("command")
+    if result.get("type") == "vm_command_line" and isinstance(command, str):
+        found = _BLEND_IN_COMMAND.search(command)
+        if found:
+            return guest_path(found.group(1))
+    return None
+
+
+def guest_path(path: str) -> str:
+    """DeskCraft's guest paths live under /home/user; DeskLoop's under the session's home."""
+    for home in ("/home/user/", "~/"):
+        if path.startswith(home):
+            return "~/" + path[len(home) :]
+    return path
+
+
+def map_evaluator(func: str, result: Any, expected: Any) -> list[Leaf]:
+    """The DeskLoop leaves for one DeskCraft evaluator; Unmapped says why there are none."""
+    mapper = MAPPERS.get(func)
+    if mapper is None:
+        raise Unmapped(f"evaluator {func} has no DeskLoop check")
+    path = target_path(result)
+    if path is None:
+        raise Unmapped(f"evaluator {func} reads {_getter(result)}, not a file DeskLoop can fetch")
+    rules = expected.get("rules") if isinstance(expected, dict) else None
+    if not isinstance(rules, dict):
+        raise Unmapped(f"evaluator {func} has no rules to map")
+    try:
+        return mapper(path, rules)
+    except Unmapped as exc:
+        raise Unmapped(f"evaluator {func}: {exc}") from None
+    except (KeyError, TypeError, ZeroDivisionError) as exc:
+        raise Unmapped(
+            f"evaluator {func}: its rules are not in the expected shape ({exc})"
+        ) from None
+
+
+def _getter(result: Any) -> str:
+    if isinstance(result, dict):
+        return f"a {result.get('type', 'getter without type')}"
+    return "no getter"
