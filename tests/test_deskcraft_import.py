@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from app.checks.registry import get_check
 from app.cli import main
 from app.core.actions import Ask, Click, Done
 from app.core.triggers import AgentAsk, AgentDone, StepCount
 from app.episode.protocol import PhaseSpec, Protocol
 from app.tasks.deskcraft import convert, task_id
-from app.tasks.deskcraft_checks import Unmapped, map_evaluator, target_path
+from app.tasks.deskcraft_checks import MAPPERS, Unmapped, map_evaluator, target_path
 from app.tasks.loader import load_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,3 +162,131 @@ def test_cli_reports_each_file_and_exits_1_when_one_is_not_importable(
     assert "1 imported, 1 imported with manual steps left, 2 not importable" in printed
     assert "  manual: " in printed and "not importable  " in printed
     assert main(["tasks", "validate", str(out)]) == 0
+
+
+BLEND = {
+    "type": "vm_command_line",
+    "command": "/snap/bin/blender --background /home/user/Documents/scene.blend --python /tmp/c.py",
+}
+PROJECT = {"type": "vm_file", "path": "/home/user/Videos/project.kdenlive"}
+RENDER = {"type": "vm_file", "path": "/home/user/Documents/out.png"}
+
+# DeskCraft-shaped rules for every mapped function, and the checks they must become.
+SAMPLES: list[tuple[str, dict[str, object], dict[str, object], list[str]]] = [
+    (
+        "check_blender_object_renamed",
+        BLEND,
+        {"expected_name": "MyCube", "old_name": "Cube"},
+        ["blender_object"] * 2,
+    ),
+    (
+        "check_blender_light_energy",
+        BLEND,
+        {"light_name": "Key", "expected_energy": 2000.0, "tolerance": 10},
+        ["blender_light"],
+    ),
+    (
+        "check_blender_render_settings",
+        BLEND,
+        {"engine": "CYCLES", "image_format": "PNG", "resolution_x": 1080, "resolution_y": 1920},
+        ["blender_render"],
+    ),
+    (
+        "check_blender_render_output",
+        RENDER,
+        {"width": 1080, "height": 1080, "format": "PNG"},
+        ["image_format", "image_size"],
+    ),
+    (
+        "check_blender_world_hdri",
+        BLEND,
+        {"hdri_filename": "hdri_studio.exr"},
+        ["blender_world_texture"],
+    ),
+    (
+        "check_blender_material_textures",
+        BLEND,
+        {
+            "object_name": "Cube",
+            "textures": [{"filename": "wood.jpg", "connected_to": "Base Color"}],
+            "roughness": 0.7,
+            "tolerance": 0.05,
+        },
+        ["blender_texture_link", "blender_material"],
+    ),
+    (
+        "check_blender_object_visibility",
+        BLEND,
+        {"object_name": "Sphere", "hide_viewport": True},
+        ["blender_visibility"],
+    ),
+    (
+        "check_blender_constraints_multi",
+        BLEND,
+        {
+            "constraints": [
+                {
+                    "object_name": "Orbiter",
+                    "type": "TRACK_TO",
+                    "target": "T",
+                    "track_axis": "TRACK_NEGATIVE_Z",
+                }
+            ]
+        },
+        ["blender_constraint"],
+    ),
+    (
+        "check_blender_text_content",
+        BLEND,
+        {"object_name": "Text", "expected_text": "Hello Blender"},
+        ["blender_text"],
+    ),
+    (
+        "check_blender_text_styling",
+        BLEND,
+        {"object_name": "Title", "body": "HI", "size": 2.0, "align_x": "CENTER", "tolerance": 0.05},
+        ["blender_text"],
+    ),
+    (
+        "check_blender_particle_params",
+        BLEND,
+        {"object_name": "Emitter", "count": 2000, "lifetime": 100.0, "tolerance": 1.0},
+        ["blender_particles"],
+    ),
+    ("check_blender_fps", BLEND, {"fps": 30}, ["blender_render"]),
+    ("check_blender_frame_range", BLEND, {"frame_start": 1, "frame_end": 120}, ["blender_render"]),
+    ("check_blender_render_engine", BLEND, {"engine": "CYCLES"}, ["blender_render"]),
+    ("check_blender_object_deleted", BLEND, {"deleted_object": "Cube"}, ["blender_object"]),
+    (
+        "check_blender_object_exists",
+        BLEND,
+        {"expected_type": "MESH", "name_contains": "Sphere"},
+        ["blender_object"],
+    ),
+    (
+        "check_kdenlive_project_profile",
+        PROJECT,
+        {"frame_rate_num": 30000, "frame_rate_den": 1001},
+        ["kdenlive_profile"],
+    ),
+    ("check_kdenlive_track_count", PROJECT, {"video_tracks": 3}, ["kdenlive_tracks"]),
+    ("check_kdenlive_file_exists", PROJECT, {}, ["file_exists"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("func", "result", "rules", "checks"), SAMPLES, ids=[s[0] for s in SAMPLES]
+)
+def test_each_mapped_evaluator_becomes_checks_the_registry_accepts(
+    func: str, result: dict[str, object], rules: dict[str, object], checks: list[str]
+) -> None:
+    leaves = map_evaluator(func, result, {"type": "rule", "rules": rules})
+    assert [leaf["check"] for leaf in leaves] == checks
+    for leaf in leaves:
+        spec = get_check(leaf["check"])
+        spec.parse_params({k: v for k, v in leaf.items() if k != "check"})
+        assert leaf["path"].startswith("~/")
+
+
+def test_every_mapper_has_a_sample() -> None:
+    assert {s[0] for s in SAMPLES} | {"check_kdenlive_guide"} == set(MAPPERS)

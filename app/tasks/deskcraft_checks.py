@@ -105,6 +105,146 @@ def _file_exists(path: str, rules: Rules) -> list[Leaf]:
 
 Mapper = Callable[[str, Rules], list[Leaf]]
 
+
+def _render_output(path: str, rules: Rules) -> list[Leaf]:
+    _take(rules, {"format": "", "width": "", "height": ""})
+    leaves: list[Leaf] = []
+    if "format" in rules:
+        leaves.append(
+            {"check": "image_format", "path": path, "format": str(rules["format"]).upper()}
+        )
+    size: dict[str, Any] = {k: rules[k] for k in ("width", "height") if k in rules}
+    if size:
+        leaves.append({"check": "image_size", "path": path, **size})
+    if not leaves:
+        leaves.append({"check": "file_exists", "path": path})
+    return leaves
+
+
+def _world_hdri(path: str, rules: Rules) -> list[Leaf]:
+    taken = _take(rules, {"hdri_filename": "image", "strength": "strength"})
+    return [{"check": "blender_world_texture", "path": path, **taken}]
+
+
+def _material_textures(path: str, rules: Rules) -> list[Leaf]:
+    _take(
+        rules, {"object_name": "", "textures": "", "metallic": "", "roughness": "", "tolerance": ""}
+    )
+    obj = rules["object_name"]
+    leaves: list[Leaf] = []
+    for texture in rules["textures"]:
+        _take(texture, {"filename": "", "connected_to": ""})
+        leaves.append(
+            {
+                "check": "blender_texture_link",
+                "path": path,
+                "object": obj,
+                "image": texture["filename"],
+                "socket": texture["connected_to"],
+            }
+        )
+    values: dict[str, Any] = {k: rules[k] for k in ("metallic", "roughness") if k in rules}
+    if values:
+        leaf: Leaf = {"check": "blender_material", "path": path, "object": obj, **values}
+        if "tolerance" in rules:
+            leaf["tolerance"] = rules["tolerance"]
+        leaves.append(leaf)
+    return leaves
+
+
+def _visibility(path: str, rules: Rules) -> list[Leaf]:
+    taken = _take(
+        rules,
+        {"object_name": "name", "hide_viewport": "hide_viewport", "hide_render": "hide_render"},
+    )
+    return [{"check": "blender_visibility", "path": path, **taken}]
+
+
+def _constraints(path: str, rules: Rules) -> list[Leaf]:
+    _take(rules, {"constraints": ""})
+    leaves: list[Leaf] = []
+    for item in rules["constraints"]:
+        rest = {k: v for k, v in item.items() if k not in ("object_name", "type", "target")}
+        leaf: Leaf = {"check": "blender_constraint", "path": path, "object": item["object_name"]}
+        leaf["type"] = item["type"]
+        if "target" in item:
+            leaf["target"] = item["target"]
+        if rest:
+            leaf["settings"] = rest
+        leaves.append(leaf)
+    return leaves
+
+
+def _text_content(path: str, rules: Rules) -> list[Leaf]:
+    taken = _take(rules, {"object_name": "name", "expected_text": "body"})
+    return [{"check": "blender_text", "path": path, **taken}]
+
+
+_TEXT_SETTINGS = ("size", "extrude", "align_x", "align_y", "bevel_depth", "offset_x", "offset_y")
+
+
+def _text_styling(path: str, rules: Rules) -> list[Leaf]:
+    known = {"object_name": "name", "body": "body", "tolerance": "tolerance"}
+    taken = _take(rules, {**known, **{k: k for k in _TEXT_SETTINGS}})
+    leaf: Leaf = {"check": "blender_text", "path": path}
+    leaf.update({k: v for k, v in taken.items() if k in known.values()})
+    settings = {k: v for k, v in taken.items() if k in _TEXT_SETTINGS}
+    if settings:
+        leaf["settings"] = settings
+    return [leaf]
+
+
+_PARTICLE_SETTINGS = (
+    "count",
+    "lifetime",
+    "frame_start",
+    "frame_end",
+    "normal_factor",
+    "type",
+    "render_type",
+    "emit_from",
+    "lifetime_random",
+    "particle_size",
+)
+
+
+def _particles(path: str, rules: Rules) -> list[Leaf]:
+    taken = _take(
+        rules,
+        {"object_name": "object", "tolerance": "tolerance", **{k: k for k in _PARTICLE_SETTINGS}},
+    )
+    leaf: Leaf = {"check": "blender_particles", "path": path, "object": taken.pop("object")}
+    if "tolerance" in taken:
+        leaf["tolerance"] = taken.pop("tolerance")
+    leaf["settings"] = taken
+    return [leaf]
+
+
+def _scene_setting(*names: str) -> Mapper:
+    def mapper(path: str, rules: Rules) -> list[Leaf]:
+        return [{"check": "blender_render", "path": path, **_take(rules, {n: n for n in names})}]
+
+    return mapper
+
+
+def _deleted(path: str, rules: Rules) -> list[Leaf]:
+    _take(rules, {"deleted_object": ""})
+    return [
+        {"check": "blender_object", "path": path, "name": rules["deleted_object"], "exists": False}
+    ]
+
+
+def _exists(path: str, rules: Rules) -> list[Leaf]:
+    taken = _take(
+        rules, {"expected_type": "type", "name_contains": "name_regex", "object_name": "name"}
+    )
+    if "name_regex" in taken:
+        taken["name_regex"] = re.escape(str(taken["name_regex"]))
+    if "name" not in taken and "name_regex" not in taken:
+        raise Unmapped("it names no object")
+    return [{"check": "blender_object", "path": path, **taken}]
+
+
 MAPPERS: dict[str, Mapper] = {
     "check_blender_object_renamed": _renamed,
     "check_blender_light_energy": _light_energy,
@@ -113,6 +253,19 @@ MAPPERS: dict[str, Mapper] = {
     "check_kdenlive_track_count": _track_count,
     "check_kdenlive_guide": _guide,
     "check_kdenlive_file_exists": _file_exists,
+    "check_blender_render_output": _render_output,
+    "check_blender_world_hdri": _world_hdri,
+    "check_blender_material_textures": _material_textures,
+    "check_blender_object_visibility": _visibility,
+    "check_blender_constraints_multi": _constraints,
+    "check_blender_text_content": _text_content,
+    "check_blender_text_styling": _text_styling,
+    "check_blender_particle_params": _particles,
+    "check_blender_fps": _scene_setting("fps"),
+    "check_blender_frame_range": _scene_setting("frame_start", "frame_end"),
+    "check_blender_render_engine": _scene_setting("engine"),
+    "check_blender_object_deleted": _deleted,
+    "check_blender_object_exists": _exists,
 }
 
 _BLEND_IN_COMMAND = re.compile(r"(?:--background|-b)\s+(\S+\.blend)\b")
