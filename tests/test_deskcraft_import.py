@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,15 +165,15 @@ def test_cli_reports_each_file_and_exits_1_when_one_is_not_importable(
     assert main(["tasks", "validate", str(out)]) == 0
 
 
-BLEND = {
+BLEND: dict[str, Any] = {
     "type": "vm_command_line",
     "command": "/snap/bin/blender --background /home/user/Documents/scene.blend --python /tmp/c.py",
 }
-PROJECT = {"type": "vm_file", "path": "/home/user/Videos/project.kdenlive"}
-RENDER = {"type": "vm_file", "path": "/home/user/Documents/out.png"}
+PROJECT: dict[str, Any] = {"type": "vm_file", "path": "/home/user/Videos/project.kdenlive"}
+RENDER: dict[str, Any] = {"type": "vm_file", "path": "/home/user/Documents/out.png"}
 
 # DeskCraft-shaped rules for every mapped function, and the checks they must become.
-SAMPLES: list[tuple[str, dict[str, object], dict[str, object], list[str]]] = [
+SAMPLES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
     (
         "check_blender_object_renamed",
         BLEND,
@@ -278,7 +279,7 @@ SAMPLES: list[tuple[str, dict[str, object], dict[str, object], list[str]]] = [
     ("func", "result", "rules", "checks"), SAMPLES, ids=[s[0] for s in SAMPLES]
 )
 def test_each_mapped_evaluator_becomes_checks_the_registry_accepts(
-    func: str, result: dict[str, object], rules: dict[str, object], checks: list[str]
+    func: str, result: dict[str, Any], rules: dict[str, Any], checks: list[str]
 ) -> None:
     leaves = map_evaluator(func, result, {"type": "rule", "rules": rules})
     assert [leaf["check"] for leaf in leaves] == checks
