@@ -99,6 +99,7 @@ def render() -> str:
         "blender_look": "Blender scenes (.blend)",
         "blender_setup": "Blender scenes (.blend)",
         "kdenlive": "Kdenlive projects (.kdenlive)",
+        "kdenlive_bin": "Kdenlive projects (.kdenlive)",
         "media": "Rendered media (ffprobe)",
         "judge": "Model judge",
     }

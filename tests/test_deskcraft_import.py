@@ -272,6 +272,33 @@ SAMPLES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
     ),
     ("check_kdenlive_track_count", PROJECT, {"video_tracks": 3}, ["kdenlive_tracks"]),
     ("check_kdenlive_file_exists", PROJECT, {}, ["file_exists"]),
+    (
+        "check_kdenlive_bin_content",
+        PROJECT,
+        {"expected_present": ["a.mp4"], "expected_absent": ["b.mp4"]},
+        ["kdenlive_bin"],
+    ),
+    ("check_kdenlive_import_video", PROJECT, {"expected_file": "a.mp4"}, ["kdenlive_bin"]),
+    (
+        "check_kdenlive_import_multiple_files",
+        PROJECT,
+        {"expected_files": ["a.mp4", "b.mp4"]},
+        ["kdenlive_bin"],
+    ),
+    (
+        "check_kdenlive_clip_group",
+        PROJECT,
+        {"min_groups": 1, "min_clips_in_group": 2},
+        ["kdenlive_groups"],
+    ),
+    ("check_kdenlive_proxy_setting", PROJECT, {"proxy_enabled": True}, ["kdenlive_proxy"]),
+    ("check_kdenlive_track_lock", PROJECT, {"locked_track": "V1"}, ["kdenlive_track"]),
+    (
+        "check_kdenlive_timeline_empty",
+        PROJECT,
+        {"expected_in_bin": "a.mp4", "expected_not_on_timeline": False},
+        ["kdenlive_bin"],
+    ),
 ]
 
 
@@ -287,6 +314,15 @@ def test_each_mapped_evaluator_becomes_checks_the_registry_accepts(
         spec = get_check(leaf["check"])
         spec.parse_params({k: v for k, v in leaf.items() if k != "check"})
         assert leaf["path"].startswith("~/")
+
+
+def test_an_empty_timeline_is_named_as_unmapped() -> None:
+    with pytest.raises(Unmapped, match="empty timeline"):
+        map_evaluator(
+            "check_kdenlive_timeline_empty",
+            PROJECT,
+            {"rules": {"expected_in_bin": "a.mp4", "expected_not_on_timeline": True}},
+        )
 
 
 def test_every_mapper_has_a_sample() -> None:

@@ -103,6 +103,47 @@ def _file_exists(path: str, rules: Rules) -> list[Leaf]:
     return [{"check": "file_exists", "path": path}]
 
 
+def _bin_content(path: str, rules: Rules) -> list[Leaf]:
+    taken = _take(
+        rules,
+        {
+            "expected_present": "present",
+            "expected_absent": "absent",
+            "expected_file": "present",
+            "expected_files": "present",
+        },
+    )
+    if isinstance(taken.get("present"), str):
+        taken["present"] = [taken["present"]]
+    return [{"check": "kdenlive_bin", "path": path, **taken}]
+
+
+def _clip_group(path: str, rules: Rules) -> list[Leaf]:
+    taken = _take(rules, {"min_groups": "min_groups", "min_clips_in_group": "min_clips"})
+    # DeskCraft asks for clips the person grouped; Kdenlive's own A/V groups do not count.
+    return [{"check": "kdenlive_groups", "path": path, "group_type": "Normal", **taken}]
+
+
+def _proxy(path: str, rules: Rules) -> list[Leaf]:
+    taken = _take(rules, {"proxy_enabled": "enabled", "proxy_min_size": "min_size"})
+    return [{"check": "kdenlive_proxy", "path": path, **taken}]
+
+
+def _track_lock(path: str, rules: Rules) -> list[Leaf]:
+    _take(rules, {"locked_track": ""})
+    return [
+        {"check": "kdenlive_track", "path": path, "track": rules["locked_track"], "locked": True}
+    ]
+
+
+def _timeline_empty(path: str, rules: Rules) -> list[Leaf]:
+    _take(rules, {"expected_in_bin": "", "expected_not_on_timeline": ""})
+    if rules.get("expected_not_on_timeline", True):
+        # kdenlive_length counts frames > 0; an empty timeline has no DeskLoop check yet.
+        raise Unmapped("an empty timeline (expected_not_on_timeline) has no DeskLoop check")
+    return [{"check": "kdenlive_bin", "path": path, "present": [rules["expected_in_bin"]]}]
+
+
 Mapper = Callable[[str, Rules], list[Leaf]]
 
 
@@ -266,6 +307,13 @@ MAPPERS: dict[str, Mapper] = {
     "check_blender_render_engine": _scene_setting("engine"),
     "check_blender_object_deleted": _deleted,
     "check_blender_object_exists": _exists,
+    "check_kdenlive_bin_content": _bin_content,
+    "check_kdenlive_import_video": _bin_content,
+    "check_kdenlive_import_multiple_files": _bin_content,
+    "check_kdenlive_clip_group": _clip_group,
+    "check_kdenlive_proxy_setting": _proxy,
+    "check_kdenlive_track_lock": _track_lock,
+    "check_kdenlive_timeline_empty": _timeline_empty,
 }
 
 _BLEND_IN_COMMAND = re.compile(r"(?:--background|-b)\s+(\S+\.blend)\b")
