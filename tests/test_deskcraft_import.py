@@ -160,7 +160,7 @@ def test_cli_reports_each_file_and_exits_1_when_one_is_not_importable(
     code = main(["tasks", "import", "deskcraft", str(DATA), "--repo", str(repo), "--out", str(out)])
     printed = capsys.readouterr().out
     assert code == 1
-    assert "1 imported, 1 imported with manual steps left, 2 not importable" in printed
+    assert "2 imported, 1 imported with manual steps left, 2 not importable" in printed
     assert "  manual: " in printed and "not importable  " in printed
     assert main(["tasks", "validate", str(out)]) == 0
 
