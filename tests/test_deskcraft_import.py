@@ -14,7 +14,7 @@ from app.cli import main
 from app.core.actions import Ask, Click, Done
 from app.core.triggers import AgentAsk, AgentDone, StepCount
 from app.episode.protocol import PhaseSpec, Protocol
-from app.tasks.deskcraft import convert, task_id
+from app.tasks.deskcraft import convert, task_id, task_yaml
 from app.tasks.deskcraft_checks import MAPPERS, Unmapped, map_evaluator, target_path
 from app.tasks.loader import load_task
 
@@ -144,6 +144,14 @@ def test_evaluator_mapping_names_what_has_no_equivalent() -> None:
             {"type": "vm_command_line", "command": "ls"},
             {"rules": {}},
         )
+
+
+def test_shared_values_are_written_out_not_aliased() -> None:
+    # Mappers may build several leaves from one dict (an `any` of effects with the same
+    # params); task files refuse YAML aliases, so each is written in full.
+    params = {"opacity": 0.5}
+    text = task_yaml({"evaluate": {"any": [{"params": params}, {"params": params}]}})
+    assert "&" not in text and "*" not in text and text.count("opacity: 0.5") == 2
 
 
 def test_ids_are_deskloop_ids() -> None:
@@ -293,6 +301,101 @@ SAMPLES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
     ),
     ("check_kdenlive_proxy_setting", PROJECT, {"proxy_enabled": True}, ["kdenlive_proxy"]),
     ("check_kdenlive_track_lock", PROJECT, {"locked_track": "V1"}, ["kdenlive_track"]),
+    ("check_kdenlive_track_count", PROJECT, {"exact_video_tracks": 1}, ["kdenlive_tracks"]),
+    (
+        "check_kdenlive_effect_applied",
+        PROJECT,
+        {"effect_service": ["mirror", "avfilter.hflip"], "source_file": "a.mp4"},
+        ["any", "kdenlive_effect", "kdenlive_effect"],
+    ),
+    (
+        "check_kdenlive_effect_param",
+        PROJECT,
+        {
+            "effect_service": ["qtblend"],
+            "param_name": "opacity",
+            "expected_value": 0.5,
+            "tolerance": 0.1,
+        },
+        ["kdenlive_effect"],
+    ),
+    ("check_kdenlive_transition", PROJECT, {"transition_type": "luma"}, ["kdenlive_composition"]),
+    (
+        "check_blender_smooth_shading",
+        BLEND,
+        {"object_name_contains": "Sphere", "has_smooth": True},
+        ["blender_object"],
+    ),
+    (
+        "check_blender_modifier_subsurf",
+        BLEND,
+        {"object_name": "Cube", "modifier_type": "SUBSURF", "levels": 3},
+        ["blender_modifier"],
+    ),
+    (
+        "check_blender_modifier_bevel",
+        BLEND,
+        {"object_name": "Cube", "modifier_type": "BEVEL", "width": 0.02, "tolerance": 0.01},
+        ["blender_modifier"],
+    ),
+    (
+        "check_blender_modifier_boolean",
+        BLEND,
+        {
+            "object_name": "Cube",
+            "modifier_type": "BOOLEAN",
+            "operation": "DIFFERENCE",
+            "target_object": "Sphere",
+        },
+        ["blender_modifier"],
+    ),
+    (
+        "check_blender_modifier_stack",
+        BLEND,
+        {"object_name": "Cube", "modifiers": {"BEVEL": {"segments": 4}, "SUBSURF": {"levels": 2}}},
+        ["blender_modifier", "blender_modifier"],
+    ),
+    (
+        "check_blender_hierarchy",
+        BLEND,
+        {"parent_map": {"Moon": "Planet1"}, "not_parent": {"Moon": "Planet2"}},
+        ["blender_object"],
+    ),
+    (
+        "check_blender_parent_child",
+        BLEND,
+        {"parent": "Cube", "expected_children": ["Sphere", "Cone"]},
+        ["blender_object"] * 2,
+    ),
+    (
+        "check_blender_material_color",
+        BLEND,
+        {"object_name": "Ball", "expected_color": [1.0, 0, 0, 1], "metallic": 0.5},
+        ["blender_material"],
+    ),
+    (
+        "check_blender_material_pbr",
+        BLEND,
+        {
+            "object_name_contains": "Sphere",
+            "material_name": "Blue",
+            "expected_color": [0, 0.2, 1, 1],
+            "roughness": 0.1,
+        },
+        ["blender_material", "blender_object"],
+    ),
+    (
+        "check_blender_collection_members",
+        BLEND,
+        {"collection_name": "Props", "expected_members": ["Cube"]},
+        ["blender_object"],
+    ),
+    (
+        "check_blender_animation_keyframes",
+        BLEND,
+        {"object_name": "Ball", "min_keyframe_count": 3, "has_location_keys": True},
+        ["any"] + ["blender_keyframes"] * 3,
+    ),
     (
         "check_kdenlive_timeline_empty",
         PROJECT,
@@ -308,12 +411,30 @@ SAMPLES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
 def test_each_mapped_evaluator_becomes_checks_the_registry_accepts(
     func: str, result: dict[str, Any], rules: dict[str, Any], checks: list[str]
 ) -> None:
-    leaves = map_evaluator(func, result, {"type": "rule", "rules": rules})
-    assert [leaf["check"] for leaf in leaves] == checks
-    for leaf in leaves:
+    nodes = map_evaluator(func, result, {"type": "rule", "rules": rules})
+    flat: list[dict[str, Any]] = []
+    for node in nodes:
+        flat.extend([{"check": "any"}, *node["any"]] if "any" in node else [node])
+    assert [leaf["check"] for leaf in flat] == checks
+    for leaf in flat[1:] if flat[0]["check"] == "any" else flat:
         spec = get_check(leaf["check"])
         spec.parse_params({k: v for k, v in leaf.items() if k != "check"})
         assert leaf["path"].startswith("~/")
+
+
+def test_what_a_mapper_cannot_say_is_named() -> None:
+    with pytest.raises(Unmapped, match="'Moon is not a child of Planet2' alone"):
+        map_evaluator(
+            "check_blender_hierarchy", BLEND, {"rules": {"not_parent": {"Moon": "Planet2"}}}
+        )
+    with pytest.raises(Unmapped, match="needs the object's exact name"):
+        map_evaluator(
+            "check_blender_modifier_subsurf",
+            BLEND,
+            {"rules": {"object_name_contains": "Sphere", "modifier_type": "SUBSURF", "levels": 3}},
+        )
+    with pytest.raises(Unmapped, match=r"options \['min_video_tracks'\]"):
+        map_evaluator("check_kdenlive_track_count", PROJECT, {"rules": {"min_video_tracks": 3}})
 
 
 def test_an_empty_timeline_is_named_as_unmapped() -> None:

@@ -75,6 +75,18 @@ class ImportReport:
         return "\n".join(lines)
 
 
+class _NoAliases(yaml.SafeDumper):
+    """Writes a value shared by two nodes out twice: task files refuse YAML aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def task_yaml(task: dict[str, Any]) -> str:
+    """The task as YAML, in field order, without anchors or aliases."""
+    return yaml.dump(task, Dumper=_NoAliases, sort_keys=False, allow_unicode=True, width=100)
+
+
 class NotImportable(Exception):
     """The file cannot become a DeskLoop task; the message says why."""
 
@@ -276,7 +288,7 @@ def convert(source: Path, repo: Path, out: Path) -> ImportReport:
         target = folder / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(file, target)
-    text = yaml.safe_dump(task, sort_keys=False, allow_unicode=True, width=100)
+    text = task_yaml(task)
     path.write_text("\n".join(header) + "\n" + text, encoding="utf-8")
     try:
         load_task(path)
