@@ -55,6 +55,10 @@ def test_a_standard_blender_task_is_imported_whole(repo: Path, tmp_path: Path) -
     assert (out / "blender/assets/default_cube.blend").read_bytes() == (
         ROOT / "tasks/blender/assets/cube.blend"
     ).read_bytes()
+    # The agent reads paths in the desktop's own home, and a title that ends at a sentence.
+    assert task.instruction.startswith("Open the Blender project ~/Documents/scene.blend.")
+    assert "/home/user" not in task.instruction
+    assert task.title == "Open the Blender project ~/Documents/scene.blend."
     text = (out / "blender" / "deskcraft-blender-0fbd0000.yaml").read_text()
     assert "check: blender_object" in text and "exists: false" in text and "MANUAL" not in text
 

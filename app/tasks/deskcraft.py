@@ -110,8 +110,15 @@ def _app(raw: dict[str, Any]) -> str:
     return found[0]
 
 
+def _home_paths(text: str) -> str:
+    """DeskCraft's user is /home/user; a DeskLoop desktop's home is elsewhere, so the
+    words the agent reads name paths from `~/`, as the library's tasks do."""
+    return re.sub(r"/home/user(?=/|\b)", "~", text)
+
+
 def _title(text: str) -> str:
-    first = re.split(r"(?<=[.!?。])\s*", text.strip(), maxsplit=1)[0]
+    # A sentence ends at . ! ? before a space or the end ('scene.blend' does not end one).
+    first = re.split(r"(?<=[.!?])\s+|(?<=[。！？])", text.strip(), maxsplit=1)[0]
     return first if len(first) <= 80 else first[:79].rstrip() + "…"
 
 
@@ -229,7 +236,7 @@ def _trigger(raw: Any, where: str, manual: list[str]) -> Any:
 
 def _phases(raw: list[Any], manual: list[str]) -> tuple[str, list[dict[str, Any]]]:
     ordered = sorted(raw, key=lambda p: p.get("phase_id", 0) if isinstance(p, dict) else 0)
-    texts = [str(p.get("instruction", "")).strip() for p in ordered]
+    texts = [_home_paths(str(p.get("instruction", "")).strip()) for p in ordered]
     if not ordered or not all(texts):
         raise NotImportable("a phase has no instruction")
     phases = []
@@ -257,7 +264,7 @@ def convert(source: Path, repo: Path, out: Path) -> ImportReport:
         if raw.get("phases"):
             instruction, phases = _phases(raw["phases"], manual)
         elif isinstance(raw.get("instruction"), str) and raw["instruction"].strip():
-            instruction, phases = raw["instruction"].strip(), []
+            instruction, phases = _home_paths(raw["instruction"].strip()), []
         else:
             raise NotImportable("it has neither an instruction nor phases")
         level = raw.get("difficulty")
