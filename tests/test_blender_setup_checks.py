@@ -72,6 +72,11 @@ ball.name = "Ball"
 ball.hide_render = True
 if not near:
     ball.hide_viewport = True
+# The eye in the Outliner (what H does): saved with the view layer.
+bpy.ops.mesh.primitive_cone_add(location=(-3, 0, 0))
+cone = bpy.context.active_object
+cone.name = "Cone"
+cone.hide_set(not near)
 # A constraint.
 target = bpy.data.objects.new("Target", None)
 scene.collection.objects.link(target)
@@ -147,6 +152,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("blender_world_texture", {"image": "studio.exr", "strength": 1.5}),
     ("blender_texture_link", {"object": "Cube", "image": "brick_nor.png", "socket": "Normal"}),
     ("blender_visibility", {"name": "Ball", "hide_viewport": True, "hide_render": True}),
+    ("blender_visibility", {"name": "Cone", "hidden": True, "hide_viewport": False}),
     (
         "blender_constraint",
         {

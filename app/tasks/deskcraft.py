@@ -118,7 +118,10 @@ def _home_paths(text: str) -> str:
 
 def _title(text: str) -> str:
     # A sentence ends at . ! ? before a space or the end ('scene.blend' does not end one).
-    first = re.split(r"(?<=[.!?])\s+|(?<=[。！？])", text.strip(), maxsplit=1)[0]
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+|(?<=[。！？])", text.strip()) if x]
+    # DeskCraft's instructions often begin "Open the project X."; the task is what follows.
+    doing = [x for x in sentences if not x.lower().startswith("open ")]
+    first = (doing or sentences or [text.strip()])[0]
     return first if len(first) <= 80 else first[:79].rstrip() + "…"
 
 

@@ -206,11 +206,23 @@ def material_textures(path: str, rules: Rules) -> list[Leaf]:
 
 
 def visibility(path: str, rules: Rules) -> list[Leaf]:
-    taken = take(
-        rules,
-        {"object_name": "name", "hide_viewport": "hide_viewport", "hide_render": "hide_render"},
-    )
-    return [{"check": "blender_visibility", "path": path, **taken}]
+    take(rules, {"object_name": "", "hide_viewport": "", "hide_render": "", "expected_visible": ""})
+    base: Leaf = {"check": "blender_visibility", "path": path, "name": rules["object_name"]}
+    leaves: list[Leaf] = []
+    if "hide_render" in rules:
+        leaves.append(dict(base, hide_render=rules["hide_render"]))
+    hidden = rules.get("hide_viewport")
+    if "expected_visible" in rules:
+        hidden = not rules["expected_visible"]
+    if hidden is True:
+        # DeskCraft's tasks say "press H or click the eye", which hides the object in the
+        # view layer; its metric reads only the monitor toggle. Either counts here.
+        leaves.append({"any": [dict(base, hidden=True), dict(base, hide_viewport=True)]})
+    elif hidden is False:
+        leaves.append(dict(base, hidden=False, hide_viewport=False))
+    if not leaves:
+        raise Unmapped("it names no visibility")
+    return leaves
 
 
 def constraints(path: str, rules: Rules) -> list[Leaf]:
