@@ -15,7 +15,13 @@ from app.core.actions import Ask, Click, Done
 from app.core.triggers import AgentAsk, AgentDone, StepCount
 from app.episode.protocol import PhaseSpec, Protocol
 from app.tasks.deskcraft import convert, task_id, task_yaml
-from app.tasks.deskcraft_checks import MAPPERS, Unmapped, map_evaluator, target_path
+from app.tasks.deskcraft_checks import (
+    MAPPERS,
+    OUTPUT_IS_EXPECTED,
+    Unmapped,
+    map_evaluator,
+    target_path,
+)
 from app.tasks.loader import load_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,6 +169,8 @@ def test_ids_are_deskloop_ids() -> None:
         task_id("0fbdd695-5224-4f6d-80ae-b06ee48e5c61", "blender") == "deskcraft-blender-0fbdd695"
     )
     assert task_id("interactive_gimp_watch_white_002", "gimp") == "deskcraft-gimp-watch-white-002"
+    suffixed = "a1b00003-0003-4000-8000-000000000003-L1"
+    assert task_id(suffixed, "gimp") == "deskcraft-gimp-a1b00003"
 
 
 def test_cli_reports_each_file_and_exits_1_when_one_is_not_importable(
@@ -307,6 +315,12 @@ SAMPLES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
     ("check_kdenlive_track_lock", PROJECT, {"locked_track": "V1"}, ["kdenlive_track"]),
     ("check_kdenlive_track_count", PROJECT, {"exact_video_tracks": 1}, ["kdenlive_tracks"]),
     (
+        "check_7b7617bd_recent_files",
+        {"type": "gimp_config_file", "file_name": "gimprc", "dest": "gimprc"},
+        {"key": "max-recent-files", "value": "15"},
+        ["text_file"],
+    ),
+    (
         "check_kdenlive_effect_applied",
         PROJECT,
         {"effect_service": ["mirror", "avfilter.hflip"], "source_file": "a.mp4"},
@@ -441,6 +455,28 @@ def test_what_a_mapper_cannot_say_is_named() -> None:
         map_evaluator("check_kdenlive_track_count", PROJECT, {"rules": {"min_video_tracks": 3}})
 
 
+def test_gimp_functions_whose_output_is_the_expected_file() -> None:
+    source = {"type": "vm_file", "path": "/home/user/Desktop/portrait.jpg"}
+    output = {"type": "vm_file", "path": "/home/user/Desktop/portrait_1920x1080.png"}
+    for func, check in [
+        ("check_8ea73f6f_resize_1920x1080", "image_size"),
+        ("check_white_to_alpha_transparency", "image_has_alpha"),
+    ]:
+        (leaf,) = map_evaluator(func, source, output)
+        assert leaf["check"] == check and leaf["path"] == "~/Desktop/portrait_1920x1080.png"
+        get_check(check).parse_params({k: v for k, v in leaf.items() if k != "check"})
+    (config,) = map_evaluator(
+        "check_7b7617bd_recent_files",
+        {"type": "gimp_config_file", "file_name": "gimprc"},
+        {"rules": {"key": "max-recent-files", "value": "15"}},
+    )
+    assert config == {
+        "check": "text_file",
+        "path": "~/.config/GIMP/2.10/gimprc",
+        "contains": ["(max-recent-files 15)"],
+    }
+
+
 def test_an_empty_timeline_is_named_as_unmapped() -> None:
     with pytest.raises(Unmapped, match="empty timeline"):
         map_evaluator(
@@ -451,4 +487,5 @@ def test_an_empty_timeline_is_named_as_unmapped() -> None:
 
 
 def test_every_mapper_has_a_sample() -> None:
-    assert {s[0] for s in SAMPLES} | {"check_kdenlive_guide"} == set(MAPPERS)
+    others = {"check_kdenlive_guide", *OUTPUT_IS_EXPECTED}
+    assert {s[0] for s in SAMPLES} | others == set(MAPPERS)

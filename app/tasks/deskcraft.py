@@ -94,7 +94,10 @@ class NotImportable(Exception):
 def task_id(raw_id: str, app: str) -> str:
     """A DeskLoop id for a DeskCraft id: a UUID keeps its first group
     (`deskcraft-blender-0fbdd695`), other ids become lowercase words with dashes."""
-    uuid = re.fullmatch(r"([0-9a-fA-F]{8})-[0-9a-fA-F-]{27}", raw_id)
+    # A UUID, possibly with a suffix ('a1b00003-0003-4000-8000-000000000003-L1').
+    uuid = re.match(
+        r"([0-9a-fA-F]{8})-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", raw_id
+    )
     tail = uuid.group(1).lower() if uuid else raw_id.lower()
     tail = re.sub(r"[^a-z0-9]+", "-", tail).strip("-")
     tail = re.sub(rf"^(interactive-)?{app}-", "", tail)
@@ -217,6 +220,15 @@ class _Conversion:
         if not leaves:
             raise NotImportable("; ".join(unmapped) or "its evaluator is empty")
         self.manual += [f"{u}: write its check by hand" for u in unmapped]
+        post = evaluator.get("postconfig")
+        if isinstance(post, list) and post:
+            kinds = ", ".join(str(p.get("type")) if isinstance(p, dict) else "?" for p in post)
+            # DeskCraft acts for the agent before scoring (exports with ctrl+shift+e, quits
+            # GIMP so gimprc is written); DeskLoop scores the desktop as the agent left it.
+            self.manual.append(
+                f"evaluator postconfig ({kinds}) is not run: DeskLoop scores the desktop as "
+                "the agent left it; say in the instruction what the agent must do instead"
+            )
         conj = "any" if evaluator.get("conj") == "or" else "all"
         if conj == "any" and unmapped:
             # An 'or' with a part left out would pass more easily than DeskCraft's.
@@ -271,6 +283,10 @@ def convert(source: Path, repo: Path, out: Path) -> ImportReport:
         else:
             raise NotImportable("it has neither an instruction nor phases")
         level = raw.get("difficulty")
+        if level not in ("L1", "L2", "L3"):
+            # DeskCraft's file names start with the level: L2_gimp_….json
+            named = re.match(r"(L[123])_", source.name)
+            level = named.group(1) if named else None
         if level not in ("L1", "L2", "L3"):
             level = "L3" if phases else "L2"
             manual.append(f"level: DeskCraft gives none; {level} assumed, check it")

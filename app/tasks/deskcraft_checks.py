@@ -15,10 +15,19 @@ import re
 from typing import Any
 
 from app.tasks import deskcraft_blender as B
+from app.tasks import deskcraft_gimp as G
 from app.tasks import deskcraft_kdenlive as K
 from app.tasks.deskcraft_rules import Leaf, Mapper, Unmapped
 
-__all__ = ["MAPPERS", "Leaf", "Unmapped", "guest_path", "map_evaluator", "target_path"]
+__all__ = [
+    "MAPPERS",
+    "OUTPUT_IS_EXPECTED",
+    "Leaf",
+    "Unmapped",
+    "guest_path",
+    "map_evaluator",
+    "target_path",
+]
 
 
 MAPPERS: dict[str, Mapper] = {
@@ -63,7 +72,16 @@ MAPPERS: dict[str, Mapper] = {
     "check_kdenlive_effect_applied": K.effect,
     "check_kdenlive_effect_param": K.effect,
     "check_kdenlive_transition": K.transition,
+    "check_7b7617bd_recent_files": G.config_value,
+    "check_8ea73f6f_resize_1920x1080": G.resize_1920x1080,
+    "check_white_to_alpha_transparency": G.white_to_alpha,
 }
+
+OUTPUT_IS_EXPECTED = frozenset(
+    {"check_8ea73f6f_resize_1920x1080", "check_white_to_alpha_transparency"}
+)
+"""Functions whose task files name the agent's output as the `expected` file (and the
+input as `result`); they take no rules."""
 
 _BLEND_IN_COMMAND = re.compile(r"(?:--background|-b)\s+(\S+\.blend)\b")
 
@@ -75,6 +93,8 @@ def target_path(result: Any) -> str | None:
         return None
     if result.get("type") == "vm_file" and isinstance(result.get("path"), str):
         return guest_path(result["path"])
+    if result.get("type") == "gimp_config_file" and isinstance(result.get("file_name"), str):
+        return f"{G.GIMP_CONFIG}/{result['file_name']}"
     command = result.get("command")
     if result.get("type") == "vm_command_line" and isinstance(command, str):
         found = _BLEND_IN_COMMAND.search(command)
@@ -96,6 +116,8 @@ def map_evaluator(func: str, result: Any, expected: Any) -> list[Leaf]:
     mapper = MAPPERS.get(func)
     if mapper is None:
         raise Unmapped(f"evaluator {func} has no DeskLoop check")
+    if func in OUTPUT_IS_EXPECTED:
+        result, expected = expected, {"rules": {}}
     path = target_path(result)
     if path is None:
         raise Unmapped(f"evaluator {func} reads {_getter(result)}, not a file DeskLoop can fetch")
