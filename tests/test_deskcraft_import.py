@@ -54,11 +54,14 @@ def test_a_standard_blender_task_is_imported_whole(repo: Path, tmp_path: Path) -
     steps = [step.model_dump(by_alias=True, exclude_defaults=True) for step in task.setup]
     # DeskCraft's own checker script is not uploaded; the fixed sleep became a window wait.
     assert steps[0] == {
-        "upload": {"src": "assets/default_cube.blend", "dest": "~/Documents/scene.blend"}
+        "upload": {
+            "src": "assets/deskcraft/blend/default_cube.blend",
+            "dest": "~/Documents/scene.blend",
+        }
     }
     assert steps[1]["launch"][-1] == "~/Documents/scene.blend" and "blender" in steps[1]["launch"]
     assert "wait_window" in steps[2] and len(steps) == 3
-    assert (out / "blender/assets/default_cube.blend").read_bytes() == (
+    assert (out / "blender/assets/deskcraft/blend/default_cube.blend").read_bytes() == (
         ROOT / "tasks/blender/assets/cube.blend"
     ).read_bytes()
     # The agent reads paths in the desktop's own home, and a title that ends at a sentence.
@@ -154,6 +157,19 @@ def test_evaluator_mapping_names_what_has_no_equivalent() -> None:
             {"type": "vm_command_line", "command": "ls"},
             {"rules": {}},
         )
+
+
+def test_a_second_file_with_the_same_id_is_not_written_over_the_first(
+    repo: Path, tmp_path: Path
+) -> None:
+    taken: dict[str, Path] = {}
+    first = convert(DATA / "L1_blender_rename.json", repo, tmp_path, taken)
+    copy = tmp_path / "L1_blender_rename_again.json"
+    copy.write_bytes((DATA / "L1_blender_rename.json").read_bytes())
+    again = convert(copy, repo, tmp_path, taken)
+    assert first.status == "imported"
+    assert again.status == "not importable" and again.reason is not None
+    assert "already taken by" in again.reason and "L1_blender_rename.json" in again.reason
 
 
 def test_shared_values_are_written_out_not_aliased() -> None:

@@ -25,8 +25,9 @@ def cmd_import_deskcraft(args: argparse.Namespace) -> int:
         print_err(f"--repo {repo}: not a folder (a local copy of DeskCraft's repository)")
         return 2
     counts = {"imported": 0, "manual": 0, "not importable": 0}
+    taken: dict[str, Path] = {}
     for source in _sources(args.paths):
-        report = convert(source, repo, args.out)
+        report = convert(source, repo, args.out, taken)
         counts[report.status] += 1
         print(report.line())
     print(

@@ -146,15 +146,21 @@ class _Conversion:
                 source = candidate
         elif url:
             name = url.rstrip("/").rsplit("/", 1)[-1]
+            root = self.repo.resolve()
             matches = sorted(
-                p for p in self.repo.rglob(name) if p.is_file() and ".git" not in p.parts
+                p.resolve()
+                for p in self.repo.rglob(name)
+                if p.is_file() and ".git" not in p.parts and p.resolve().is_relative_to(root)
             )
             source = matches[0] if matches else None
         wanted = local or url or "?"
         if source is None:
             self.manual.append(f"asset {wanted} is not in {self.repo}: provide it")
             return None
-        name = f"assets/{source.name}"
+        # Every task of an app shares its assets/ folder: keep the repository's own path
+        # under it, so two DeskCraft files of one name never overwrite each other.
+        relative = source.relative_to(self.repo.resolve()).as_posix()
+        name = "assets/deskcraft/" + relative.removeprefix("assets/")
         self.assets[name] = source
         return name
 
@@ -262,8 +268,14 @@ def _phases(raw: list[Any], manual: list[str]) -> tuple[str, list[dict[str, Any]
     return texts[0], phases
 
 
-def convert(source: Path, repo: Path, out: Path) -> ImportReport:
-    """Convert one DeskCraft file into `out/<app>/<id>.yaml` (+ its assets)."""
+def convert(
+    source: Path, repo: Path, out: Path, taken: dict[str, Path] | None = None
+) -> ImportReport:
+    """Convert one DeskCraft file into `out/<app>/<id>.yaml` (+ its assets).
+
+    `taken`: the ids already written in this import, with their source files; a second
+    file of the same id is not importable rather than written over the first.
+    """
     try:
         raw = json.loads(source.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -306,6 +318,10 @@ def convert(source: Path, repo: Path, out: Path) -> ImportReport:
         task["phases"] = phases
     task["budget"] = {"steps": 50 if level == "L1" else 100 if level == "L2" else 200}
     task["evaluate"] = evaluate
+    if taken is not None and ident in taken:
+        return ImportReport(
+            source, "not importable", reason=f"id {ident} is already taken by {taken[ident]}"
+        )
     path = folder / f"{ident}.yaml"
     header = [f"# Imported from DeskCraft {source.name} (id {raw['id']})."]
     header += [f"# MANUAL: {step}" for step in manual]
@@ -323,5 +339,7 @@ def convert(source: Path, repo: Path, out: Path) -> ImportReport:
         return ImportReport(
             source, "not importable", reason=f"the converted task is invalid: {exc}"
         )
+    if taken is not None:
+        taken[ident] = source
     status: Status = "manual" if manual else "imported"
     return ImportReport(source, status, task_id=ident, written=path, manual=manual)
