@@ -489,7 +489,7 @@ def test_gimp_functions_whose_output_is_the_expected_file() -> None:
     assert config == {
         "check": "text_file",
         "path": "~/.config/GIMP/2.10/gimprc",
-        "contains": ["(max-recent-files 15)"],
+        "matches": ['^\\(max\\-recent\\-files "?15"?\\)$'],
     }
 
 

@@ -3,6 +3,9 @@ local desktop's files."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -161,6 +164,25 @@ def test_text_file_missing_file_and_bad_params() -> None:
         get_check("text_file").parse_params({"path": RC})
     with pytest.raises(ValidationError, match="does not compile"):
         get_check("text_file").parse_params({"path": RC, "matches": ["(unclosed"]})
+
+
+@pytest.mark.desktop  # runs the real GIMP in batch mode (no display needed)
+def test_text_file_on_a_gimprc_gimp_wrote(tmp_path: Path) -> None:
+    # gimp-gimprc-set saves the setting into gimprc, as GIMP writes the file.
+    subprocess.run(
+        ["gimp", "-i", "-b", '(gimp-gimprc-set "max-recent-files" "15")', "-b", "(gimp-quit 0)"],
+        env={**os.environ, "HOME": str(tmp_path)},
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
+    data = (tmp_path / ".config/GIMP/2.10/gimprc").read_bytes()
+    state = CheckState(files={RC: FileState.found(RC, data)}, assets={})
+    written = r'^\(max-recent-files "?15"?\)$'
+    assert check("text_file", state, path=RC, matches=[written]).passed
+    assert not check("text_file", state, path=RC, matches=[written.replace("15", "10")]).passed
+    assert check("text_file", state, path=RC, contains=["# GIMP gimprc"]).passed
 
 
 # --- the probes, on a real desktop's files -------------------------------------------------

@@ -8,6 +8,8 @@ are mapped with `OUTPUT_IS_EXPECTED` (the checked path is the expected getter's)
 
 from __future__ import annotations
 
+import re
+
 from app.tasks.deskcraft_rules import Leaf, Rules, take
 
 GIMP_CONFIG = "~/.config/GIMP/2.10"
@@ -16,10 +18,10 @@ GIMP_CONFIG = "~/.config/GIMP/2.10"
 
 def config_value(path: str, rules: Rules) -> list[Leaf]:
     take(rules, {"key": "", "value": ""})
-    # gimprc writes each setting as an S-expression on its own line: (max-recent-files 15)
-    return [
-        {"check": "text_file", "path": path, "contains": [f"({rules['key']} {rules['value']})"]}
-    ]
+    # gimprc holds each setting as an S-expression on its own line: the Preferences dialog
+    # writes (max-recent-files 15), gimp-gimprc-set writes (max-recent-files "15").
+    key, value = re.escape(str(rules["key"])), re.escape(str(rules["value"]))
+    return [{"check": "text_file", "path": path, "matches": [rf'^\({key} "?{value}"?\)$']}]
 
 
 def resize_1920x1080(path: str, rules: Rules) -> list[Leaf]:
