@@ -355,6 +355,12 @@ SAMPLES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
     ),
     ("check_kdenlive_transition", PROJECT, {"transition_type": "luma"}, ["kdenlive_composition"]),
     (
+        "check_kdenlive_add_to_timeline",
+        PROJECT,
+        {"expected_file": "a.mp4"},
+        ["any"] + ["kdenlive_clips"] * 6,
+    ),
+    (
         "check_blender_smooth_shading",
         BLEND,
         {"object_name_contains": "Sphere", "has_smooth": True},

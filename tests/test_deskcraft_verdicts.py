@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from app.episode.scoring import gather_state, score_state
-from app.tasks.deskcraft import convert
+from app.tasks.deskcraft import convert, task_yaml
+from app.tasks.deskcraft_checks import map_evaluator
+from app.tasks.deskcraft_rules import Leaf
 from app.tasks.loader import load_task
 from app.tasks.model import Task
 from tests.test_blender_checks import _guest
@@ -90,6 +92,39 @@ def test_kdenlive_group_and_bin_task_matches_the_hand_port(repo: Path, tmp_path:
         shutil.copy(KDENLIVE / f"{final}.kdenlive", home / "Videos" / "project.kdenlive")
         assert _verdict(imported, home) is want, final
         assert _verdict(hand, home) is want, final
+
+
+def test_a_clip_added_to_the_timeline_is_not_one_left_in_the_bin(tmp_path: Path) -> None:
+    # DeskCraft's own metric counted a clip left in the bin as on the timeline.
+    project = {"type": "vm_file", "path": "/home/user/Videos/project.kdenlive"}
+    nodes: list[Leaf] = []
+    for name in ("sunset.mp4", "harbour.mp4"):
+        nodes += map_evaluator(
+            "check_kdenlive_add_to_timeline", project, {"rules": {"expected_file": name}}
+        )
+    folder = tmp_path / "tasks" / "kdenlive"
+    folder.mkdir(parents=True)
+    verdicts = []
+    for index, node in enumerate(nodes):
+        path = folder / f"timeline-{index}.yaml"
+        path.write_text(
+            task_yaml(
+                {
+                    "id": f"timeline-{index}",
+                    "app": "kdenlive",
+                    "level": "L1",
+                    "title": "t",
+                    "instruction": "i",
+                    "evaluate": {"all": [node]},
+                }
+            )
+        )
+        home = tmp_path / "home"
+        (home / "Videos").mkdir(parents=True, exist_ok=True)
+        shutil.copy(KDENLIVE / "mix.kdenlive", home / "Videos" / "project.kdenlive")
+        verdicts.append(_verdict(load_task(path), home))
+    # mix.kdenlive: sunset.mp4 is only in the bin; harbour.mp4 is on V1.
+    assert verdicts == [False, True]
 
 
 @pytest.mark.desktop  # runs the real Blender (no display needed)

@@ -72,6 +72,7 @@ MAPPERS: dict[str, Mapper] = {
     "check_kdenlive_effect_applied": K.effect,
     "check_kdenlive_effect_param": K.effect,
     "check_kdenlive_transition": K.transition,
+    "check_kdenlive_add_to_timeline": K.add_to_timeline,
     "check_7b7617bd_recent_files": G.config_value,
     "check_8ea73f6f_resize_1920x1080": G.resize_1920x1080,
     "check_white_to_alpha_transparency": G.white_to_alpha,

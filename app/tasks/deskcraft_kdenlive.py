@@ -117,3 +117,28 @@ def effect(path: str, rules: Rules) -> list[Leaf]:
 def transition(path: str, rules: Rules) -> list[Leaf]:
     taken = take(rules, {"transition_type": "composition"})
     return [{"check": "kdenlive_composition", "path": path, **taken}]
+
+
+TRACKS = ("V1", "V2", "V3", "A1", "A2", "A3")
+"""The tracks a clip added to "the timeline" may be on: Kdenlive's default 2+2, and one more
+each (a check on a track the project lacks fails, so extra ones cost nothing)."""
+
+
+def add_to_timeline(path: str, rules: Rules) -> list[Leaf]:
+    take(rules, {"expected_file": ""})
+    source = str(rules["expected_file"])
+    # On any track: DeskCraft names no track, and the bin alone does not count.
+    return [
+        {
+            "any": [
+                {
+                    "check": "kdenlive_clips",
+                    "path": path,
+                    "track": track,
+                    "clips": [{"source": source}],
+                    "exact": False,
+                }
+                for track in TRACKS
+            ]
+        }
+    ]
