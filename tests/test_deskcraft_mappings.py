@@ -22,6 +22,7 @@ BLEND: dict[str, Any] = {
 }
 PROJECT: dict[str, Any] = {"type": "vm_file", "path": "/home/user/Videos/project.kdenlive"}
 RENDER: dict[str, Any] = {"type": "vm_file", "path": "/home/user/Documents/out.png"}
+MOVIE: dict[str, Any] = {"type": "vm_file", "path": "/home/user/Videos/final.mp4"}
 
 # DeskCraft-shaped rules for every mapped function, and the checks they must become.
 SAMPLES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
@@ -145,6 +146,31 @@ SAMPLES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
     ("check_kdenlive_proxy_setting", PROJECT, {"proxy_enabled": True}, ["kdenlive_proxy"]),
     ("check_kdenlive_track_lock", PROJECT, {"locked_track": "V1"}, ["kdenlive_track"]),
     ("check_kdenlive_track_count", PROJECT, {"exact_video_tracks": 1}, ["kdenlive_tracks"]),
+    ("check_kdenlive_track_count", PROJECT, {"min_audio_tracks": 3}, ["kdenlive_tracks"]),
+    (
+        "check_kdenlive_render_mp4",
+        MOVIE,
+        {"min_duration": 1.0, "expected_codec": "h264"},
+        ["media_info"],
+    ),
+    (
+        "check_kdenlive_render_custom_resolution",
+        MOVIE,
+        {
+            "min_duration": 1.0,
+            "expected_codec": "h264",
+            "expected_width": 1080,
+            "expected_height": 1920,
+        },
+        ["media_info"],
+    ),
+    (
+        "check_kdenlive_render_with_audio",
+        MOVIE,
+        {"min_duration": 1.0, "require_audio": True},
+        ["media_info"],
+    ),
+    ("check_blender_render_video", MOVIE, {"min_duration": 1.5, "codec": "h264"}, ["media_info"]),
     (
         "check_7b7617bd_recent_files",
         {"type": "gimp_config_file", "file_name": "gimprc", "dest": "gimprc"},
@@ -288,8 +314,8 @@ def test_what_a_mapper_cannot_say_is_named() -> None:
             BLEND,
             {"rules": {"object_name_contains": "Sphere", "modifier_type": "SUBSURF", "levels": 3}},
         )
-    with pytest.raises(Unmapped, match=r"options \['min_video_tracks'\]"):
-        map_evaluator("check_kdenlive_track_count", PROJECT, {"rules": {"min_video_tracks": 3}})
+    with pytest.raises(Unmapped, match=r"options \['require_sepia'\]"):
+        map_evaluator("check_kdenlive_render_mp4", MOVIE, {"rules": {"require_sepia": True}})
 
 
 def test_gimp_functions_whose_output_is_the_expected_file() -> None:

@@ -28,6 +28,8 @@ def track_count(path: str, rules: Rules) -> list[Leaf]:
             "audio_tracks": "audio",
             "exact_video_tracks": "video",
             "exact_audio_tracks": "audio",
+            "min_video_tracks": "min_video",
+            "min_audio_tracks": "min_audio",
         },
     )
     return [{"check": "kdenlive_tracks", "path": path, **exact}]
@@ -142,3 +144,22 @@ def add_to_timeline(path: str, rules: Rules) -> list[Leaf]:
             ]
         }
     ]
+
+
+def render(path: str, rules: Rules) -> list[Leaf]:
+    """A rendered video (ffprobe): how long, which codec, which size, with sound. The
+    render's content (effects, titles, sources) is another function's; not mapped here."""
+    taken = take(
+        rules,
+        {
+            "min_duration": "min_duration",
+            "expected_codec": "video_codec",
+            "codec": "video_codec",
+            "expected_width": "width",
+            "expected_height": "height",
+            "require_audio": "audio",
+        },
+    )
+    if taken.get("audio") is False:
+        del taken["audio"]  # not requiring sound is not requiring silence
+    return [{"check": "media_info", "path": path, "video": True, **taken}]
