@@ -92,11 +92,14 @@ def render() -> str:
     # A section per app, in this order; one app's checks may span modules.
     titles = {
         "files": "Files",
+        "file_facts": "Files",
         "images": "Images",
         "gimp": "GIMP projects (.xcf)",
         "blender": "Blender scenes (.blend)",
         "blender_look": "Blender scenes (.blend)",
+        "blender_setup": "Blender scenes (.blend)",
         "kdenlive": "Kdenlive projects (.kdenlive)",
+        "kdenlive_bin": "Kdenlive projects (.kdenlive)",
         "media": "Rendered media (ffprobe)",
         "judge": "Model judge",
     }

@@ -141,6 +141,9 @@ def test_profile() -> None:
 def test_track_counts_and_states() -> None:
     assert check("kdenlive_tracks", SHOWCASE, video=2, audio=2).passed
     assert not check("kdenlive_tracks", SHOWCASE, video=3).passed
+    assert check("kdenlive_tracks", SHOWCASE, min_video=2, min_audio=1).passed
+    fewer = check("kdenlive_tracks", SHOWCASE, min_audio=3)
+    assert not fewer.passed and "expected 3 or more audio" in fewer.evidence
     assert check("kdenlive_track", SHOWCASE, track="V2", name="Titles", locked=True).passed
     assert check("kdenlive_track", SHOWCASE, track="A2", muted=True).passed
     assert not check("kdenlive_track", SHOWCASE, track="A1", muted=True).passed
@@ -268,6 +271,9 @@ def test_media_info_on_a_melt_render(render: Path) -> None:
     assert not media(state, width=320, height=181).passed
     assert not media(state, duration=2.2).passed
     assert media(state, duration=2.2, duration_tolerance=0.25).passed
+    assert media(state, min_duration=1.9, video_codec="h264").passed
+    short = media(state, min_duration=2.5)
+    assert not short.passed and "is under 2.5 s" in short.evidence
     assert not media(state, audio=False).passed
     assert not media(state, video_codec="hevc").passed
 

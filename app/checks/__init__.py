@@ -44,6 +44,7 @@ from app.checks.tree import (
 
 # Importing these modules registers their checks.
 from app.checks import answers, judge, kdenlive, media, web  # noqa: F401  isort: skip
+from app.checks import blender_setup, file_facts, kdenlive_bin  # noqa: F401  isort: skip
 
 __all__ = [
     "REGISTRY",

@@ -115,22 +115,34 @@ class KdenliveTracksParams(CheckParams):
     """Expected number of video tracks; omit to accept any."""
     audio: Frames | None = None
     """Expected number of audio tracks; omit to accept any."""
+    min_video: Frames | None = None
+    """At least this many video tracks."""
+    min_audio: Frames | None = None
+    """At least this many audio tracks."""
 
-    _needs_a_count = needs_any("video", "audio", message="give video, audio or both")
+    _needs_a_count = needs_any(
+        "video", "audio", "min_video", "min_audio", message="give video, audio or both"
+    )
 
 
 @register("kdenlive_tracks", KdenliveTracksParams, files=("path",))
 def kdenlive_tracks(state: CheckState, params: KdenliveTracksParams) -> CheckResult:
-    """Passes when the project has the expected numbers of video and audio tracks."""
+    """Passes when the project has the expected numbers of video and audio tracks (or
+    at least `min_video` / `min_audio`)."""
     project = load_project(state, params.path)
     if isinstance(project, CheckResult):
         return project
     video = sum(1 for t in project.tracks if t.kind == "video")
     audio = len(project.tracks) - video
     ok = params.video in (None, video) and params.audio in (None, audio)
-    want = ", ".join(
-        f"{n} {k}" for n, k in ((params.video, "video"), (params.audio, "audio")) if n is not None
+    ok = ok and video >= (params.min_video or 0) and audio >= (params.min_audio or 0)
+    wanted = (
+        (params.video, "video"),
+        (params.audio, "audio"),
+        (params.min_video, "or more video"),
+        (params.min_audio, "or more audio"),
     )
+    want = ", ".join(f"{n} {k}" for n, k in wanted if n is not None)
     return verdict(
         ok,
         f"{params.path} has {video} video and {audio} audio tracks "

@@ -48,6 +48,8 @@ class MediaInfoParams(CheckParams):
     """Expected duration in seconds; omit to accept any."""
     duration_tolerance: Annotated[StrictFloat | StrictInt, Field(ge=0)] = 0.1
     """How many seconds the duration may differ."""
+    min_duration: Annotated[StrictFloat | StrictInt, Field(gt=0)] | None = None
+    """The shortest duration that passes, in seconds (a render that is not a stub)."""
     width: Annotated[StrictInt, Field(gt=0)] | None = None
     """Expected video width in pixels."""
     height: Annotated[StrictInt, Field(gt=0)] | None = None
@@ -65,6 +67,7 @@ class MediaInfoParams(CheckParams):
 
     _needs_something = needs_any(
         "duration",
+        "min_duration",
         "width",
         "height",
         "fps",
@@ -118,6 +121,11 @@ def media_info(state: CheckState, params: MediaInfoParams) -> CheckResult:
             problems.append("duration unknown")
         elif abs(duration - params.duration) > params.duration_tolerance:
             problems.append(f"duration {duration:.2f} s is not {params.duration:g} s")
+    if params.min_duration is not None:
+        if duration is None:
+            problems.append("duration unknown")
+        elif duration < params.min_duration:
+            problems.append(f"duration {duration:.2f} s is under {params.min_duration:g} s")
     for what, want, present in (("video", params.video, video), ("audio", params.audio, audio)):
         if want is True and present is None:
             problems.append(f"no {what} stream")

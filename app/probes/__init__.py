@@ -18,5 +18,6 @@ from app.probes.registry import ANSWER_PROBERS, PROBERS, answer_prober, gather_p
 # Importing the modules registers their probers.
 from app.probes import blender, stat  # noqa: F401  isort: skip
 from app.probes import media, web  # noqa: F401  isort: skip
+from app.probes import listdir  # noqa: F401  isort: skip
 
 __all__ = ["ANSWER_PROBERS", "PROBERS", "answer_prober", "gather_probe", "prober"]

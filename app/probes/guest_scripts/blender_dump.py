@@ -98,6 +98,61 @@ def fcurves(anim_owner):
     return curves
 
 
+def upstream(socket, limit=64):
+    """The nodes whose output reaches `socket`, nearest first, through any nodes between
+    (an Image Texture → Normal Map → Normal socket chain counts as a link to Normal)."""
+    found, queue, seen = [], [socket], set()
+    while queue and len(found) < limit:
+        current = queue.pop(0)
+        for link in current.links if current.is_linked else ():
+            node = link.from_node
+            if node.name in seen:
+                continue
+            seen.add(node.name)
+            found.append(node)
+            queue.extend(node.inputs)
+    return found
+
+
+def image_ref(image):
+    return {"name": image.name, "file": bpy.path.abspath(image.filepath)}
+
+
+def texture_links(node_tree):
+    """For each linked input of each shader node (a BSDF, an emission, a mix: a node
+    whose output is a shader): the images that feed it."""
+    links = []
+    for node in node_tree.nodes:
+        if not any(o.type == "SHADER" for o in node.outputs):
+            continue
+        for socket in node.inputs:
+            for source in upstream(socket):
+                if source.type == "TEX_IMAGE" and source.image is not None:
+                    links.append(dict(image_ref(source.image), socket=socket.name, node=node.type))
+    return links
+
+
+def particle_systems(obj):
+    systems = []
+    for ps in getattr(obj, "particle_systems", ()):
+        systems.append(
+            {
+                "name": ps.name,
+                "settings_name": ps.settings.name,
+                "settings": rna_props(ps.settings),
+                "seed": ps.seed,
+            }
+        )
+    return systems
+
+
+def text_data(curve):
+    out = rna_props(curve)
+    out["body"] = curve.body
+    out["font"] = curve.font.name if curve.font is not None else None
+    return out
+
+
 def material(mat):
     out = {
         "name": mat.name,
@@ -121,6 +176,7 @@ def material(mat):
                 }
             if node.type == "TEX_IMAGE" and node.image is not None:
                 out["images"].append(bpy.path.abspath(node.image.filepath))
+        out["texture_links"] = texture_links(mat.node_tree)
     return out
 
 
@@ -139,6 +195,9 @@ def obj_dump(obj):
         "parent": obj.parent.name if obj.parent is not None else None,
         "hide_render": obj.hide_render,
         "hide_viewport": obj.hide_viewport,
+        # The eye in the Outliner (this view layer), apart from the monitor above.
+        "hidden": obj.hide_get(),
+        "particle_systems": particle_systems(obj),
         "collections": [c.name for c in obj.users_collection],
         "materials": [s.material.name if s.material else None for s in obj.material_slots],
         "modifiers": [dict(rna_props(m), name=m.name, type=m.type) for m in obj.modifiers],
@@ -157,6 +216,8 @@ def obj_dump(obj):
         out["light"] = dict(rna_props(obj.data), type=obj.data.type)
     if obj.type == "CAMERA":
         out["camera"] = dict(rna_props(obj.data), type=obj.data.type)
+    if obj.type == "FONT":
+        out["text"] = text_data(obj.data)
     return out
 
 
@@ -179,6 +240,12 @@ def world(scene):
                     "color": socket_value(n.inputs["Color"]),
                     "color_linked": n.inputs["Color"].is_linked,
                     "strength": socket_value(n.inputs["Strength"]),
+                    # Environment images that reach the background's colour.
+                    "environment": [
+                        image_ref(u.image)
+                        for u in upstream(n.inputs["Color"])
+                        if u.type == "TEX_ENVIRONMENT" and u.image is not None
+                    ],
                 }
                 break
     return out

@@ -7,6 +7,11 @@
 - mix.kdenlive: market (trimmed to leave 10 spare frames at its end) then harbour
   (starting 10 frames in) on V1; harbour selected and mixed with `u`: a same-track
   mix as Kdenlive writes it.
+- grouped.kdenlive: a new project made with proxy clips on in Kdenlive's defaults
+  (kdenliverc [project] enableproxy, generateproxy, proxyminsize=800), harbour.mp4
+  inserted twice into V1 (`v`, two A/V pairs Kdenlive groups itself), the timeline
+  selected (`ctrl+a`) and grouped (`ctrl+g`), saved: a user group and proxy settings
+  as Kdenlive writes them (tests/test_kdenlive_bin_checks.py).
 - showcase.kdenlive: scripts/make_media_assets.py's `showcase()` project opened in
   Kdenlive, a guide added at 3 s ("Harbour"), saved by Kdenlive: effects with
   keyframes, a title, a dissolve, guides, a renamed/locked/muted track as
@@ -75,6 +80,32 @@ async def inserted() -> None:
         (HERE / "inserted.kdenlive").write_bytes(data)
 
 
+KDENLIVERC_PROXY = b"""[project]
+enableproxy=true
+generateproxy=true
+proxyminsize=800
+"""
+
+
+async def grouped() -> None:
+    async with LocalDesktop() as desktop:
+        await desktop.reset()
+        await _upload_media(desktop)
+        await desktop.guest.write_file("~/.config/kdenliverc", KDENLIVERC_PROXY)
+        await desktop.guest.launch(["kdenlive", "-i", "~/Videos/harbour.mp4"])
+        await _title(desktop, "^Warning")
+        await _keys(desktop, {"key": "enter"})
+        await _title(desktop, "640x360")
+        await asyncio.sleep(2)
+        await _keys(desktop, {"key": "v"}, {"key": "end"}, {"key": "v"})
+        await _keys(desktop, {"key": "ctrl+a"}, {"key": "ctrl+g"}, {"key": "ctrl+s"})
+        await _title(desktop, "^Save As")
+        await _keys(desktop, {"type": "~/Videos/grouped.kdenlive"}, {"key": "enter"})
+        await _title(desktop, "^grouped /")
+        data = await desktop.guest.read_file("~/Videos/grouped.kdenlive")
+        (HERE / "grouped.kdenlive").write_bytes(data)
+
+
 async def saved_showcase() -> None:
     async with LocalDesktop() as desktop:
         await desktop.reset()
@@ -112,7 +143,9 @@ async def mixed() -> None:
 
 
 if __name__ == "__main__":
-    targets = set(sys.argv[1:]) or {"inserted", "showcase", "mix"}
+    targets = set(sys.argv[1:]) or {"inserted", "showcase", "mix", "grouped"}
+    if "grouped" in targets:
+        asyncio.run(grouped())
     if "mix" in targets:
         asyncio.run(mixed())
     if "inserted" in targets:

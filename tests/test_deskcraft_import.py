@@ -1,0 +1,197 @@
+"""`deskloop tasks import deskcraft`: DeskCraft-shaped files (tests/data/deskcraft, written
+for these tests) become DeskLoop tasks that load, with the phase triggers shifted."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.core.actions import Ask, Click, Done
+from app.core.triggers import AgentAsk, AgentDone, StepCount
+from app.episode.protocol import PhaseSpec, Protocol
+from app.tasks.deskcraft import convert, task_id, task_yaml
+from app.tasks.deskcraft_checks import (
+    Unmapped,
+    map_evaluator,
+    target_path,
+)
+from app.tasks.loader import load_task
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "deskcraft"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A stand-in for a local copy of DeskCraft's repository: its assets/ layout, with
+    files DeskLoop already has (a real .blend, a real Kdenlive project)."""
+    root = tmp_path / "DeskCraft"
+    (root / "assets" / "blend").mkdir(parents=True)
+    (root / "assets" / "kdenlive").mkdir(parents=True)
+    (root / "assets" / "py").mkdir(parents=True)
+    shutil.copy(ROOT / "tasks/blender/assets/cube.blend", root / "assets/blend/default_cube.blend")
+    shutil.copy(
+        ROOT / "tasks/kdenlive/assets/empty.kdenlive", root / "assets/kdenlive/project.kdenlive"
+    )
+    (root / "assets/py/check_object.py").write_text("# DeskCraft's checker would be here\n")
+    return root
+
+
+def test_a_standard_blender_task_is_imported_whole(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tasks"
+    report = convert(DATA / "L1_blender_rename.json", repo, out)
+    assert report.status == "imported", report.line()
+    assert report.manual == []
+    task = load_task(out / "blender" / "deskcraft-blender-0fbd0000.yaml")
+    assert (task.id, task.app, task.level) == ("deskcraft-blender-0fbd0000", "blender", "L1")
+    steps = [step.model_dump(by_alias=True, exclude_defaults=True) for step in task.setup]
+    # DeskCraft's own checker script is not uploaded; the fixed sleep became a window wait.
+    assert steps[0] == {
+        "upload": {
+            "src": "assets/deskcraft/blend/default_cube.blend",
+            "dest": "~/Documents/scene.blend",
+        }
+    }
+    assert steps[1]["launch"][-1] == "~/Documents/scene.blend" and "blender" in steps[1]["launch"]
+    assert "wait_window" in steps[2] and len(steps) == 3
+    assert (out / "blender/assets/deskcraft/blend/default_cube.blend").read_bytes() == (
+        ROOT / "tasks/blender/assets/cube.blend"
+    ).read_bytes()
+    # The agent reads paths in the desktop's own home, and a title that ends at a sentence.
+    assert task.instruction.startswith("Open the Blender project ~/Documents/scene.blend.")
+    assert "/home/user" not in task.instruction
+    assert task.title == 'Rename the "Cube" object to "MyCube", then save the file.'
+    text = (out / "blender" / "deskcraft-blender-0fbd0000.yaml").read_text()
+    assert "check: blender_object" in text and "exists: false" in text and "MANUAL" not in text
+
+
+def test_interactive_phases_shift_each_trigger_to_the_next_phase(
+    repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "tasks"
+    report = convert(DATA / "INTERACTIVE_kdenlive_profile_change.json", repo, out)
+    assert report.status == "manual", report.line()
+    assert report.task_id == "deskcraft-kdenlive-ik99-profile-change-001"
+    task = load_task(out / "kdenlive" / f"{report.task_id}.yaml")
+    assert task.instruction == "Set the project to 1920x1080 and save it."
+    # DeskCraft's phase k trigger ends phase k: it is what delivers phase k+1 here.
+    assert [(p.message.split(",")[0], p.trigger) for p in task.phases] == [
+        ("Wait", AgentDone()),
+        ("Something about the preview is off; ask me if unsure.", StepCount(5)),
+        ("Speed the clip up to double speed and render it.", AgentAsk()),
+    ]
+    # And the engine delivers them as DeskCraft's user simulator would.
+    engine = Protocol(
+        task.instruction,
+        [PhaseSpec(p.message, p.trigger, p.kind) for p in task.phases],
+        max_steps=100,
+        max_seconds=1000,
+    )
+    assert engine.on_agent(Done(), 0).delivered_phase == 0
+    for _ in range(4):
+        assert engine.on_agent(Click(10, 10), 0).delivered_phase is None
+    assert engine.on_agent(Click(10, 10), 0).delivered_phase == 1
+    assert engine.on_agent(Ask("which clip?"), 0).delivered_phase == 2
+    assert engine.on_agent(Done(), 0).ended == "done"
+    # Named manual steps: the missing download, the unmapped evaluator, the level.
+    joined = "\n".join(report.manual)
+    assert "missing_clip.mp4 is not in" in joined
+    assert "check_kdenlive_render_speed_ramp has no DeskLoop check" in joined
+    assert "level: DeskCraft gives none; L3 assumed" in joined
+    text = (out / "kdenlive" / f"{report.task_id}.yaml").read_text()
+    assert text.count("# MANUAL:") == len(report.manual)
+    assert "fps: 30" in text and "width: 1920" in text
+
+
+def test_unmapped_evaluators_and_other_apps_are_not_importable(repo: Path, tmp_path: Path) -> None:
+    gimp = convert(DATA / "L2_gimp_poster.json", repo, tmp_path)
+    assert gimp.status == "not importable"
+    assert (
+        gimp.reason is not None
+        and "check_l2_event_poster_complete has no DeskLoop check" in gimp.reason
+    )
+    assert not (tmp_path / "gimp").exists() or not list((tmp_path / "gimp").glob("*.yaml"))
+    other = convert(DATA / "L1_os_folders.json", repo, tmp_path)
+    assert other.status == "not importable" and other.reason is not None and "os" in other.reason
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    assert "not a readable JSON file" in str(convert(broken, repo, tmp_path).reason)
+
+
+def test_evaluator_mapping_names_what_has_no_equivalent() -> None:
+    command = {
+        "type": "vm_command_line",
+        "command": "/snap/bin/blender --background /home/user/a b.blend",
+    }
+    assert target_path(command) is None  # a path with a space is not guessed at
+    blend = {
+        "type": "vm_command_line",
+        "command": "blender -b /home/user/Documents/s.blend --python x",
+    }
+    assert target_path(blend) == "~/Documents/s.blend"
+    leaves = map_evaluator(
+        "check_blender_render_settings",
+        blend,
+        {"rules": {"image_format": "JPEG", "resolution_x": 800}},
+    )
+    assert leaves == [
+        {
+            "check": "blender_render",
+            "path": "~/Documents/s.blend",
+            "file_format": "JPEG",
+            "resolution_x": 800,
+        }
+    ]
+    with pytest.raises(Unmapped, match=r"options \['samples'\] have no DeskLoop parameter"):
+        map_evaluator("check_blender_render_settings", blend, {"rules": {"samples": 64}})
+    with pytest.raises(Unmapped, match="reads a vm_command_line"):
+        map_evaluator(
+            "check_blender_render_settings",
+            {"type": "vm_command_line", "command": "ls"},
+            {"rules": {}},
+        )
+
+
+def test_a_second_file_with_the_same_id_is_not_written_over_the_first(
+    repo: Path, tmp_path: Path
+) -> None:
+    taken: dict[str, Path] = {}
+    first = convert(DATA / "L1_blender_rename.json", repo, tmp_path, taken)
+    copy = tmp_path / "L1_blender_rename_again.json"
+    copy.write_bytes((DATA / "L1_blender_rename.json").read_bytes())
+    again = convert(copy, repo, tmp_path, taken)
+    assert first.status == "imported"
+    assert again.status == "not importable" and again.reason is not None
+    assert "already taken by" in again.reason and "L1_blender_rename.json" in again.reason
+
+
+def test_shared_values_are_written_out_not_aliased() -> None:
+    # Mappers may build several leaves from one dict (an `any` of effects with the same
+    # params); task files refuse YAML aliases, so each is written in full.
+    params = {"opacity": 0.5}
+    text = task_yaml({"evaluate": {"any": [{"params": params}, {"params": params}]}})
+    assert "&" not in text and "*" not in text and text.count("opacity: 0.5") == 2
+
+
+def test_ids_are_deskloop_ids() -> None:
+    assert (
+        task_id("0fbdd695-5224-4f6d-80ae-b06ee48e5c61", "blender") == "deskcraft-blender-0fbdd695"
+    )
+    assert task_id("interactive_gimp_watch_white_002", "gimp") == "deskcraft-gimp-watch-white-002"
+    suffixed = "a1b00003-0003-4000-8000-000000000003-L1"
+    assert task_id(suffixed, "gimp") == "deskcraft-gimp-a1b00003"
+
+
+def test_cli_reports_each_file_and_exits_1_when_one_is_not_importable(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "tasks"
+    code = main(["tasks", "import", "deskcraft", str(DATA), "--repo", str(repo), "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 1
+    assert "2 imported, 1 imported with manual steps left, 2 not importable" in printed
+    assert "  manual: " in printed and "not importable  " in printed
+    assert main(["tasks", "validate", str(out)]) == 0
