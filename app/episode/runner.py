@@ -40,6 +40,7 @@ from app.core.errors import (
     ActionError,
     AgentUnavailable,
     MalformedAction,
+    StoreError,
     TaskError,
     describe_error,
     error_kind,
@@ -49,6 +50,7 @@ from app.core.vocabulary import ErrorKind
 from app.core.windows import WindowList
 from app.desktops.base import Desktop, SavesStartStates
 from app.desktops.liveness import DesktopDied, while_alive
+from app.episode.archive import RecordingSource, keep
 from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import (
     EndedEvent,
@@ -61,7 +63,7 @@ from app.episode.events import (
     WaitingEvent,
 )
 from app.episode.protocol import Outcome, PhaseSpec, Protocol
-from app.episode.scoring import ScoreResult, score_phase, score_task
+from app.episode.scoring import GuestSource, ScoreResult, score_phase, score_task
 from app.episode.setup_steps import LastSeen, run_setup
 from app.store import Store
 from app.store.frames import encode_png
@@ -188,7 +190,9 @@ class EpisodeRunner:
             final_frame = await self._play(episode_id, protocol)
             stage = "scoring"
             self._say("scoring the final state")
-            score = await score_task(task, self.desktop.guest, self._agent_started_at)
+            # Read through a recorder, so the final-state archive holds what was read.
+            recording = RecordingSource(GuestSource(self.desktop.guest))
+            score = await score_task(task, recording, self._agent_started_at)
         except asyncio.CancelledError:
             why = self.options.cancel_reason() if self.options.cancel_reason else None
             during = "during the episode" if stage == "episode" else "during scoring"
@@ -219,6 +223,7 @@ class EpisodeRunner:
         finally:
             await self.agent.close()
         await self._record_score(episode_id, score)
+        await self._archive(episode_id, recording)
         await self._finish(episode_id, protocol, "finished", None, final_frame)
         return EpisodeResult(
             episode_id,
@@ -571,6 +576,25 @@ class EpisodeRunner:
             reason,
             error_kind=kind,
         )
+
+    async def _archive(self, episode_id: int, recording: RecordingSource) -> None:
+        """Keep what scoring read, so the episode can be re-scored. A failure to keep it
+        is said and logged, not an error of the episode: its score is already made."""
+        try:
+            kept = await self._stored(
+                keep,
+                self.store,
+                episode_id,
+                recording.recorded,
+                self._agent_started_at,
+                self.options.archive_cap_bytes,
+            )
+        except StoreError as exc:
+            log.warning("episode %s: the final state was not archived: %s", episode_id, exc)
+            self._say(f"the final state was not archived: {exc}")
+            return
+        if kept.over_cap:
+            self._say(f"archive cap reached; not kept: {', '.join(kept.over_cap)}")
 
     async def _record_score(self, episode_id: int, score: ScoreResult) -> None:
         await self._stored(

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from app.store.archive import Archives
 from app.store.base import MEMORY, LockWait
 from app.store.liveness import Liveness
 from app.store.queries import Queries
 from app.store.writes import Writes
 
 
-class Store(Writes, Queries, Liveness):
+class Store(Writes, Queries, Liveness, Archives):
     """The episode database at `path` and its frames under `<path's dir>/frames/<id>/`,
     a folder of this database's own (`id` is random, recorded in the database).
 

@@ -1,0 +1,45 @@
+"""Integrity flags: evidence that an episode's final state may not have come through
+the GUI (issue 17). A flag never changes a score; it is recorded beside it, with the
+evidence a person needs to judge it, and reports show success with and without the
+flagged episodes.
+
+It lives on the ground floor because the store records flags and may import nothing
+else; what raises them is `app.episode.integrity`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, cast, get_args
+
+FlagKind = Literal["process", "console", "secret_typed"]
+"""What a flag is about: a program the task's app does not start ran in the desktop
+(a terminal, a shell, an interpreter, ImageMagick, `blender --python`); an app's
+scripting console was open; the agent typed a value the task marks secret."""
+
+FLAG_KINDS: tuple[str, ...] = get_args(FlagKind)
+
+
+@dataclass(frozen=True)
+class IntegrityFlag:
+    """One reason to doubt that the final state came through the GUI."""
+
+    kind: FlagKind
+    summary: str
+    """One line for people: `xterm ran (started 12.3 s into the episode)`."""
+    evidence: tuple[str, ...] = ()
+    """What was seen, line by line: the command lines, the window titles, the step."""
+
+    def to_raw(self) -> dict[str, Any]:
+        return {"kind": self.kind, "summary": self.summary, "evidence": list(self.evidence)}
+
+    @classmethod
+    def from_raw(cls, raw: dict[str, Any]) -> IntegrityFlag:
+        kind = raw.get("kind")
+        if kind not in FLAG_KINDS:
+            raise ValueError(f"integrity flag kind must be one of {FLAG_KINDS}, got {kind!r}")
+        return cls(
+            kind=cast(FlagKind, kind),
+            summary=str(raw.get("summary", "")),
+            evidence=tuple(str(line) for line in raw.get("evidence", ())),
+        )
