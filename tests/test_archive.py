@@ -162,10 +162,16 @@ def test_cli_rescore_of_a_batch_and_show_both(
     guest = guest_with_flipped_photo(tmp_path)
     db = tmp_path / "db" / "lab.db"
     with Store(db) as store:
-        store.create_batch("b1", {"tasks": [task.id]})
+        store.create_batch(
+            "b1", {"tasks": [{"id": task.id}], "agents": ["reference"], "repeats": 1}
+        )
         episode, _ = asyncio.run(score_and_keep(store, task, guest))
         with store._write("tagging") as conn:  # the batch runner's job, done by hand
-            conn.execute("UPDATE episodes SET batch_id = 'b1' WHERE id = ?", (episode,))
+            conn.execute(
+                "UPDATE episodes SET batch_id = 'b1', batch_agent = 'reference',"
+                " batch_repeat = 0, batch_attempt = 0 WHERE id = ?",
+                (episode,),
+            )
     path.write_text(path.read_text().replace("height: 300", "height: 301"))
     assert main(["--db", str(db), "score", "--batch", "b1", "--rescore"]) == 0
     out = capsys.readouterr().out
@@ -175,6 +181,13 @@ def test_cli_rescore_of_a_batch_and_show_both(
     out = capsys.readouterr().out
     assert "final-state archive:" in out and "rescore 1 (" in out
     assert "integrity: not checked" in out
+    # The report says which score it counts, and shows both.
+    assert main(["--db", str(db), "report", "--score", "both"]) == 0
+    original, latest = capsys.readouterr().out.split("scores: the latest rescore")
+    assert "scores: the original score of each episode" in original
+    assert "(1 episode(s) re-scored)" in latest
+    assert "success with them 100% (n=1)" in original
+    assert "success with them 0% (n=1)" in latest
     # An episode without an archive is refused with the reason, not re-scored.
     with Store(db) as store:
         bare = start(store, task)
