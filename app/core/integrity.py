@@ -43,3 +43,30 @@ class IntegrityFlag:
             summary=str(raw.get("summary", "")),
             evidence=tuple(str(line) for line in raw.get("evidence", ())),
         )
+
+
+@dataclass(frozen=True)
+class ExecRecord:
+    """One program a desktop's process started (a successful execve), as traced."""
+
+    time: float
+    """Wall-clock seconds (Unix time) of the exec."""
+    pid: int
+    path: str
+    """The executable the kernel ran."""
+    argv: tuple[str, ...]
+
+    def describe(self) -> str:
+        args = " ".join(self.argv)
+        return f"pid {self.pid}: {self.path} ({args[:300]}{'…' if len(args) > 300 else ''})"
+
+
+@dataclass(frozen=True)
+class ExecLog:
+    """What a desktop can say about the programs started in it."""
+
+    records: tuple[ExecRecord, ...]
+    covered: bool
+    """False when the backend could not watch (then `note` says why)."""
+    note: str
+    """How the programs were watched, or why they were not, for people."""

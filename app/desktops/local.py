@@ -33,9 +33,11 @@ from pathlib import Path
 from types import TracebackType
 
 from app.core.errors import DesktopError, GuestError, VNCError
+from app.core.integrity import ExecLog
 from app.core.procfs import process_start_time
 from app.desktops import reaper
 from app.desktops.base import DesktopInfo
+from app.desktops.exec_trace import STRACE, find_strace, read_exec_log, strace_argv
 from app.desktops.lab_user import LabUser, lab_user
 from app.desktops.local_guest import LocalGuest
 from app.desktops.reaper import reap_orphans
@@ -187,6 +189,15 @@ class LocalDesktop(VncScreen):
                 raise
             self._state = "running"
 
+    def exec_log(self) -> ExecLog:
+        """Every program started in the session so far (see app.desktops.exec_trace)."""
+        session = self._running()
+        if not session.sandbox.tracer:
+            return ExecLog((), False, f"not watched: {STRACE} is not installed")
+        how = "root tracer" if session.sandbox.user.dropped else "tracer of the desktop's own user"
+        records = tuple(read_exec_log(session.dir / "trace"))
+        return ExecLog(records, True, f"every exec of the session's programs ({STRACE}, {how})")
+
     async def close(self) -> None:
         async with self._lock:
             await self._stop(state="closed")
@@ -288,7 +299,13 @@ class LocalDesktop(VncScreen):
         xauthority.chmod(0o600)
         user.hand_over(xauthority)
         env["XAUTHORITY"] = str(xauthority)
-        sandbox = Sandbox(user=user, home=home, readable=(xauthority,), bwrap=bwrap)
+        # Every program the session's long-lived processes start is traced into
+        # `trace/`, outside the home (app.desktops.exec_trace); none without strace.
+        trace_dir = session_dir / "trace"
+        trace_dir.mkdir(mode=0o700)
+        strace = find_strace()
+        tracer = () if strace is None else tuple(strace_argv(strace, trace_dir, user))
+        sandbox = Sandbox(user=user, home=home, readable=(xauthority,), bwrap=bwrap, tracer=tracer)
         return _Session(
             marker=marker, dir=session_dir, home=home, password=password, env=env, sandbox=sandbox
         )
@@ -300,6 +317,7 @@ class LocalDesktop(VncScreen):
         log_name: str,
         pass_fds: tuple[int, ...] = (),
         readable: tuple[Path, ...] = (),
+        traced: bool = False,
     ) -> asyncio.subprocess.Process:
         with open(session.dir / "logs" / log_name, "ab") as log:
             try:
@@ -310,6 +328,7 @@ class LocalDesktop(VncScreen):
                     stderr=log,
                     pass_fds=pass_fds,
                     readable=readable,
+                    traced=traced,
                 )
             except OSError as exc:
                 raise DesktopError(
@@ -347,6 +366,7 @@ class LocalDesktop(VncScreen):
             session,
             [OPENBOX, "--sm-disable", "--config-file", str(OPENBOX_RC)],
             "openbox.log",
+            traced=True,  # its menus can start programs
         )
         await self._wait_window_manager(session)
         session.vnc = VNCSession("127.0.0.1", session.port, session.password)
@@ -370,6 +390,7 @@ class LocalDesktop(VncScreen):
             session,
             [daemon, "--session", "--nofork", "--nopidfile", f"--address=unix:path={socket_path}"],
             "dbus.log",
+            traced=True,  # it starts services on demand
         )
         while not socket_path.is_socket():
             if proc.returncode is not None:

@@ -62,6 +62,7 @@ from app.episode.events import (
     StepEvent,
     WaitingEvent,
 )
+from app.episode.integrity import IntegrityWatch
 from app.episode.protocol import Outcome, PhaseSpec, Protocol
 from app.episode.scoring import GuestSource, ScoreResult, score_phase, score_task
 from app.episode.setup_steps import LastSeen, run_setup
@@ -122,6 +123,7 @@ class EpisodeRunner:
         self._end_windows: WindowList | None = None
         self.episode_id: int | None = None
         self.protocol: Protocol | None = None
+        self._integrity: IntegrityWatch | None = None
 
     async def _stored(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """`call` (a store method) run on the store's thread and awaited. The time it
@@ -224,6 +226,7 @@ class EpisodeRunner:
             await self.agent.close()
         await self._record_score(episode_id, score)
         await self._archive(episode_id, recording)
+        await self._record_integrity(episode_id)
         await self._finish(episode_id, protocol, "finished", None, final_frame)
         return EpisodeResult(
             episode_id,
@@ -314,11 +317,17 @@ class EpisodeRunner:
         # Wall time the agent got control: "modified after start" checks compare to it,
         # so files written by setup never count as the agent's work.
         self._agent_started_at = time.time()
-        while protocol.ended is None:
-            await self._between_steps(episode_id, protocol)
-            if protocol.check_time(self._elapsed(started)) is not None:
-                break
-            await self._step(episode_id, protocol, started)
+        # From the agent's first step to scoring: programs started, consoles opened.
+        self._integrity = IntegrityWatch(task, self.desktop)
+        self._integrity.start()
+        try:
+            while protocol.ended is None:
+                await self._between_steps(episode_id, protocol)
+                if protocol.check_time(self._elapsed(started)) is not None:
+                    break
+                await self._step(episode_id, protocol, started)
+        finally:
+            await self._integrity.stop()
         final = await self.desktop.frame()
         return await self._save_frame(episode_id, "final", final)
 
@@ -595,6 +604,17 @@ class EpisodeRunner:
             return
         if kept.over_cap:
             self._say(f"archive cap reached; not kept: {', '.join(kept.over_cap)}")
+
+    async def _record_integrity(self, episode_id: int) -> None:
+        """Record the integrity flags beside the score (they never change it)."""
+        if self._integrity is None:
+            return
+        steps = await self._stored(self.store.steps, episode_id)
+        typed = [(s.idx, str(s.action["text"])) for s in steps if s.action.get("kind") == "type"]
+        flags, checked = await asyncio.to_thread(self._integrity.flags, typed)
+        await self._stored(self.store.record_flags, episode_id, flags, checked)
+        if flags:
+            self._say("integrity: " + "; ".join(f.summary for f in flags))
 
     async def _record_score(self, episode_id: int, score: ScoreResult) -> None:
         await self._stored(
