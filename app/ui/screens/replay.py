@@ -131,6 +131,10 @@ One recorded episode.
             # One line: the head is three lines high.
             windows = "; ".join(w.describe() for w in e.final_windows.windows) or "none"
             head.append(f"\nwindows open at the end: {windows}", "dim")
+        flags, _ = store.flags(self.episode_id)
+        if flags:
+            # Integrity flags (issue 17): beside the score, never changing it.
+            head.append("\nflagged: " + "; ".join(f.summary for f in flags), "yellow")
         self.query_one("#replay-head", Static).update(head)
         table = self.query_one("#replay-timeline", DataTable)
         table.border_title = "timeline"
