@@ -12,6 +12,7 @@ re-scoring, and the integrity flags.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from app.agents.factory import make_agent
+from app.cli import main
 from app.desktops.local import LocalDesktop
 from app.episode.archive import rescore
 from app.episode.events import EpisodeResult
@@ -44,11 +46,16 @@ def task_copy(tmp_path: Path, *, terminal: bool = False) -> Path:
     shutil.copytree(GIMP / "references", folder / "references")
     text = (GIMP / "gimp-flip-export.yaml").read_text()
     if terminal:
+        # Before GIMP, so GIMP is on top and focused, as the reference expects.
         text = text.replace(
-            "budget:",
-            "  - launch: [xterm, -xrm, '*allowTitleOps: false']\n"
-            "  - wait_window: {class: XTerm, timeout: 60}\nbudget:",
+            "  - launch: [gimp,",
+            "  - launch: [xterm, -xrm, '*allowTitleOps: false', -geometry, 60x8-0-0]\n"
+            "  - wait_window: {class: XTerm, timeout: 60}\n"
+            "  - launch: [gimp,",
         )
+        cheaters = folder / "references" / "cheaters"
+        cheaters.mkdir()
+        shutil.copy(CHEATER, cheaters / "gimp-flip-export.yaml")
     path = folder / "gimp-flip-export.yaml"
     path.write_text(text)
     return path
@@ -118,3 +125,25 @@ async def test_a_console_window_is_seen() -> None:
         assert console and "'Script-Fu Console'" in console[0].evidence[0], (flags, checked)
         # The xterm it ran in is a terminal, started after the watch began.
         assert any(f.summary == "a terminal ran in the desktop: xterm" for f in flags)
+
+
+def test_tasks_audit_of_a_task_with_a_cheater(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Synchronous: the command line runs its own event loop.
+    path = task_copy(tmp_path, terminal=True)
+    db = tmp_path / "db" / "lab.db"
+    code = main(["--db", str(db), "tasks", "audit", str(path), "--repeats", "2", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    (audit,) = report["tasks"]
+    checks = {c["name"]: c for c in audit["checks"]}
+    assert list(checks) == ["reference 1", "reference 2", "null", "untouched", "cheater", "rescore"]
+    assert code == 0 and report["ok"] and audit["ok"], json.dumps(report, indent=2)
+    assert checks["cheater"]["reason"].startswith("flagged: ")
+    assert checks["rescore"]["reason"].startswith("same score and evidence twice")
+    # A task whose cheater goes unflagged fails the audit, with a non-zero exit.
+    cheater = path.parent / "references" / "cheaters" / "gimp-flip-export.yaml"
+    cheater.write_text("kind: demonstration\nsteps:\n  - done\n")
+    code = main(["--db", str(db), "tasks", "audit", str(path), "--repeats", "1"])
+    out = capsys.readouterr().out
+    assert code == 1 and "gimp-flip-export cheater: not flagged" in out, out

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from app.cli.audit_cmd import register_audit
 from app.cli.common import indent_block, print_err, table
 from app.core.errors import DeskLoopError
 
@@ -249,3 +250,4 @@ def register(sub: Any) -> None:
     )
     tvf.add_argument("--json", action="store_true", help="print one JSON object at the end")
     tvf.set_defaults(func=cmd_verify)
+    register_audit(tsub)

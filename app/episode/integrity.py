@@ -23,7 +23,6 @@ A flag never changes a score.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import time
@@ -212,8 +211,13 @@ class IntegrityWatch:
     async def stop(self) -> None:
         if self._poller is not None:
             self._poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await self._poller
+            except asyncio.CancelledError:
+                pass
+            except Exception as exc:  # the watch's failure must not end the episode
+                self.console_problem = f"{type(exc).__name__}: {exc}"
+                log.warning("console watch failed", exc_info=True)
             self._poller = None
 
     async def _poll(self) -> None:
