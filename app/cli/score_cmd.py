@@ -34,6 +34,8 @@ def _task_for(e: EpisodeRecord, args: argparse.Namespace) -> Task:
 
 
 def _mib(n: int) -> str:
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB"
     return f"{n / (1024 * 1024):.1f} MiB"
 
 
