@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 from app.core.actions import GuiAction
 from app.core.commands import CommandResult
 from app.core.frames import Frame, SettleResult
+from app.core.integrity import ExecLog
 from app.rfb.client import VncEndpoint
 
 
@@ -153,4 +154,14 @@ class SavesStartStates(Protocol):
     async def reset_to(self, setup_key: str, setup: Callable[[], Awaitable[None]]) -> bool:
         """Restore the start state saved under `setup_key`, or, the first time, reset,
         await `setup()`, settle and save it. True when it was restored."""
+        ...
+
+
+@runtime_checkable
+class WatchesPrograms(Protocol):
+    """A desktop that can list every program started in it so far, short-lived ones
+    too (the local backend: app/desktops/exec_trace.py), for the integrity flags."""
+
+    def exec_log(self) -> ExecLog:
+        """The execs seen, or `covered=False` with why none could be."""
         ...

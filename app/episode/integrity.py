@@ -29,11 +29,10 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Protocol, runtime_checkable
 
 from app.core.errors import DeskLoopError
-from app.core.integrity import ExecLog, ExecRecord, IntegrityFlag
-from app.desktops.base import Desktop
+from app.core.integrity import ExecRecord, IntegrityFlag
+from app.desktops.base import Desktop, WatchesPrograms
 from app.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -105,13 +104,6 @@ BLENDER_SCRIPTING = frozenset(
 # A converter DeskLoop installs as /usr/local/bin/convert where ImageMagick is absent
 # is a Python script: its interpreter's exec is the same act, reported once.
 _SCRIPT_DIRS = ("/usr/lib/", "/usr/share/", "/usr/libexec/")
-
-
-@runtime_checkable
-class WatchesPrograms(Protocol):
-    """A desktop that can list every program started in it (the local backend)."""
-
-    def exec_log(self) -> ExecLog: ...
 
 
 def _name(path: str) -> str:
