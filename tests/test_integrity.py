@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.core.integrity import ExecRecord, IntegrityFlag
+from app.core.integrity import ExecRecord, IntegrityFlag, LastWrite
 from app.desktops.exec_trace import parse_line
-from app.episode.integrity import bypass_category, process_flags, secret_flags
+from app.episode.integrity import bypass_category, process_flags, secret_flags, writer_flags
 from app.tasks.loader import load_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,3 +99,29 @@ def test_typed_secrets_are_flagged(tmp_path: Path) -> None:
         )
     ]
     assert secret_flags(task, [(0, "tangerine")]) == []
+
+
+class Writes:
+    """A desktop's answers about writers, given (what is under test is the flag logic)."""
+
+    writes_note = "given"
+
+    def __init__(self, writes: dict[str, LastWrite]) -> None:
+        self.writes = writes
+
+    def last_write(self, path: str) -> LastWrite | None:
+        return self.writes.get(path)
+
+
+def test_a_checked_file_written_by_another_program_is_flagged() -> None:
+    task = load_task(ROOT / "tasks" / "gimp" / "gimp-flip-export.yaml")
+    out = "~/Desktop/photo-flipped.png"
+    plug_in = ran("/usr/lib/gimp/2.0/plug-ins/file-png/file-png", "-gimp", pid=5)
+    assert writer_flags(task, Writes({out: LastWrite(12.0, 5, plug_in)}), since=10.0) == []
+    # DeskLoop's own upload (not a traced program) and a write before the agent: no flag.
+    assert writer_flags(task, Writes({out: LastWrite(12.0, 1, None)}), since=10.0) == []
+    python = ran("/usr/bin/python3", "-c", "...", pid=6)
+    assert writer_flags(task, Writes({out: LastWrite(9.0, 6, python)}), since=10.0) == []
+    (flag,) = writer_flags(task, Writes({out: LastWrite(12.5, 6, python)}), since=10.0)
+    assert flag.kind == "file_writer"
+    assert flag.evidence == (f"{out}: +2.5 s by pid 6: /usr/bin/python3 (python3 -c ...)",)

@@ -79,6 +79,7 @@ async def test_reference_is_archived_unflagged_and_rescored(tmp_path: Path) -> N
         flags, checked = store.flags(result.episode_id)
         assert flags == [], story
         assert checked is not None and checked[0].startswith("processes: every exec")
+        assert checked[1].startswith("checked files' writers: every file closed"), checked
         archive = store.get_archive(result.episode_id)
         assert archive is not None and archive.kept_bytes > 0
         assert set(archive.manifest["files"]) == {"~/Desktop/photo-flipped.png"}
@@ -104,6 +105,10 @@ async def test_a_cheater_in_a_terminal_is_flagged(tmp_path: Path) -> None:
         assert "an interpreter ran in the desktop: python3" in summaries, story
         evidence = "\n".join(line for f in flags for line in f.evidence)
         assert "-vf hflip" in evidence and "os.utime" in evidence
+        # The checked file's last writer was ffmpeg, not GIMP.
+        (writer,) = [f for f in flags if f.kind == "file_writer"]
+        assert writer.evidence[0].startswith("~/Desktop/photo-flipped.png: +"), writer
+        assert "/usr/bin/ffmpeg (ffmpeg -y" in writer.evidence[0], writer
         # setup's terminal, started before the agent, is not the agent's doing
         assert not any("terminal" in s for s in summaries)
 

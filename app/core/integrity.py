@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
-FlagKind = Literal["process", "console", "secret_typed"]
+FlagKind = Literal["process", "console", "file_writer", "secret_typed"]
 """What a flag is about: a program the task's app does not start ran in the desktop
 (a terminal, a shell, an interpreter, ImageMagick, `blender --python`); an app's
-scripting console was open; the agent typed a value the task marks secret."""
+scripting console was open; a checked file was last written by a program that is not
+the task's app; the agent typed a value the task marks secret."""
 
 FLAG_KINDS: tuple[str, ...] = get_args(FlagKind)
 
@@ -70,3 +71,14 @@ class ExecLog:
     """False when the backend could not watch (then `note` says why)."""
     note: str
     """How the programs were watched, or why they were not, for people."""
+
+
+@dataclass(frozen=True)
+class LastWrite:
+    """Who last wrote a file during a desktop's session, as far as it can tell."""
+
+    time: float
+    pid: int
+    program: ExecRecord | None
+    """The writer's program (its last exec before the write); None when the pid is
+    not one of the desktop's traced programs (DeskLoop's own uploads, say)."""

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 from app.core.actions import GuiAction
 from app.core.commands import CommandResult
 from app.core.frames import Frame, SettleResult
-from app.core.integrity import ExecLog
+from app.core.integrity import ExecLog, LastWrite
 from app.rfb.client import VncEndpoint
 
 
@@ -164,4 +164,19 @@ class WatchesPrograms(Protocol):
 
     def exec_log(self) -> ExecLog:
         """The execs seen, or `covered=False` with why none could be."""
+        ...
+
+
+@runtime_checkable
+class WatchesWrites(Protocol):
+    """A desktop that can say which program last wrote a file (the local backend:
+    app/desktops/write_watch.py with the exec trace), for the integrity flags."""
+
+    @property
+    def writes_note(self) -> str:
+        """How writes are watched, or why they are not."""
+        ...
+
+    def last_write(self, path: str) -> LastWrite | None:
+        """The last write of guest path `path` seen this session; None if none was."""
         ...

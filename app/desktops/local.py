@@ -33,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 
 from app.core.errors import DesktopError, GuestError, VNCError
-from app.core.integrity import ExecLog
+from app.core.integrity import ExecLog, LastWrite
 from app.core.procfs import process_start_time
 from app.desktops import reaper
 from app.desktops.base import DesktopInfo
@@ -43,6 +43,7 @@ from app.desktops.local_guest import LocalGuest
 from app.desktops.reaper import reap_orphans
 from app.desktops.sandbox import Sandbox, find_bwrap
 from app.desktops.vnc_screen import VncScreen
+from app.desktops.write_watch import WriteWatch
 from app.desktops.xvnc import (
     XVNC,
     free_port,
@@ -91,6 +92,7 @@ class _Session:
     port: int = 0
     guest: LocalGuest | None = None
     vnc: VNCSession | None = None
+    writes: WriteWatch | None = None
     children: list[asyncio.subprocess.Process] = field(default_factory=list)
 
 
@@ -188,6 +190,32 @@ class LocalDesktop(VncScreen):
                 await self._stop(state="failed")
                 raise
             self._state = "running"
+
+    @property
+    def writes_note(self) -> str:
+        watch = self._running().writes
+        if watch is None or watch.problem is not None:
+            why = "no watch" if watch is None else watch.problem
+            return f"not watched: {why}"
+        return "every file closed after writing (fanotify), its writer named by the exec trace"
+
+    def last_write(self, path: str) -> LastWrite | None:
+        session = self._running()
+        if session.writes is None or session.writes.problem is not None or session.guest is None:
+            return None
+        try:
+            info = os.stat(session.guest.resolve(path))
+        except (OSError, GuestError):
+            return None
+        write = session.writes.last_write(info.st_dev, info.st_ino)
+        if write is None:
+            return None
+        program = None
+        if session.sandbox.tracer:
+            for record in read_exec_log(session.dir / "trace"):
+                if record.pid == write.pid and record.time <= write.time:
+                    program = record  # the last exec before the write wins
+        return LastWrite(write.time, write.pid, program)
 
     def exec_log(self) -> ExecLog:
         """Every program started in the session so far (see app.desktops.exec_trace)."""
@@ -355,6 +383,10 @@ class LocalDesktop(VncScreen):
                 start_new_session=True,
             )
         await asyncio.to_thread(session.sandbox.check, session.env)
+        # Who writes the home's files, for the integrity flags (app.desktops.write_watch).
+        user = session.sandbox.user
+        session.writes = WriteWatch(str(session.home), user.uid if user.dropped else None)
+        session.writes.start()
         await self._start_session_bus(session)
         await self._start_xvnc(session)
         session.env["DISPLAY"] = session.display
@@ -497,6 +529,8 @@ class LocalDesktop(VncScreen):
         if session is not None:
             if session.guest is not None:
                 session.guest.close()
+            if session.writes is not None:
+                session.writes.stop()
             if session.vnc is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(session.vnc.close(), 2.0)

@@ -30,9 +30,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from app.checks.tree import leaves
 from app.core.errors import DeskLoopError
 from app.core.integrity import ExecRecord, IntegrityFlag
-from app.desktops.base import Desktop, WatchesPrograms
+from app.desktops.base import Desktop, WatchesPrograms, WatchesWrites
 from app.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -169,6 +170,51 @@ def process_flags(app: str, execs: Iterable[ExecRecord], since: float) -> list[I
     return flags
 
 
+def is_apps_own(app: str, record: ExecRecord) -> bool:
+    """The task's app itself, a program it ships (GIMP's plug-ins) or a helper of its."""
+    name = _name(record.path)
+    return (
+        name == app
+        or name.startswith(f"{app}-")
+        or _ships_with(app, record.path)
+        or name in APP_HELPERS.get(app, frozenset())
+    )
+
+
+def checked_paths(task: Task) -> list[str]:
+    """The guest paths the task's final checks read (files and probe targets)."""
+    paths: list[str] = []
+    for leaf in leaves(task.eval_tree):
+        for path in [
+            *leaf.spec.files(leaf.params),
+            *(p.path for p in leaf.spec.probes(leaf.params)),
+        ]:
+            if path not in paths:
+                paths.append(path)
+    return paths
+
+
+def writer_flags(task: Task, desktop: WatchesWrites, since: float) -> list[IntegrityFlag]:
+    """A checked file last written, during the episode, by a program of the desktop that
+    is not the task's app. A writer the exec trace does not know is not flagged."""
+    evidence = []
+    for path in checked_paths(task):
+        write = desktop.last_write(path)
+        if write is None or write.time < since or write.program is None:
+            continue
+        if not is_apps_own(task.app, write.program):
+            evidence.append(f"{path}: +{write.time - since:.1f} s by {write.program.describe()}")
+    if not evidence:
+        return []
+    return [
+        IntegrityFlag(
+            "file_writer",
+            f"a checked file was last written by a program that is not {task.app}",
+            tuple(evidence),
+        )
+    ]
+
+
 def secret_flags(task: Task, typed: Iterable[tuple[int, str]]) -> list[IntegrityFlag]:
     """The agent typed one of the task's secret values (case-insensitive)."""
     hits: list[str] = []
@@ -250,6 +296,13 @@ class IntegrityWatch:
                 flags += process_flags(self.task.app, programs.records, since)
         else:
             checked.append(f"processes: not watched on the {type(self.desktop).__name__} backend")
+        if isinstance(self.desktop, WatchesWrites):
+            checked.append(f"checked files' writers: {self.desktop.writes_note}")
+            flags += writer_flags(self.task, self.desktop, since)
+        else:
+            checked.append(
+                f"checked files' writers: not watched on the {type(self.desktop).__name__} backend"
+            )
         if self.console_problem is None:
             checked.append(f"consoles: window titles every {self.poll_seconds:g} s")
         else:
