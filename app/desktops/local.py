@@ -37,13 +37,12 @@ from app.core.integrity import ExecLog, LastWrite
 from app.core.procfs import process_start_time
 from app.desktops import reaper
 from app.desktops.base import DesktopInfo
-from app.desktops.exec_trace import STRACE, find_strace, read_exec_log, strace_argv
 from app.desktops.lab_user import LabUser, lab_user
 from app.desktops.local_guest import LocalGuest
+from app.desktops.local_watch import SessionWatch
 from app.desktops.reaper import reap_orphans
 from app.desktops.sandbox import Sandbox, find_bwrap
 from app.desktops.vnc_screen import VncScreen
-from app.desktops.write_watch import WriteWatch
 from app.desktops.xvnc import (
     XVNC,
     free_port,
@@ -85,6 +84,7 @@ class _Session:
     password: str
     env: dict[str, str]
     sandbox: Sandbox
+    watch: SessionWatch
     reaper: asyncio.subprocess.Process | None = None
     xvnc: asyncio.subprocess.Process | None = None
     openbox: asyncio.subprocess.Process | None = None
@@ -92,7 +92,6 @@ class _Session:
     port: int = 0
     guest: LocalGuest | None = None
     vnc: VNCSession | None = None
-    writes: WriteWatch | None = None
     children: list[asyncio.subprocess.Process] = field(default_factory=list)
 
 
@@ -193,38 +192,25 @@ class LocalDesktop(VncScreen):
 
     @property
     def writes_note(self) -> str:
-        watch = self._running().writes
-        if watch is None or watch.problem is not None:
-            why = "no watch" if watch is None else watch.problem
-            return f"not watched: {why}"
-        return "every file closed after writing (fanotify), its writer named by the exec trace"
+        return self._running().watch.writes_note
 
     def last_write(self, path: str) -> LastWrite | None:
         session = self._running()
-        if session.writes is None or session.writes.problem is not None or session.guest is None:
+        guest = session.guest
+        if guest is None:
             return None
-        try:
-            info = os.stat(session.guest.resolve(path))
-        except (OSError, GuestError):
-            return None
-        write = session.writes.last_write(info.st_dev, info.st_ino)
-        if write is None:
-            return None
-        program = None
-        if session.sandbox.tracer:
-            for record in read_exec_log(session.dir / "trace"):
-                if record.pid == write.pid and record.time <= write.time:
-                    program = record  # the last exec before the write wins
-        return LastWrite(write.time, write.pid, program)
+
+        def resolve(guest_path: str) -> Path:
+            try:
+                return guest.resolve(guest_path)
+            except GuestError as exc:
+                raise ValueError(str(exc)) from None
+
+        return session.watch.last_write(path, resolve)
 
     def exec_log(self) -> ExecLog:
         """Every program started in the session so far (see app.desktops.exec_trace)."""
-        session = self._running()
-        if not session.sandbox.tracer:
-            return ExecLog((), False, f"not watched: {STRACE} is not installed")
-        how = "root tracer" if session.sandbox.user.dropped else "tracer of the desktop's own user"
-        records = tuple(read_exec_log(session.dir / "trace"))
-        return ExecLog(records, True, f"every exec of the session's programs ({STRACE}, {how})")
+        return self._running().watch.exec_log()
 
     async def close(self) -> None:
         async with self._lock:
@@ -329,13 +315,18 @@ class LocalDesktop(VncScreen):
         env["XAUTHORITY"] = str(xauthority)
         # Every program the session's long-lived processes start is traced into
         # `trace/`, outside the home (app.desktops.exec_trace); none without strace.
-        trace_dir = session_dir / "trace"
-        trace_dir.mkdir(mode=0o700)
-        strace = find_strace()
-        tracer = () if strace is None else tuple(strace_argv(strace, trace_dir, user))
-        sandbox = Sandbox(user=user, home=home, readable=(xauthority,), bwrap=bwrap, tracer=tracer)
+        watch = SessionWatch(session_dir, home, user)
+        sandbox = Sandbox(
+            user=user, home=home, readable=(xauthority,), bwrap=bwrap, tracer=watch.tracer
+        )
         return _Session(
-            marker=marker, dir=session_dir, home=home, password=password, env=env, sandbox=sandbox
+            marker=marker,
+            dir=session_dir,
+            home=home,
+            password=password,
+            env=env,
+            sandbox=sandbox,
+            watch=watch,
         )
 
     async def _spawn(
@@ -384,9 +375,7 @@ class LocalDesktop(VncScreen):
             )
         await asyncio.to_thread(session.sandbox.check, session.env)
         # Who writes the home's files, for the integrity flags (app.desktops.write_watch).
-        user = session.sandbox.user
-        session.writes = WriteWatch(str(session.home), user.uid if user.dropped else None)
-        session.writes.start()
+        session.watch.start()
         await self._start_session_bus(session)
         await self._start_xvnc(session)
         session.env["DISPLAY"] = session.display
@@ -529,8 +518,7 @@ class LocalDesktop(VncScreen):
         if session is not None:
             if session.guest is not None:
                 session.guest.close()
-            if session.writes is not None:
-                session.writes.stop()
+            session.watch.stop()
             if session.vnc is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(session.vnc.close(), 2.0)
