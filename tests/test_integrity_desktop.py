@@ -72,8 +72,16 @@ async def run(path: Path, agent: str, store: Store) -> EpisodeResult:
 
 async def test_reference_is_archived_unflagged_and_rescored(tmp_path: Path) -> None:
     path = task_copy(tmp_path)
+    task = load_task(path)
     with Store(tmp_path / "db" / "lab.db") as store:
-        result = await run(path, "reference", store)
+        async with LocalDesktop() as desktop:
+            agent = make_agent("reference", task)
+            runner = EpisodeRunner(task, desktop, agent, SimulatedUser(), store, backend="local")
+            result = await runner.run()
+            # The watch saw the export, written by GIMP's own PNG plug-in.
+            write = desktop.last_write("~/Desktop/photo-flipped.png")
+            assert write is not None and write.program is not None, write
+            assert "/usr/lib/gimp/" in write.program.path, write
         story = episode_story(store, result)
         assert result.passed is True, story
         flags, checked = store.flags(result.episode_id)
