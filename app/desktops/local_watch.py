@@ -4,7 +4,6 @@ of its programs (app.desktops.exec_trace) and who last wrote each file of its ho
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,7 +25,7 @@ class SessionWatch:
             () if strace is None else tuple(strace_argv(strace, self.trace_dir, user))
         )
         """Put before bubblewrap for a traced program; empty without strace."""
-        self.writes = WriteWatch(str(home), user.uid if user.dropped else None)
+        self.writes = WriteWatch(str(home))
 
     def start(self) -> None:
         self.writes.start()
@@ -52,10 +51,10 @@ class SessionWatch:
         if self.writes.problem is not None:
             return None
         try:
-            info = os.stat(resolve(path))
-        except (OSError, ValueError):
+            host = resolve(path)
+        except ValueError:
             return None
-        write = self.writes.last_write(info.st_dev, info.st_ino)
+        write = self.writes.last_write(str(host))
         if write is None:
             return None
         program = None
