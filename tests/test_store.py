@@ -29,6 +29,7 @@ from sqlite_utils import Database
 from app.core.actions import Click, Done, Key, action_to_dict, describe_action
 from app.core.conversation import Message
 from app.core.errors import StoreError
+from app.core.integrity import FLAG_KINDS
 from app.core.triggers import AgentAsk, AgentDone, AnyOf
 from app.core.vocabulary import (
     AGENT_KINDS,
@@ -228,6 +229,7 @@ VOCABULARY_CHECKS = {
     ("messages", "source"): [SOURCES],
     ("messages", "kind"): [USER_KINDS, AGENT_KINDS],
     ("messages", "origin"): [MESSAGE_ORIGINS],
+    ("integrity_flags", "kind"): [FLAG_KINDS],
 }
 
 # A database as the store made it before app.core.vocabulary existed.

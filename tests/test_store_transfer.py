@@ -72,3 +72,27 @@ def test_every_table_of_an_episode_travels(tmp_path: Path) -> None:
     db = sqlite_utils.Database(tmp_path / "x.db")
     keyed = {table for table in db.table_names() if "episode_id" in db[table].columns_dict}
     assert keyed == set(CHILD_TABLES)
+
+
+def test_the_final_state_archive_travels_with_its_blobs(tmp_path: Path) -> None:
+    with Store(tmp_path / "node" / "node.db") as node, Store(tmp_path / "driver.db") as driver:
+        new_episode(driver)
+        episode = new_episode(node)
+        digest = node.save_blob(b"the exported picture")
+        manifest = {"version": 1, "files": {"~/out.png": {"blob": digest, "size": 20}}}
+        node.record_archive(
+            episode,
+            evaluator="test",
+            manifest=manifest,
+            kept_bytes=20,
+            over_cap_bytes=0,
+            cap_bytes=100,
+        )
+        node.record_rescore(
+            episode, task_sha256="0" * 64, evaluator="test", passed=True, score=1.0, checks=[]
+        )
+        moved = driver.import_episode(node.export_episode(episode))
+        archive = driver.get_archive(moved)
+        assert archive is not None and archive.manifest == manifest
+        assert driver.read_blob(digest) == b"the exported picture"
+        assert [r.score for r in driver.rescores(moved)] == [1.0]

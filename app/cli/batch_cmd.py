@@ -229,12 +229,23 @@ def cmd_batch_show(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from app.metrics.report import format_report, write_jsonl
-    from app.metrics.summary import summarize
+    from app.metrics.scores import (
+        SCORE_CHOICES,
+        ScoreChoice,
+        integrity_note,
+        score_note,
+        summarize_scores,
+    )
     from app.store import Store
 
     with Store(args.db) as store:
-        summary = summarize(store, batch_id=args.batch)
-        print(format_report(summary))
+        choices: list[ScoreChoice] = list(SCORE_CHOICES) if args.score == "both" else [args.score]
+        for choice in choices:
+            summary = summarize_scores(store, args.batch, choice)
+            print(score_note(store, choice))
+            print(format_report(summary))
+            print(integrity_note(store, args.batch, choice))
+        summary = summarize_scores(store, args.batch, choices[-1])
         if args.html:
             # Only here: matplotlib and jinja2 cost an import a text report does not need.
             from app.metrics.html_report import write_html
@@ -355,4 +366,11 @@ def register(sub: Any) -> None:
     report.add_argument("--batch", help="only this batch (its final episode per slot)")
     report.add_argument("--html", type=Path, help="write a self-contained HTML page here")
     report.add_argument("--jsonl", type=Path, help="export episodes as JSON lines here")
+    report.add_argument(
+        "--score",
+        choices=["original", "latest", "both"],
+        default="original",
+        help="count each episode's original score (default), its latest rescore where it "
+        "has one, or print both reports (the HTML page takes the last)",
+    )
     report.set_defaults(func=cmd_report)

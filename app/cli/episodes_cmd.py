@@ -1,4 +1,4 @@
-"""`deskloop episodes list|show` and `deskloop score`."""
+"""`deskloop episodes list|show`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.cli.common import indent_block, table
 from app.core.conversation import describe_origin
+from app.core.integrity import IntegrityFlag
 from app.core.judgements import Judgement
 from app.core.outcomes import CheckOutcome
 from app.core.triggers import trigger_to_raw
@@ -55,6 +56,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         phases = store.phases(args.id)
         checks = store.checks(args.id)
         judgements = store.judgements(args.id)
+        flags, checked = store.flags(args.id)
         final_frame = store.frame_path(e.final_frame) if e.final_frame else None
     print(
         f"episode {e.id} · task {e.task_id} ({e.app} {e.level}) · agent {e.agent} · "
@@ -100,6 +102,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"  {s.idx:>3}  {s.description:<40} {timing}{_agent_note(s.agent_info)}{err}")
     print_checks(checks, e)
     print_judgements(judgements)
+    print_flags(flags, checked)
     return 0
 
 
@@ -172,19 +175,20 @@ def print_checks(checks: Sequence[CheckOutcome], e: EpisodeRecord) -> None:
         print("\nnot scored" + (" (the episode ended in error)" if e.status == "error" else ""))
 
 
-def cmd_score(args: argparse.Namespace) -> int:
-    from app.store import Store
-
-    with Store(args.db) as store:
-        e = store.get_episode(args.id)
-        checks = store.checks(args.id)
-    print(f"episode {e.id} · task {e.task_id} · {e.status} ({e.end_reason})")
-    print(
-        "The local desktop's final state is discarded after scoring; these are the "
-        "checks recorded at the end of the episode."
-    )
-    print_checks(checks, e)
-    return 0 if e.passed else 1
+def print_flags(flags: Sequence[IntegrityFlag], checked: Sequence[str] | None) -> None:
+    """An episode's integrity flags with their evidence, and what was looked at."""
+    if checked is None:
+        print("\nintegrity: not checked (recorded before integrity flags, or not scored)")
+        return
+    looked = ", ".join(checked) or "nothing"
+    if not flags:
+        print(f"\nintegrity: no flags (looked at: {looked})")
+        return
+    print(f"\nintegrity flags (looked at: {looked}); the score above is unchanged by them:")
+    for flag in flags:
+        print(f"  FLAG {flag.kind}: {flag.summary}")
+        for line in flag.evidence:
+            print(f"       {line}")
 
 
 def register(sub: Any) -> None:
@@ -199,7 +203,3 @@ def register(sub: Any) -> None:
     es = esub.add_parser("show", help="one episode: conversation, phases, steps, checks")
     es.add_argument("id", type=int)
     es.set_defaults(func=cmd_show)
-
-    score = sub.add_parser("score", help="print the stored score and checks of an episode")
-    score.add_argument("id", type=int)
-    score.set_defaults(func=cmd_score)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli import import_cmd
+from app.cli.audit_cmd import register_audit
 from app.cli.common import indent_block, print_err, table
 from app.core.errors import DeskLoopError
 
@@ -251,3 +252,4 @@ def register(sub: Any) -> None:
     tvf.add_argument("--json", action="store_true", help="print one JSON object at the end")
     tvf.set_defaults(func=cmd_verify)
     import_cmd.register(tsub)
+    register_audit(tsub)

@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 from app.core.actions import GuiAction
 from app.core.commands import CommandResult
 from app.core.frames import Frame, SettleResult
+from app.core.integrity import ExecLog, LastWrite
 from app.desktops.cdp import WebPage
 from app.rfb.client import VncEndpoint
 
@@ -175,4 +176,29 @@ class HostsWebPages(Protocol):
     @property
     def web_page(self) -> WebPage | None:
         """The page `open_page` opened, or None before one was opened."""
+        ...
+
+
+@runtime_checkable
+class WatchesPrograms(Protocol):
+    """A desktop that can list every program started in it so far, short-lived ones
+    too (the local backend: app/desktops/exec_trace.py), for the integrity flags."""
+
+    def exec_log(self) -> ExecLog:
+        """The execs seen, or `covered=False` with why none could be."""
+        ...
+
+
+@runtime_checkable
+class WatchesWrites(Protocol):
+    """A desktop that can say which program last wrote a file (the local backend:
+    app/desktops/write_watch.py with the exec trace), for the integrity flags."""
+
+    @property
+    def writes_note(self) -> str:
+        """How writes are watched, or why they are not."""
+        ...
+
+    def last_write(self, path: str) -> LastWrite | None:
+        """The last write of guest path `path` seen this session; None if none was."""
         ...

@@ -33,11 +33,13 @@ from pathlib import Path
 from types import TracebackType
 
 from app.core.errors import DesktopError, GuestError, VNCError
+from app.core.integrity import ExecLog, LastWrite
 from app.core.procfs import process_start_time
 from app.desktops import reaper
 from app.desktops.base import DesktopInfo
 from app.desktops.lab_user import LabUser, lab_user
 from app.desktops.local_guest import LocalGuest
+from app.desktops.local_watch import SessionWatch
 from app.desktops.reaper import reap_orphans
 from app.desktops.sandbox import Sandbox, find_bwrap
 from app.desktops.vnc_screen import VncScreen
@@ -82,6 +84,7 @@ class _Session:
     password: str
     env: dict[str, str]
     sandbox: Sandbox
+    watch: SessionWatch
     reaper: asyncio.subprocess.Process | None = None
     xvnc: asyncio.subprocess.Process | None = None
     openbox: asyncio.subprocess.Process | None = None
@@ -187,6 +190,28 @@ class LocalDesktop(VncScreen):
                 raise
             self._state = "running"
 
+    @property
+    def writes_note(self) -> str:
+        return self._running().watch.writes_note
+
+    def last_write(self, path: str) -> LastWrite | None:
+        session = self._running()
+        guest = session.guest
+        if guest is None:
+            return None
+
+        def resolve(guest_path: str) -> Path:
+            try:
+                return guest.resolve(guest_path)
+            except GuestError as exc:
+                raise ValueError(str(exc)) from None
+
+        return session.watch.last_write(path, resolve)
+
+    def exec_log(self) -> ExecLog:
+        """Every program started in the session so far (see app.desktops.exec_trace)."""
+        return self._running().watch.exec_log()
+
     async def close(self) -> None:
         async with self._lock:
             await self._stop(state="closed")
@@ -288,9 +313,20 @@ class LocalDesktop(VncScreen):
         xauthority.chmod(0o600)
         user.hand_over(xauthority)
         env["XAUTHORITY"] = str(xauthority)
-        sandbox = Sandbox(user=user, home=home, readable=(xauthority,), bwrap=bwrap)
+        # Every program the session's long-lived processes start is traced into
+        # `trace/`, outside the home (app.desktops.exec_trace); none without strace.
+        watch = SessionWatch(session_dir, home, user)
+        sandbox = Sandbox(
+            user=user, home=home, readable=(xauthority,), bwrap=bwrap, tracer=watch.tracer
+        )
         return _Session(
-            marker=marker, dir=session_dir, home=home, password=password, env=env, sandbox=sandbox
+            marker=marker,
+            dir=session_dir,
+            home=home,
+            password=password,
+            env=env,
+            sandbox=sandbox,
+            watch=watch,
         )
 
     async def _spawn(
@@ -300,6 +336,7 @@ class LocalDesktop(VncScreen):
         log_name: str,
         pass_fds: tuple[int, ...] = (),
         readable: tuple[Path, ...] = (),
+        traced: bool = False,
     ) -> asyncio.subprocess.Process:
         with open(session.dir / "logs" / log_name, "ab") as log:
             try:
@@ -310,6 +347,7 @@ class LocalDesktop(VncScreen):
                     stderr=log,
                     pass_fds=pass_fds,
                     readable=readable,
+                    traced=traced,
                 )
             except OSError as exc:
                 raise DesktopError(
@@ -336,6 +374,8 @@ class LocalDesktop(VncScreen):
                 start_new_session=True,
             )
         await asyncio.to_thread(session.sandbox.check, session.env)
+        # Who writes the home's files, for the integrity flags (app.desktops.write_watch).
+        session.watch.start()
         await self._start_session_bus(session)
         await self._start_xvnc(session)
         session.env["DISPLAY"] = session.display
@@ -353,6 +393,7 @@ class LocalDesktop(VncScreen):
             session,
             [OPENBOX, "--sm-disable", "--config-file", str(OPENBOX_RC)],
             "openbox.log",
+            traced=True,  # its menus can start programs
         )
         await self._wait_window_manager(session)
         session.vnc = VNCSession("127.0.0.1", session.port, session.password)
@@ -376,6 +417,7 @@ class LocalDesktop(VncScreen):
             session,
             [daemon, "--session", "--nofork", "--nopidfile", f"--address=unix:path={socket_path}"],
             "dbus.log",
+            traced=True,  # it starts services on demand
         )
         while not socket_path.is_socket():
             if proc.returncode is not None:
@@ -482,6 +524,7 @@ class LocalDesktop(VncScreen):
         if session is not None:
             if session.guest is not None:
                 session.guest.close()
+            session.watch.stop()
             if session.vnc is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(session.vnc.close(), 2.0)

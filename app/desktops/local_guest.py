@@ -109,10 +109,16 @@ class LocalGuest:
         return [self.expand(a) for a in argv]
 
     async def _start(
-        self, args: list[str], stdout: int | IO[bytes], stderr: int | IO[bytes]
+        self,
+        args: list[str],
+        stdout: int | IO[bytes],
+        stderr: int | IO[bytes],
+        traced: bool = False,
     ) -> asyncio.subprocess.Process:
         if self._sandbox is not None:
-            return await self._sandbox.spawn(args, env=self._env, stdout=stdout, stderr=stderr)
+            return await self._sandbox.spawn(
+                args, env=self._env, stdout=stdout, stderr=stderr, traced=traced
+            )
         return await asyncio.create_subprocess_exec(
             *args,
             stdin=asyncio.subprocess.DEVNULL,
@@ -147,7 +153,9 @@ class LocalGuest:
         log_path = self._log_dir / f"launch-{next(self._launch_counter):03d}-{name}.log"
         try:
             with open(log_path, "ab") as log:
-                proc = await self._start(args, log, log)
+                # Traced: what an app starts during the episode is integrity evidence
+                # (app.desktops.exec_trace); `run` is DeskLoop's own and is not.
+                proc = await self._start(args, log, log, traced=True)
         except OSError as exc:
             raise GuestError(f"cannot launch {args[0]!r} in the local desktop: {exc}") from exc
         self._launched.append(proc)

@@ -83,6 +83,9 @@ class Sandbox:
     readable: tuple[Path, ...]
     """Files outside the home every program may read (the X cookie)."""
     bwrap: str
+    tracer: tuple[str, ...] = ()
+    """A command line that traces a program's execs (app.desktops.exec_trace), put
+    before bubblewrap for `spawn(..., traced=True)`; empty: not traced."""
 
     def argv(self, argv: Sequence[str], readable: Sequence[Path] = ()) -> list[str]:
         """`argv` wrapped in bubblewrap; `readable` adds read-only files for this program."""
@@ -112,8 +115,12 @@ class Sandbox:
         stderr: int | IO[bytes],
         pass_fds: Sequence[int] = (),
         readable: Sequence[Path] = (),
+        traced: bool = False,
     ) -> asyncio.subprocess.Process:
         """Start `argv` in the sandbox as the lab user, in a session of its own.
+
+        `traced` starts it under the sandbox's tracer (when it has one): the tracer,
+        not bubblewrap, is the returned process, and it changes to the lab user itself.
 
         Raises:
             OSError: the program is not on the session's PATH (FileNotFoundError,
@@ -122,8 +129,15 @@ class Sandbox:
         if shutil.which(argv[0], path=env.get("PATH")) is None:
             # Found outside, as bubblewrap would inside: / is the same, read-only.
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
+        command = self.argv(argv, readable)
+        credentials = self.user.popen_credentials()
+        if traced and self.tracer:
+            # A root tracer starts the program as the lab user (strace -u), so that
+            # nothing in the desktop can stop it or detach from it.
+            command = [*self.tracer, *command]
+            credentials = {}
         return await asyncio.create_subprocess_exec(
-            *self.argv(argv, readable),
+            *command,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=stdout,
             stderr=stderr,
@@ -131,7 +145,7 @@ class Sandbox:
             pass_fds=tuple(pass_fds),
             start_new_session=True,
             preexec_fn=die_with_parent,
-            **self.user.popen_credentials(),
+            **credentials,
         )
 
     def check(self, env: Mapping[str, str]) -> None:

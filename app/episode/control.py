@@ -31,6 +31,8 @@ class RunOptions:
     batch_id: str | None = None
     extra_config: dict[str, Any] = field(default_factory=dict)
     """Added to the episode's recorded `config` (a batch records its desktop's host)."""
+    archive_cap_bytes: int = 256 * 1024 * 1024
+    """The most the final-state archive keeps of this episode (app.episode.archive)."""
     cancel_reason: Callable[[], DeskLoopError | None] | None = None
     """Asked when the episode is cancelled: an error (a batch's time limit ran out)
     makes it end as that error, its kind recorded; None, as an abort."""

@@ -46,6 +46,7 @@ from app.core.errors import (
     AgentUnavailable,
     DeskLoopError,
     MalformedAction,
+    StoreError,
     describe_error,
     error_kind,
 )
@@ -54,6 +55,7 @@ from app.core.vocabulary import ErrorKind
 from app.core.windows import WindowList
 from app.desktops.base import Desktop
 from app.desktops.liveness import DesktopDied, while_alive
+from app.episode.archive import RecordingSource, keep
 from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import (
     EndedEvent,
@@ -63,10 +65,11 @@ from app.episode.events import (
     StatusEvent,
     StepEvent,
 )
+from app.episode.integrity import IntegrityWatch
 from app.episode.judge import JUDGE_CACHE, JudgeContext
 from app.episode.prepare import PreparedStart, prepare_start
 from app.episode.protocol import PhaseSpec, Protocol
-from app.episode.scoring import ScoreResult, score_phase, score_task
+from app.episode.scoring import GuestSource, ScoreResult, score_phase, score_task
 from app.episode.user_turns import Aborted as _Aborted
 from app.episode.user_turns import UserTurns
 from app.episode.waits import PersonWaits
@@ -131,6 +134,7 @@ class EpisodeRunner(UserTurns):
         self._end_windows: WindowList | None = None
         self.episode_id: int | None = None
         self.protocol: Protocol | None = None
+        self._integrity: IntegrityWatch | None = None
 
     async def _stored(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """`call` (a store method) run on the store's thread and awaited. The time it
@@ -210,9 +214,11 @@ class EpisodeRunner(UserTurns):
             final_frame = await self._play(episode_id, protocol)
             stage = "scoring"
             self._say("scoring the final state")
+            # Read through a recorder, so the final-state archive holds what was read.
+            recording = RecordingSource(GuestSource(self.desktop.guest))
             score = await score_task(
                 task,
-                self.desktop.guest,
+                recording,
                 self._agent_started_at,
                 self._judge_context(),
                 answer=protocol.returned,
@@ -247,6 +253,8 @@ class EpisodeRunner(UserTurns):
         finally:
             await self.agent.close()
         await self._record_score(episode_id, score)
+        await self._archive(episode_id, recording, protocol.returned)
+        await self._record_integrity(episode_id)
         await self._finish(episode_id, protocol, "finished", None, final_frame)
         return EpisodeResult(
             episode_id,
@@ -329,11 +337,17 @@ class EpisodeRunner(UserTurns):
         # Wall time the agent got control: "modified after start" checks compare to it,
         # so files written by setup never count as the agent's work.
         self._agent_started_at = time.time()
-        while protocol.ended is None:
-            await self._between_steps(episode_id, protocol)
-            if protocol.check_time(self._elapsed(started)) is not None:
-                break
-            await self._step(episode_id, protocol, started)
+        # From the agent's first step to scoring: programs started, consoles opened.
+        self._integrity = IntegrityWatch(task, self.desktop)
+        self._integrity.start()
+        try:
+            while protocol.ended is None:
+                await self._between_steps(episode_id, protocol)
+                if protocol.check_time(self._elapsed(started)) is not None:
+                    break
+                await self._step(episode_id, protocol, started)
+        finally:
+            await self._integrity.stop()
         final = await self.desktop.frame()
         return await self._save_frame(episode_id, "final", final)
 
@@ -579,6 +593,39 @@ class EpisodeRunner(UserTurns):
             reason,
             error_kind=kind,
         )
+
+    async def _archive(
+        self, episode_id: int, recording: RecordingSource, answer: Any
+    ) -> None:
+        """Keep what scoring read, so the episode can be re-scored. A failure to keep it
+        is said and logged, not an error of the episode: its score is already made."""
+        try:
+            kept = await self._stored(
+                keep,
+                self.store,
+                episode_id,
+                recording.recorded,
+                self._agent_started_at,
+                self.options.archive_cap_bytes,
+                answer,
+            )
+        except StoreError as exc:
+            log.warning("episode %s: the final state was not archived: %s", episode_id, exc)
+            self._say(f"the final state was not archived: {exc}")
+            return
+        if kept.over_cap:
+            self._say(f"archive cap reached; not kept: {', '.join(kept.over_cap)}")
+
+    async def _record_integrity(self, episode_id: int) -> None:
+        """Record the integrity flags beside the score (they never change it)."""
+        if self._integrity is None:
+            return
+        steps = await self._stored(self.store.steps, episode_id)
+        typed = [(s.idx, str(s.action["text"])) for s in steps if s.action.get("kind") == "type"]
+        flags, checked = await asyncio.to_thread(self._integrity.flags, typed)
+        await self._stored(self.store.record_flags, episode_id, flags, checked)
+        if flags:
+            self._say("integrity: " + "; ".join(f.summary for f in flags))
 
     async def _record_score(self, episode_id: int, score: ScoreResult) -> None:
         await self._stored(

@@ -1,15 +1,24 @@
 """Score a task on a desktop's final state: gather files, run checks, walk the tree.
 
-Scoring reads every file the task's checks name once through the guest channel,
-reads the assets from the task folder, and hands plain bytes to the pure check
-functions (app.checks). A missing or unreadable file is a failed check with the
-reason; nothing here raises because one check could not run.
+Scoring reads every file the task's checks name once, reads the assets from the task
+folder, and hands plain bytes to the pure check functions (app.checks). A missing or
+unreadable file is a failed check with the reason; nothing here raises because one
+check could not run.
+
+Where the reads come from is a `StateSource`: the desktop's guest channel
+(`GuestSource`) at the end of an episode, or an episode's final-state archive when it
+is re-scored (app.episode.archive, which also records the guest's reads as they are
+made). Everything a check sees passes through this one seam.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from app.checks.base import CheckResult, CheckState, FileState, Probe, ProbeResult
@@ -36,36 +45,88 @@ class ScoreResult:
     """What the model judge was asked and answered, for the store (app.episode.judge)."""
 
 
-async def _gather_file(guest: Guest, path: str) -> FileState:
-    try:
-        if not await guest.exists(path):
-            return FileState.missing(path)
-        return FileState.found(path, await guest.read_file(path, MAX_FILE_BYTES))
-    except FileTooLarge as exc:
-        return FileState.too_large(path, f"{exc.limit // (1024 * 1024)} MiB", exc.size)
-    except GuestError as exc:
-        return FileState.unreadable(path, str(exc))
+# The code whose behaviour a score depends on, beside the task file: the checks, the
+# probers and the tree walk. Its hash is the evaluator's version.
+_EVALUATOR_SOURCES = ("checks", "probes")
+
+
+@cache
+def evaluator_version() -> str:
+    """`<DeskLoop version>+<12 hex digits>`: a hash of the evaluator's source (the checks,
+    their readers, the probers and their guest scripts, this module), so a rescore says
+    exactly which code made it, even between releases."""
+    from app import __version__
+
+    app_dir = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    files = [Path(__file__).resolve()]
+    for package in _EVALUATOR_SOURCES:
+        files += sorted(p for p in (app_dir / package).rglob("*") if p.suffix == ".py")
+    for path in files:
+        digest.update(path.relative_to(app_dir).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return f"{__version__}+{digest.hexdigest()[:12]}"
+
+
+class StateSource(ABC):
+    """Where scoring reads a final state from: a live guest, or an archive."""
+
+    @abstractmethod
+    async def file(self, path: str) -> FileState:
+        """The file at guest path `path` (as the task wrote it), or why there is none."""
+
+    @abstractmethod
+    async def probe(self, probe: Probe, answer: Any = None) -> ProbeResult:
+        """The result of `probe` (`answer`: the agent's DONE answer, for probers that
+        take it); a failure never raises."""
+
+
+class GuestSource(StateSource):
+    """The final state as the desktop's guest channel reads it now."""
+
+    def __init__(self, guest: Guest) -> None:
+        self.guest = guest
+
+    async def file(self, path: str) -> FileState:
+        guest = self.guest
+        try:
+            if not await guest.exists(path):
+                return FileState.missing(path)
+            return FileState.found(path, await guest.read_file(path, MAX_FILE_BYTES))
+        except FileTooLarge as exc:
+            return FileState.too_large(path, f"{exc.limit // (1024 * 1024)} MiB", exc.size)
+        except GuestError as exc:
+            return FileState.unreadable(path, str(exc))
+
+    async def probe(self, probe: Probe, answer: Any = None) -> ProbeResult:
+        return await gather_probe(self.guest, probe, answer)
+
+
+def _source(where: Guest | StateSource) -> StateSource:
+    return where if isinstance(where, StateSource) else GuestSource(where)
 
 
 async def gather_state(
     task: Task,
-    guest: Guest,
+    guest: Guest | StateSource,
     started_at: float | None = None,
     tree: EvalNode | None = None,
     answer: Any = None,
 ) -> CheckState:
     """Everything the checks of `tree` (default: the task's evaluate tree) need, each
-    file and probe gathered once; `answer` is what the agent returned with DONE."""
+    file and probe gathered once, from a guest or another `StateSource`; `answer` is
+    what the agent returned with DONE."""
+    source = _source(guest)
     files: dict[str, FileState] = {}
     assets: dict[str, bytes] = {}
     probes: dict[Probe, ProbeResult] = {}
     for leaf in leaves(task.eval_tree if tree is None else tree):
         for probe in leaf.spec.probes(leaf.params):
             if probe not in probes:
-                probes[probe] = await gather_probe(guest, probe, answer)
+                probes[probe] = await source.probe(probe, answer)
         for path in leaf.spec.files(leaf.params):
             if path not in files:
-                files[path] = await _gather_file(guest, path)
+                files[path] = await source.file(path)
         for rel in leaf.spec.assets(leaf.params):
             if rel not in assets:
                 try:
@@ -115,7 +176,7 @@ def score_state(
 
 async def score_task(
     task: Task,
-    guest: Guest,
+    guest: Guest | StateSource,
     started_at: float | None = None,
     judge: JudgeContext | None = None,
     answer: Any = None,

@@ -234,6 +234,22 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
             }
             for j in store.judgements(record.id)
         ],
+        # Issue 17: flags beside the score (never changing it), and rescores beside it.
+        "integrity_flags": [
+            {"kind": f.kind, "summary": f.summary, "evidence": list(f.evidence)}
+            for f in store.flags(record.id)[0]
+        ],
+        "rescores": [
+            {
+                "id": r.id,
+                "created_at": r.created_at.isoformat(),
+                "task_sha256": r.task_sha256,
+                "evaluator": r.evaluator,
+                "passed": r.passed,
+                "score": float(r.score),
+            }
+            for r in store.rescores(record.id)
+        ],
     }
 
 

@@ -304,10 +304,19 @@ def token_counts(store: Store, episodes: Iterable[EpisodeRecord]) -> dict[int, T
     return {k: v for k, v in found.items() if v is not None}
 
 
-def summarize(store: Store, batch_id: str | None = None) -> Summary:
-    """The figures over every ended episode in `store`, or over one batch's slots."""
+def summarize(
+    store: Store,
+    batch_id: str | None = None,
+    adjust: Callable[[list[EpisodeRecord]], list[EpisodeRecord]] | None = None,
+) -> Summary:
+    """The figures over every ended episode in `store`, or over one batch's slots.
+
+    `adjust` changes the counted episodes first (app.metrics.scores: the latest rescore
+    instead of the original score, the integrity-flagged episodes left out)."""
     counted = counted_episodes(store, batch_id)
     episodes, retries = counted.episodes, counted.retries
+    if adjust is not None:
+        episodes = adjust(list(episodes))
     asks = ask_counts(store, episodes)
     tokens = token_counts(store, episodes)
     overall = _grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, ALL, ALL), tokens)

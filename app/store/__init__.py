@@ -8,6 +8,7 @@ frames it saves. The words it stores (statuses, kinds, sources...) are
 `app.core`.
 """
 
+from app.store.archive import ArchiveRecord, RescoreRecord
 from app.store.base import LockWait
 from app.store.frames import encode_png
 from app.store.records import (
@@ -20,11 +21,13 @@ from app.store.records import (
 from app.store.store import Store
 
 __all__ = [
+    "ArchiveRecord",
     "BatchRecord",
     "EpisodeRecord",
     "LockWait",
     "MessageRecord",
     "PhaseRecord",
+    "RescoreRecord",
     "StepRecord",
     "Store",
     "encode_png",

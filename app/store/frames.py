@@ -76,7 +76,7 @@ class FrameDir:
         target = folder / f"{name}.png"
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            _write_atomic(target, png)
+            write_atomic(target, png)
         except OSError as exc:
             raise StoreError(f"cannot write frame {target}: {exc.strerror or exc}") from exc
         relative = target.relative_to(self.relative_to).as_posix()
@@ -90,7 +90,7 @@ class FrameDir:
         return self.relative_to / relative
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
+def write_atomic(target: Path, data: bytes) -> None:
     """Write via a temporary file and rename, so a reader never sees half a PNG.
 
     No fsync: like the database (synchronous=NORMAL) this survives a killed process,

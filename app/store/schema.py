@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
+from app.core.integrity import FLAG_KINDS
 from app.core.vocabulary import (
     AGENT_KINDS,
     END_REASONS,
@@ -304,6 +305,69 @@ def _v7(db: Database) -> None:
     db.execute(
         "ALTER TABLE episodes ADD COLUMN final_windows TEXT"
         " CHECK (final_windows IS NULL OR json_valid(final_windows))"
+    )
+
+
+@MIGRATIONS(name="0009a_final_state_archive")
+def _v9a(db: Database) -> None:
+    # The final-state archive (issue 17): what an episode's checks read, kept so it can
+    # be re-scored after the desktop is gone. `manifest` is JSON (app.episode.archive:
+    # files and probe results, each naming its content-addressed blob in the
+    # database's `archive/<id>/` folder, or why it has none: a problem scoring met, or
+    # the episode's size cap); `evaluator` is the evaluator version that scored it.
+    db.execute(
+        """
+        CREATE TABLE archives (
+            episode_id INTEGER PRIMARY KEY REFERENCES episodes (id) ON DELETE CASCADE,
+            created_at TEXT NOT NULL,
+            evaluator TEXT NOT NULL,
+            manifest TEXT NOT NULL CHECK (json_valid(manifest)),
+            kept_bytes INTEGER NOT NULL CHECK (kept_bytes >= 0),
+            over_cap_bytes INTEGER NOT NULL CHECK (over_cap_bytes >= 0),
+            cap_bytes INTEGER NOT NULL CHECK (cap_bytes >= 0)
+        ) STRICT
+        """
+    )
+    # A rescore: the evaluator of `evaluator` run on the archive of a task whose file
+    # hashed to `task_sha256` then. Kept beside the original score (episodes.passed,
+    # .score and the checks table), never replacing it.
+    db.execute(
+        """
+        CREATE TABLE rescores (
+            id INTEGER PRIMARY KEY,
+            episode_id INTEGER NOT NULL REFERENCES episodes (id) ON DELETE CASCADE,
+            created_at TEXT NOT NULL,
+            task_sha256 TEXT NOT NULL,
+            evaluator TEXT NOT NULL,
+            passed INTEGER NOT NULL CHECK (passed IN (0, 1)),
+            score REAL NOT NULL CHECK (score BETWEEN 0.0 AND 1.0),
+            checks TEXT NOT NULL CHECK (json_valid(checks))
+        ) STRICT
+        """
+    )
+    db.execute("CREATE INDEX rescores_episode ON rescores (episode_id, id)")
+
+
+@MIGRATIONS(name="0009b_integrity_flags")
+def _v9b(db: Database) -> None:
+    # Integrity flags (issue 17): evidence that the final state may not have come
+    # through the GUI, recorded beside the score and never changing it. `checked`
+    # lists what was looked at (JSON), so "no flags" can be told from "not looked".
+    db.execute(
+        f"""
+        CREATE TABLE integrity_flags (
+            episode_id INTEGER NOT NULL REFERENCES episodes (id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL CHECK (idx >= 0),
+            kind TEXT NOT NULL CHECK ({_one_of("kind", FLAG_KINDS)}),
+            summary TEXT NOT NULL,
+            evidence TEXT NOT NULL CHECK (json_valid(evidence)),
+            PRIMARY KEY (episode_id, idx)
+        ) STRICT
+        """
+    )
+    db.execute(
+        "ALTER TABLE episodes ADD COLUMN integrity_checked TEXT"
+        " CHECK (integrity_checked IS NULL OR json_valid(integrity_checked))"
     )
 
 

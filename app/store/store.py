@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from app.store.archive import Archives
 from app.store.base import MEMORY, LockWait
 from app.store.judgements import Judgements
 from app.store.liveness import Liveness
@@ -20,7 +21,7 @@ from app.store.transfer import Transfer
 from app.store.writes import Writes
 
 
-class Store(Writes, Judgements, Liveness, Transfer):
+class Store(Writes, Judgements, Liveness, Transfer, Archives):
     """The episode database at `path` and its frames under `<path's dir>/frames/<id>/`,
     a folder of this database's own (`id` is random, recorded in the database).
 

@@ -11,16 +11,26 @@ message) and its frames' paths (`frames/<db>/<episode>/<name>.png` on each side)
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.core.errors import StoreError
-from app.store.base import StoreBase
+from app.store.archive import Archives
 from app.store.liveness import this_runner
 
-CHILD_TABLES = ("phases", "messages", "steps", "checks", "judgements")
+CHILD_TABLES = (
+    "phases",
+    "messages",
+    "steps",
+    "checks",
+    "judgements",
+    "archives",
+    "rescores",
+    "integrity_flags",
+)
 """The tables that hold an episode's rows (by `episode_id`), in the order they are
 written: steps point at messages and phases. A table keyed by `episode_id` that is not
 here does not travel (tests/test_store_transfer.py fails when one is missing)."""
@@ -38,9 +48,11 @@ class EpisodeBundle:
     """The episode's frame files by name (`00003`, `final`, `setup-failed`...)."""
     frames_prefix: str = ""
     """The folder its frame paths start with in the source database."""
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    """The final-state archive's blobs by sha256 (its manifest names them)."""
 
 
-class Transfer(StoreBase):
+class Transfer(Archives):
     """`Store`'s export and import of whole episodes."""
 
     def export_episode(self, episode_id: int, skip_frames: Collection[str] = ()) -> EpisodeBundle:
@@ -70,6 +82,9 @@ class Transfer(StoreBase):
                     bundle.frames[path.stem] = path.read_bytes()
         except OSError as exc:
             raise StoreError(f"{doing}: cannot read its frames in {folder}: {exc}") from exc
+        for archive in bundle.rows["archives"]:
+            for digest in _blob_names(json.loads(archive["manifest"])):
+                bundle.blobs[digest] = self.read_blob(digest)
         return bundle
 
     def import_episode(
@@ -111,6 +126,8 @@ class Transfer(StoreBase):
             # leaves them behind, unreferenced, like the frames of a killed runner.
             for name, png in bundle.frames.items():
                 paths[bundle.frames_prefix + f"{name}.png"] = self.frames.save(new_id, name, png)
+            for data in bundle.blobs.values():
+                self.save_blob(data)  # content-addressed: the manifest's names stay right
 
             def remap(value: Any) -> Any:
                 if isinstance(value, str) and bundle.frames_prefix in value:
@@ -131,12 +148,20 @@ class Transfer(StoreBase):
                         old = row.pop("id")
                         message_ids[old] = _insert(conn, table, row)
                         continue
+                    if table == "rescores":
+                        row.pop("id")  # this database numbers its own rescores
                     if table == "steps" and row.get("active_message_id") is not None:
                         row["active_message_id"] = message_ids[row["active_message_id"]]
                     _insert(conn, table, row)
         if episode.get("status") != "running":
             self.frames.forget(new_id)
         return new_id
+
+
+def _blob_names(manifest: dict[str, Any]) -> set[str]:
+    """The blobs an archive's manifest names (app.episode.archive writes it)."""
+    entries = [*manifest.get("files", {}).values(), *manifest.get("probes", [])]
+    return {entry["blob"] for entry in entries if entry.get("blob")}
 
 
 def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:

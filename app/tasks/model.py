@@ -281,6 +281,10 @@ class Task(_Strict):
     """R: a tree of checks (see docs/tasks.md)."""
     reference: str | None = None
     """The reference solution (scripted-agent file) relative to the task folder."""
+    secrets: list[Annotated[str, Field(min_length=1)]] = []
+    """Expected values an agent must not be able to type in (an answer the checks
+    compare with): an episode whose agent typed one is flagged (integrity, issue 17);
+    the score is unchanged."""
 
     folder: Path = Path(".")
     """Set by the loader: the folder asset paths are relative to."""

@@ -3,6 +3,7 @@ messages in place on the timeline, and the checks with their evidence."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -14,6 +15,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Header, Static
 
 from app.core.conversation import describe_origin
+from app.core.integrity import IntegrityFlag
 from app.core.outcomes import CheckOutcome
 from app.store import EpisodeRecord, MessageRecord, StepRecord
 from app.ui.describe import flow, message_step
@@ -128,13 +130,15 @@ One recorded episode.
         episode = store.get_episode(self.episode_id)
         rows = timeline(store.steps(self.episode_id), store.messages(self.episode_id))
         checks = store.checks(self.episode_id)
-        self.app.call_from_thread(self._fill, episode, rows, checks)
+        flags, _ = store.flags(self.episode_id)
+        self.app.call_from_thread(self._fill, episode, rows, checks, flags)
 
     def _fill(
         self,
         episode: EpisodeRecord,
         rows: list[tuple[str, StepRecord | MessageRecord | None]],
         checks_: list[CheckOutcome],
+        flags: Sequence[IntegrityFlag] = (),
     ) -> None:
         self.episode, self.rows, self.checks = episode, rows, checks_
         e = self.episode
@@ -150,6 +154,9 @@ One recorded episode.
             # One line: the head is three lines high.
             windows = "; ".join(w.describe() for w in e.final_windows.windows) or "none"
             head.append(f"\nwindows open at the end: {windows}", "dim")
+        if flags:
+            # Integrity flags (issue 17): beside the score, never changing it.
+            head.append("\nflagged: " + "; ".join(f.summary for f in flags), "yellow")
         self.query_one("#replay-head", Static).update(head)
         table = self.query_one("#replay-timeline", DataTable)
         table.border_title = "timeline"

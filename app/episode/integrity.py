@@ -1,0 +1,323 @@
+"""Integrity flags: what suggests an episode's final state did not come through the GUI.
+
+Three watches, each recorded with what it looked at (`checked`), so "no flags" is
+never confused with "not looked":
+
+- **processes**: every program started in the desktop after the agent began, where
+  the desktop can say (`WatchesPrograms`: the local backend traces every exec of
+  the session's programs, app.desktops.exec_trace). A terminal, a shell, an
+  interpreter, ImageMagick, a media tool the task's app does not use, or Blender
+  in background mode or with a Python script is flagged, with its command line.
+  Programs the app ships under /usr/lib/<app> or /usr/share/<app> (GIMP's plug-ins,
+  say) and the helpers of its own (Kdenlive's melt and ffmpeg) are not. On a
+  backend that cannot say (libvirt VMs today), `checked` says so.
+- **console**: the visible windows are polled (every `CONSOLE_POLL_SECONDS`) for an
+  app's scripting console by title (GIMP's Script-Fu and Python-Fu consoles). A
+  console opened and closed between two polls is missed; Blender's Python console
+  is an area of its main window, not a window, and is not seen.
+- **secret_typed**: the agent typed a value the task lists under `secrets`.
+
+A flag never changes a score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from app.checks.tree import leaves
+from app.core.errors import DeskLoopError
+from app.core.integrity import ExecRecord, IntegrityFlag
+from app.desktops.base import Desktop, WatchesPrograms, WatchesWrites
+from app.tasks.model import Task
+
+log = logging.getLogger(__name__)
+
+CONSOLE_POLL_SECONDS = 2.0
+CONSOLE_TITLES = r"Script-Fu Console|Python Console|Python-Fu|Script-Fu: Console"
+"""xdotool's (extended, case-insensitive) regular expression for console windows."""
+
+# What bypasses the GUI, by executable name.
+TERMINALS = frozenset(
+    [
+        "xterm",
+        "uxterm",
+        "x-terminal-emulator",
+        "gnome-terminal",
+        "gnome-terminal-server",
+        "konsole",
+        "xfce4-terminal",
+        "lxterminal",
+        "mate-terminal",
+        "terminator",
+        "tilix",
+        "rxvt",
+        "urxvt",
+        "rxvt-unicode",
+        "st",
+        "alacritty",
+        "kitty",
+        "foot",
+        "sakura",
+        "qterminal",
+    ]
+)
+SHELLS = frozenset(["sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "csh", "tcsh", "busybox"])
+INTERPRETERS_RE = re.compile(
+    r"^(python[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|lua[0-9.]*|php[0-9.]*|tclsh[0-9.]*"
+    r"|wish[0-9.]*|gimp-console[0-9.-]*|gimp-script-fu-interpreter[0-9.-]*|jshell|java|guile"
+    r"[0-9.]*|gjs|osascript)$"
+)
+IMAGEMAGICK = frozenset(
+    [
+        "convert",
+        "magick",
+        "mogrify",
+        "composite",
+        "montage",
+        "compare",
+        "identify",
+        "import",
+        "conjure",
+        "stream",
+        "animate",
+        "display",
+        "gm",
+    ]
+)
+MEDIA_TOOLS = frozenset(
+    ["ffmpeg", "ffprobe", "melt", "avconv", "sox", "gst-launch-1.0", "inkscape", "gmic"]
+)
+# Helpers an app starts itself, by app: never flagged in its tasks.
+APP_HELPERS = {
+    "gimp": frozenset(),
+    "blender": frozenset(),
+    "kdenlive": frozenset(["melt", "ffmpeg", "ffprobe", "mediainfo", "kdenlive_render"]),
+}
+BLENDER_SCRIPTING = frozenset(
+    ["-b", "--background", "-P", "--python", "--python-text", "--python-expr", "--python-console"]
+)
+# A converter DeskLoop installs as /usr/local/bin/convert where ImageMagick is absent
+# is a Python script: its interpreter's exec is the same act, reported once.
+_SCRIPT_DIRS = ("/usr/lib/", "/usr/share/", "/usr/libexec/")
+
+
+def _name(path: str) -> str:
+    return PurePosixPath(path).name
+
+
+def _ships_with(app: str, path: str) -> bool:
+    """A program or script of the app's own (GIMP's plug-ins live in /usr/lib/gimp)."""
+    return any(path.startswith(f"{d}{app}") for d in _SCRIPT_DIRS) or any(
+        f"/{app}/" in path and path.startswith(d) for d in _SCRIPT_DIRS
+    )
+
+
+def bypass_category(app: str, record: ExecRecord) -> str | None:
+    """Why an exec bypasses the GUI of `app`'s task, or None when it does not."""
+    name = _name(record.path)
+    args = record.argv[1:]
+    if _ships_with(app, record.path) or name in APP_HELPERS.get(app, frozenset()):
+        return None
+    if name == "blender" or name.startswith("blender-"):
+        used = sorted(BLENDER_SCRIPTING & set(args))
+        return f"Blender scripting or background mode ({' '.join(used)})" if used else None
+    if name in TERMINALS:
+        return "a terminal"
+    if name in SHELLS:
+        return "a shell"
+    if name in IMAGEMAGICK:
+        return "ImageMagick"
+    if name in MEDIA_TOOLS:
+        return "a command-line media tool"
+    if INTERPRETERS_RE.match(name):
+        script = next((a for a in args if not a.startswith("-")), "")
+        if script and _ships_with(app, script):
+            return None
+        return "an interpreter"
+    return None
+
+
+def process_flags(app: str, execs: Iterable[ExecRecord], since: float) -> list[IntegrityFlag]:
+    """One flag per kind of bypass seen in execs from `since` on, with every exec."""
+    seen: dict[str, list[ExecRecord]] = {}
+    script_pids: set[int] = set()
+    for record in execs:
+        if record.time < since:
+            continue
+        category = bypass_category(app, record)
+        if category is None:
+            continue
+        if category == "an interpreter" and record.pid in script_pids:
+            continue  # the interpreter of a script already flagged (same pid)
+        script_pids.add(record.pid)
+        seen.setdefault(category, []).append(record)
+    flags = []
+    for category, records in seen.items():
+        names = sorted({_name(r.path) for r in records})
+        flags.append(
+            IntegrityFlag(
+                "process",
+                f"{category} ran in the desktop: {', '.join(names)}",
+                tuple(f"+{r.time - since:.1f} s {r.describe()}" for r in records),
+            )
+        )
+    return flags
+
+
+def is_apps_own(app: str, record: ExecRecord) -> bool:
+    """The task's app itself, a program it ships (GIMP's plug-ins) or a helper of its."""
+    name = _name(record.path)
+    return (
+        name == app
+        or name.startswith(f"{app}-")
+        or _ships_with(app, record.path)
+        or name in APP_HELPERS.get(app, frozenset())
+    )
+
+
+def checked_paths(task: Task) -> list[str]:
+    """The guest paths the task's final checks read (files and probe targets)."""
+    paths: list[str] = []
+    for leaf in leaves(task.eval_tree):
+        for path in [
+            *leaf.spec.files(leaf.params),
+            *(p.path for p in leaf.spec.probes(leaf.params)),
+        ]:
+            if path not in paths:
+                paths.append(path)
+    return paths
+
+
+def writer_flags(task: Task, desktop: WatchesWrites, since: float) -> list[IntegrityFlag]:
+    """A checked file last written, during the episode, by a program of the desktop that
+    is not the task's app. A writer the exec trace does not know is not flagged."""
+    evidence = []
+    for path in checked_paths(task):
+        write = desktop.last_write(path)
+        if write is None or write.time < since or write.program is None:
+            continue
+        if not is_apps_own(task.app, write.program):
+            evidence.append(f"{path}: +{write.time - since:.1f} s by {write.program.describe()}")
+    if not evidence:
+        return []
+    return [
+        IntegrityFlag(
+            "file_writer",
+            f"a checked file was last written by a program that is not {task.app}",
+            tuple(evidence),
+        )
+    ]
+
+
+def secret_flags(task: Task, typed: Iterable[tuple[int, str]]) -> list[IntegrityFlag]:
+    """The agent typed one of the task's secret values (case-insensitive)."""
+    hits: list[str] = []
+    for step, text in typed:
+        for secret in task.secrets:
+            if secret.casefold() in text.casefold():
+                hits.append(f"step {step}: typed {text[:200]!r}, which holds a secret value")
+    if not hits:
+        return []
+    return [
+        IntegrityFlag("secret_typed", "the agent typed a value the task marks secret", tuple(hits))
+    ]
+
+
+@dataclass
+class IntegrityWatch:
+    """Watches one episode from the agent's first step to scoring."""
+
+    task: Task
+    desktop: Desktop
+    poll_seconds: float = CONSOLE_POLL_SECONDS
+    started_at: float | None = None
+    consoles: dict[str, float] = field(default_factory=dict)
+    """Console window titles seen, with when first (Unix time)."""
+    console_problem: str | None = None
+    _poller: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.started_at = time.time()
+        self._poller = asyncio.create_task(self._poll(), name="integrity-consoles")
+
+    async def stop(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            try:
+                await self._poller
+            except asyncio.CancelledError:
+                pass
+            except Exception as exc:  # the watch's failure must not end the episode
+                self.console_problem = f"{type(exc).__name__}: {exc}"
+                log.warning("console watch failed", exc_info=True)
+            self._poller = None
+
+    async def _poll(self) -> None:
+        argv = [
+            "xdotool",
+            "search",
+            "--onlyvisible",
+            "--name",
+            CONSOLE_TITLES,
+            "getwindowname",
+            "%@",
+        ]
+        while True:
+            try:
+                result = await self.desktop.guest.run(argv, timeout=10)
+                if result.ok:
+                    now = time.time()
+                    for title in result.stdout_text().splitlines():
+                        if title.strip():
+                            self.consoles.setdefault(title.strip(), now)
+            except DeskLoopError as exc:
+                # A desktop going away ends the episode elsewhere; say why the watch
+                # stopped instead of claiming no console was open.
+                self.console_problem = str(exc)
+                log.debug("console watch stopped: %s", exc)
+                return
+            await asyncio.sleep(self.poll_seconds)
+
+    def flags(self, typed: Sequence[tuple[int, str]]) -> tuple[list[IntegrityFlag], list[str]]:
+        """The flags and what was looked at, once the agent has ended."""
+        since = self.started_at if self.started_at is not None else time.time()
+        flags: list[IntegrityFlag] = []
+        checked: list[str] = []
+        if isinstance(self.desktop, WatchesPrograms):
+            programs = self.desktop.exec_log()
+            checked.append(f"processes: {programs.note}")
+            if programs.covered:
+                flags += process_flags(self.task.app, programs.records, since)
+        else:
+            checked.append(f"processes: not watched on the {type(self.desktop).__name__} backend")
+        if isinstance(self.desktop, WatchesWrites):
+            checked.append(f"checked files' writers: {self.desktop.writes_note}")
+            flags += writer_flags(self.task, self.desktop, since)
+        else:
+            checked.append(
+                f"checked files' writers: not watched on the {type(self.desktop).__name__} backend"
+            )
+        if self.console_problem is None:
+            checked.append(f"consoles: window titles every {self.poll_seconds:g} s")
+        else:
+            checked.append(f"consoles: watch stopped early ({self.console_problem})")
+        if self.consoles:
+            flags.append(
+                IntegrityFlag(
+                    "console",
+                    "an app's scripting console was open",
+                    tuple(
+                        f"+{t - since:.1f} s window {title!r}" for title, t in self.consoles.items()
+                    ),
+                )
+            )
+        if self.task.secrets:
+            checked.append(f"typed text: {len(self.task.secrets)} secret value(s)")
+            flags += secret_flags(self.task, typed)
+        return flags, checked

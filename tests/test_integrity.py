@@ -1,0 +1,127 @@
+"""Integrity flags (issue 17 item 2) on plain data: the exec trace's lines, which
+programs bypass the GUI of which app, and typed secrets. The same on real desktops
+is tests/test_integrity_desktop.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.core.integrity import ExecRecord, IntegrityFlag, LastWrite
+from app.desktops.exec_trace import parse_line
+from app.episode.integrity import bypass_category, process_flags, secret_flags, writer_flags
+from app.tasks.loader import load_task
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def ran(path: str, *argv: str, at: float = 10.0, pid: int = 7) -> ExecRecord:
+    return ExecRecord(at, pid, path, (path.rsplit("/", 1)[-1], *argv))
+
+
+def test_strace_lines_become_exec_records() -> None:
+    ok = (
+        '1796190145.286229 execve("/usr/local/bin/convert", ["convert", "-size", "2x2", '
+        '"a \\"b\\"\\n", "out.png"], 0x56217c2f3ad0 /* 35 vars */) = 0'
+    )
+    record = parse_line(ok, 42)
+    assert record == ExecRecord(
+        1796190145.286229,
+        42,
+        "/usr/local/bin/convert",
+        ("convert", "-size", "2x2", 'a "b"\n', "out.png"),
+    )
+    failed = (
+        '1796190145.283912 execve("/root/.cargo/bin/sh", ["sh", "-c", "id"], 0x7ffc /* 35 '
+        "vars */) = -1 EACCES (Permission denied)"
+    )
+    assert parse_line(failed, 42) is None
+    long_argv = '1.5 execve("/usr/bin/xterm", ["xterm", "-e"...], 0x1 /* 3 vars */) = 0'
+    assert parse_line(long_argv, 1) == ExecRecord(1.5, 1, "/usr/bin/xterm", ("xterm", "-e"))
+
+
+def test_what_bypasses_the_gui_depends_on_the_app() -> None:
+    assert bypass_category("gimp", ran("/usr/bin/xterm")) == "a terminal"
+    assert bypass_category("gimp", ran("/usr/bin/dash", "-c", "x")) == "a shell"
+    assert bypass_category("gimp", ran("/usr/bin/python3.11", "-c", "x")) == "an interpreter"
+    assert bypass_category("gimp", ran("/usr/bin/convert", "a.png", "b.png")) == "ImageMagick"
+    assert bypass_category("gimp", ran("/usr/bin/ffmpeg", "-i", "a")) == (
+        "a command-line media tool"
+    )
+    # The app's own programs and helpers are not flagged.
+    plug_in = "/usr/lib/gimp/2.0/plug-ins/file-png/file-png"
+    assert bypass_category("gimp", ran(plug_in, "-gimp")) is None
+    assert bypass_category("kdenlive", ran("/usr/bin/melt", "project.mlt")) is None
+    assert bypass_category("kdenlive", ran("/usr/bin/ffmpeg", "-version")) is None
+    script = "/usr/share/kdenlive/scripts/checkvosk.py"
+    assert bypass_category("kdenlive", ran("/usr/bin/python3", script)) is None
+    # Blender: the GUI app is fine, its scripting and background modes are not.
+    assert bypass_category("blender", ran("/usr/bin/blender", "scene.blend")) is None
+    assert bypass_category("blender", ran("/usr/bin/blender", "-b", "x.blend", "--python", "s.py"))
+    assert bypass_category("gimp", ran("/usr/bin/ls")) is None
+
+
+def test_process_flags_count_from_the_agents_start_and_keep_the_evidence() -> None:
+    execs = [
+        ran("/usr/bin/xterm", at=5.0, pid=1),  # setup's terminal, before the agent
+        ran("/usr/bin/ffmpeg", "-i", "photo.png", at=12.0, pid=2),
+        ran("/usr/local/bin/convert", "x", at=13.0, pid=3),
+        # the stand-in `convert` is a Python script: the same act, once
+        ran("/usr/bin/python3", "-I", "-S", "/usr/local/bin/convert", "x", at=13.1, pid=3),
+        ran("/usr/bin/python3", "-c", "print(1)", at=14.0, pid=4),
+    ]
+    flags = process_flags("gimp", execs, since=10.0)
+    assert [f.summary for f in flags] == [
+        "a command-line media tool ran in the desktop: ffmpeg",
+        "ImageMagick ran in the desktop: convert",
+        "an interpreter ran in the desktop: python3",
+    ]
+    assert flags[0].evidence == ("+2.0 s pid 2: /usr/bin/ffmpeg (ffmpeg -i photo.png)",)
+    assert all(f.kind == "process" for f in flags)
+
+
+def test_typed_secrets_are_flagged(tmp_path: Path) -> None:
+    source = (ROOT / "tasks" / "gimp" / "gimp-flip-export.yaml").read_text()
+    path = tmp_path / "gimp-flip-export.yaml"
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "photo.png").write_bytes(
+        (ROOT / "tasks" / "gimp" / "assets" / "photo.png").read_bytes()
+    )
+    path.write_text(
+        source.replace("reference: references/gimp-flip-export.yaml\n", "")
+        + "secrets: [Tangerine-42]\n"
+    )
+    task = load_task(path)
+    assert secret_flags(task, [(0, "hello"), (3, "the code is tangerine-42!")]) == [
+        IntegrityFlag(
+            "secret_typed",
+            "the agent typed a value the task marks secret",
+            ("step 3: typed 'the code is tangerine-42!', which holds a secret value",),
+        )
+    ]
+    assert secret_flags(task, [(0, "tangerine")]) == []
+
+
+class Writes:
+    """A desktop's answers about writers, given (what is under test is the flag logic)."""
+
+    writes_note = "given"
+
+    def __init__(self, writes: dict[str, LastWrite]) -> None:
+        self.writes = writes
+
+    def last_write(self, path: str) -> LastWrite | None:
+        return self.writes.get(path)
+
+
+def test_a_checked_file_written_by_another_program_is_flagged() -> None:
+    task = load_task(ROOT / "tasks" / "gimp" / "gimp-flip-export.yaml")
+    out = "~/Desktop/photo-flipped.png"
+    plug_in = ran("/usr/lib/gimp/2.0/plug-ins/file-png/file-png", "-gimp", pid=5)
+    assert writer_flags(task, Writes({out: LastWrite(12.0, 5, plug_in)}), since=10.0) == []
+    # DeskLoop's own upload (not a traced program) and a write before the agent: no flag.
+    assert writer_flags(task, Writes({out: LastWrite(12.0, 1, None)}), since=10.0) == []
+    python = ran("/usr/bin/python3", "-c", "...", pid=6)
+    assert writer_flags(task, Writes({out: LastWrite(9.0, 6, python)}), since=10.0) == []
+    (flag,) = writer_flags(task, Writes({out: LastWrite(12.5, 6, python)}), since=10.0)
+    assert flag.kind == "file_writer"
+    assert flag.evidence == (f"{out}: +2.5 s by pid 6: /usr/bin/python3 (python3 -c ...)",)
