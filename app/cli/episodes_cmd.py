@@ -1,4 +1,4 @@
-"""`deskloop episodes list|show` and `deskloop score`."""
+"""`deskloop episodes list|show|note|tag|export` and `deskloop score`."""
 
 from __future__ import annotations
 
@@ -25,6 +25,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         episodes = store.list_episodes(
             task_id=args.task, status=args.status, agent=args.agent, limit=args.limit
         )
+    if args.tag:
+        from app.store import normalize_tag
+
+        wanted = normalize_tag(args.tag)
+        episodes = [e for e in episodes if wanted in e.tags]
     rows = [
         [
             str(e.id),
@@ -37,11 +42,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             "" if e.passed is None else ("yes" if e.passed else "no"),
             "" if e.score is None else f"{e.score:.2f}",
             e.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+            " ".join(e.tags),
         ]
         for e in episodes
     ]
     headers = ["id", "task", "agent", "user", "status", "end", "steps", "passed", "score"]
-    table([*headers, "started (UTC)"], rows)
+    table([*headers, "started (UTC)", "tags"], rows)
     return 0
 
 
@@ -70,6 +76,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"setup {e.setup['seconds']:.1f} s{ahead} · from {e.setup['started_at']}")
         for at, text in e.setup.get("lines", []):
             print(f"  +{at:6.1f} s  {text}")
+    if e.tags:
+        print(f"tags: {' '.join(e.tags)}")
+    if e.note:
+        print("note: " + indent_block(e.note, "      "))
     if e.person_wait_seconds:
         print(f"waited for the person {e.person_wait_seconds:.1f} s (off the time budget)")
     if e.error:
@@ -172,6 +182,24 @@ def print_checks(checks: Sequence[CheckOutcome], e: EpisodeRecord) -> None:
         print("\nnot scored" + (" (the episode ended in error)" if e.status == "error" else ""))
 
 
+def cmd_note(args: argparse.Namespace) -> int:
+    from app.store import Store
+
+    with Store(args.db) as store:
+        e = store.annotate_episode(args.id, note=args.text)
+    print(f"episode {e.id}: " + (f"note: {e.note}" if e.note else "no note"))
+    return 0
+
+
+def cmd_tag(args: argparse.Namespace) -> int:
+    from app.store import Store
+
+    with Store(args.db) as store:
+        e = store.annotate_episode(args.id, add_tags=args.tags, remove_tags=args.remove)
+    print(f"episode {e.id}: tags: {' '.join(e.tags) or '(none)'}")
+    return 0
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     from app.store import Store
 
@@ -194,11 +222,21 @@ def register(sub: Any) -> None:
     el.add_argument("--task", help="only this task id")
     el.add_argument("--status", choices=["running", "finished", "error"])
     el.add_argument("--agent", help="only this agent")
+    el.add_argument("--tag", help="only episodes with this tag")
     el.add_argument("--limit", type=int, default=50)
     el.set_defaults(func=cmd_list)
     es = esub.add_parser("show", help="one episode: conversation, phases, steps, checks")
     es.add_argument("id", type=int)
     es.set_defaults(func=cmd_show)
+    en = esub.add_parser("note", help='set (or, with "", clear) an episode\'s note')
+    en.add_argument("id", type=int)
+    en.add_argument("text", help='the note; "" clears it')
+    en.set_defaults(func=cmd_note)
+    et = esub.add_parser("tag", help="add tags to an episode (and remove others with --remove)")
+    et.add_argument("id", type=int)
+    et.add_argument("tags", nargs="*", metavar="TAG", help="tags to add (one word each)")
+    et.add_argument("--remove", nargs="+", default=[], metavar="TAG", help="tags to remove")
+    et.set_defaults(func=cmd_tag)
 
     score = sub.add_parser("score", help="print the stored score and checks of an episode")
     score.add_argument("id", type=int)

@@ -10,6 +10,7 @@ frames it saves. The words it stores (statuses, kinds, sources...) are
 
 from app.store.base import LockWait
 from app.store.frames import encode_png
+from app.store.notes import normalize_tag
 from app.store.records import (
     BatchRecord,
     EpisodeRecord,
@@ -28,4 +29,5 @@ __all__ = [
     "StepRecord",
     "Store",
     "encode_png",
+    "normalize_tag",
 ]

@@ -209,19 +209,18 @@ async def test_results_table_and_chart(lab: DeskLoopApp) -> None:
 async def test_results_are_summarized_off_the_ui_thread(
     lab: DeskLoopApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.ui.screens.results as results
+    from app.metrics.summary import summarize
 
     release = threading.Event()
     threads: list[str] = []
-    real = results.summarize
 
     def slow(store: Any) -> Any:
         # The real summary of the real store, held back until the UI has answered.
         threads.append(threading.current_thread().name)
         release.wait(30)
-        return real(store)
+        return summarize(store)
 
-    monkeypatch.setattr(results, "summarize", slow)
+    monkeypatch.setattr("app.ui.screens.results.summarize", slow)
     try:
         async with lab.run_test(size=(100, 30)) as pilot:
             await pilot.press("r")

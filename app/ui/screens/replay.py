@@ -84,6 +84,7 @@ One recorded episode.
   or starts a drag; typed text and keys in the caption).
 - **home/end** first step / final state.
 - Below the timeline: the checks that scored the episode, with their evidence.
+- **n** the episode's note and tags (shown under its head).
 - **esc** back to the episode list.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -92,6 +93,7 @@ One recorded episode.
         Binding("right", "scrub(1)", "Next step", priority=True),
         Binding("home", "jump(0)", "First", show=False, priority=True),
         Binding("end", "jump(-1)", "Final", show=False, priority=True),
+        Binding("n", "notes", "Note", show=False),
     ]
 
     def __init__(self, episode_id: int) -> None:
@@ -137,7 +139,10 @@ One recorded episode.
         checks_: list[CheckOutcome],
     ) -> None:
         self.episode, self.rows, self.checks = episode, rows, checks_
-        e = self.episode
+        self.show_head(episode)
+        self.fill_tables()
+
+    def show_head(self, e: EpisodeRecord) -> None:
         score = "unscored" if e.score is None else f"score {e.score:.2f}"
         verdict = "" if e.passed is None else (" · passed" if e.passed else " · not passed")
         head = Text.from_markup(
@@ -150,7 +155,12 @@ One recorded episode.
             # One line: the head is three lines high.
             windows = "; ".join(w.describe() for w in e.final_windows.windows) or "none"
             head.append(f"\nwindows open at the end: {windows}", "dim")
+        if e.tags or e.note:
+            tags = " ".join(f"#{t}" for t in e.tags)
+            head.append(f"\n{tags}{' · ' if tags and e.note else ''}{flow(e.note)}", "italic")
         self.query_one("#replay-head", Static).update(head)
+
+    def fill_tables(self) -> None:
         table = self.query_one("#replay-timeline", DataTable)
         table.border_title = "timeline"
         table.add_columns("step", "s", "what")
@@ -257,6 +267,18 @@ One recorded episode.
         while 0 <= row < len(self.rows) and isinstance(self.rows[row][1], MessageRecord):
             row += delta
         table.move_cursor(row=max(0, min(row, len(self.rows) - 1)))
+
+    def action_notes(self) -> None:
+        from app.ui.screens.notes import edit_notes
+
+        if self.episode is None:
+            return
+
+        def saved(stored: EpisodeRecord) -> None:
+            self.episode = stored
+            self.show_head(stored)
+
+        edit_notes(self, self.episode, saved)
 
     def action_jump(self, where: int) -> None:
         table = self.query_one("#replay-timeline", DataTable)
