@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.cli.common import indent_block, table
@@ -200,6 +201,35 @@ def cmd_tag(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from app.metrics.export import (
+        ExportError,
+        choose_episodes,
+        write_dataset,
+        write_episodes_jsonl,
+        write_mp4,
+    )
+    from app.store import Store
+
+    if args.jsonl is None and args.dataset is None and args.mp4 is None:
+        raise ExportError("say what to write: --jsonl PATH, --dataset DIR or --mp4 PATH")
+    if args.mp4 is not None and len(args.ids) != 1:
+        raise ExportError("--mp4 exports one episode: give exactly one id")
+    with Store(args.db) as store:
+        if args.mp4 is not None:
+            count = write_mp4(store, args.ids[0], args.mp4, fps=args.fps)
+            print(f"wrote {count} frame(s) of episode {args.ids[0]} to {args.mp4}")
+            return 0
+        records = choose_episodes(store, args.ids, args.tag)
+        if args.jsonl is not None:
+            count = write_episodes_jsonl(store, records, args.jsonl)
+            print(f"wrote {count} episode(s) to {args.jsonl}")
+        if args.dataset is not None:
+            count = write_dataset(store, records, args.dataset)
+            print(f"wrote {count} episode(s) as a dataset to {args.dataset}")
+    return 0
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     from app.store import Store
 
@@ -237,6 +267,21 @@ def register(sub: Any) -> None:
     et.add_argument("tags", nargs="*", metavar="TAG", help="tags to add (one word each)")
     et.add_argument("--remove", nargs="+", default=[], metavar="TAG", help="tags to remove")
     et.set_defaults(func=cmd_tag)
+
+    ex = esub.add_parser(
+        "export",
+        help="episodes as JSON lines or a Hugging Face dataset; one episode as an MP4",
+    )
+    ex.add_argument("ids", type=int, nargs="*", metavar="ID", help="default: every ended one")
+    ex.add_argument("--tag", help="only episodes with this tag")
+    out = ex.add_argument_group("what to write (at least one)")
+    out.add_argument("--jsonl", type=Path, help="one episode per line (report --jsonl's rows)")
+    out.add_argument(
+        "--dataset", type=Path, metavar="DIR", help="a `datasets` dataset (load_from_disk)"
+    )
+    out.add_argument("--mp4", type=Path, help="one episode's screens as a video (ffmpeg)")
+    ex.add_argument("--fps", type=float, default=2.0, help="MP4 frames a second (default 2)")
+    ex.set_defaults(func=cmd_export)
 
     score = sub.add_parser("score", help="print the stored score and checks of an episode")
     score.add_argument("id", type=int)
