@@ -45,12 +45,16 @@ Every episode in the database, newest first.
 - **enter** on a row opens the episode's replay.
 - **n** the highlighted episode's note and tags (tags show after the task
   id as `#tag`); the same as `deskloop episodes note|tag`.
+- **x** export: the episodes shown (as filtered) as JSONL or a Hugging Face
+  dataset, or the highlighted one as an MP4, into `exports/` beside the
+  database; the same as `deskloop episodes export`.
 - **g** reload from the database.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("g", "reload", "Reload"),
         Binding("n", "notes", "Note", show=False),
+        Binding("x", "export", "Export", show=False),
         Binding("escape", "table", "Table", show=False),
     ]
 
@@ -160,3 +164,10 @@ Every episode in the database, newest first.
             self.notify("No episode to annotate.", severity="warning")
             return
         edit_notes(self, self.shown[table.cursor_row], lambda _stored: self.reload())
+
+    def action_export(self) -> None:
+        from app.ui.screens.exports import export_from
+
+        row = self.query_one(DataTable).cursor_row
+        highlighted = self.shown[row] if 0 <= row < len(self.shown) else None
+        export_from(self, self.shown, highlighted)
