@@ -27,6 +27,8 @@ START_DIR = "start"
 # Where each app's files go in the home, and how the app is started on them. The same
 # command lines as the library's tasks (FIELD_NOTES: software GL for Blender).
 ASSET_FOLDER = {"gimp": "~/Desktop", "blender": "~/Desktop", "kdenlive": "~/Videos"}
+AUTHOR_APPS = tuple(ASSET_FOLDER)
+"""The apps a task can be authored for by demonstration (web tasks are written by hand)."""
 OPENS = {
     "gimp": (".png", ".jpg", ".jpeg", ".xcf", ".tif", ".tiff", ".webp", ".bmp", ".gif"),
     "blender": (".blend",),

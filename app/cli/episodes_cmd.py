@@ -1,10 +1,11 @@
-"""`deskloop episodes list|show`."""
+"""`deskloop episodes list|show|note|tag|export`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.cli.common import indent_block, table
@@ -26,6 +27,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         episodes = store.list_episodes(
             task_id=args.task, status=args.status, agent=args.agent, limit=args.limit
         )
+    if args.tag:
+        from app.store import normalize_tag
+
+        wanted = normalize_tag(args.tag)
+        episodes = [e for e in episodes if wanted in e.tags]
     rows = [
         [
             str(e.id),
@@ -38,11 +44,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             "" if e.passed is None else ("yes" if e.passed else "no"),
             "" if e.score is None else f"{e.score:.2f}",
             e.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+            " ".join(e.tags),
         ]
         for e in episodes
     ]
     headers = ["id", "task", "agent", "user", "status", "end", "steps", "passed", "score"]
-    table([*headers, "started (UTC)"], rows)
+    table([*headers, "started (UTC)", "tags"], rows)
     return 0
 
 
@@ -72,6 +79,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"setup {e.setup['seconds']:.1f} s{ahead} · from {e.setup['started_at']}")
         for at, text in e.setup.get("lines", []):
             print(f"  +{at:6.1f} s  {text}")
+    if e.tags:
+        print(f"tags: {' '.join(e.tags)}")
+    if e.note:
+        print("note: " + indent_block(e.note, "      "))
     if e.person_wait_seconds:
         print(f"waited for the person {e.person_wait_seconds:.1f} s (off the time budget)")
     if e.error:
@@ -191,6 +202,54 @@ def print_flags(flags: Sequence[IntegrityFlag], checked: Sequence[str] | None) -
             print(f"       {line}")
 
 
+def cmd_note(args: argparse.Namespace) -> int:
+    from app.store import Store
+
+    with Store(args.db) as store:
+        e = store.annotate_episode(args.id, note=args.text)
+    print(f"episode {e.id}: " + (f"note: {e.note}" if e.note else "no note"))
+    return 0
+
+
+def cmd_tag(args: argparse.Namespace) -> int:
+    from app.store import Store
+
+    with Store(args.db) as store:
+        e = store.annotate_episode(args.id, add_tags=args.tags, remove_tags=args.remove)
+    print(f"episode {e.id}: tags: {' '.join(e.tags) or '(none)'}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from app.metrics.export import (
+        ExportError,
+        choose_episodes,
+        write_dataset,
+        write_episodes_jsonl,
+        write_mp4,
+    )
+    from app.store import Store
+
+    if args.jsonl is None and args.dataset is None and args.mp4 is None:
+        raise ExportError("say what to write: --jsonl PATH, --dataset DIR or --mp4 PATH")
+    if args.mp4 is not None and len(args.ids) != 1:
+        raise ExportError("--mp4 exports one episode: give exactly one id")
+    with Store(args.db) as store:
+        if args.mp4 is not None:
+            count = write_mp4(store, args.ids[0], args.mp4, fps=args.fps)
+            print(f"wrote {count} frame(s) of episode {args.ids[0]} to {args.mp4}")
+            return 0
+        records = choose_episodes(store, args.ids, args.tag)
+        if args.jsonl is not None:
+            count = write_episodes_jsonl(store, records, args.jsonl)
+            print(f"wrote {count} episode(s) to {args.jsonl}")
+        if args.dataset is not None:
+            count = write_dataset(store, records, args.dataset)
+            print(f"wrote {count} episode(s) as a dataset to {args.dataset}")
+    return 0
+
+
+
 def register(sub: Any) -> None:
     episodes = sub.add_parser("episodes", help="list and show recorded episodes")
     esub = episodes.add_subparsers(dest="episodes_command", metavar="ACTION", required=True)
@@ -198,8 +257,34 @@ def register(sub: Any) -> None:
     el.add_argument("--task", help="only this task id")
     el.add_argument("--status", choices=["running", "finished", "error"])
     el.add_argument("--agent", help="only this agent")
+    el.add_argument("--tag", help="only episodes with this tag")
     el.add_argument("--limit", type=int, default=50)
     el.set_defaults(func=cmd_list)
     es = esub.add_parser("show", help="one episode: conversation, phases, steps, checks")
     es.add_argument("id", type=int)
     es.set_defaults(func=cmd_show)
+    en = esub.add_parser("note", help='set (or, with "", clear) an episode\'s note')
+    en.add_argument("id", type=int)
+    en.add_argument("text", help='the note; "" clears it')
+    en.set_defaults(func=cmd_note)
+    et = esub.add_parser("tag", help="add tags to an episode (and remove others with --remove)")
+    et.add_argument("id", type=int)
+    et.add_argument("tags", nargs="*", metavar="TAG", help="tags to add (one word each)")
+    et.add_argument("--remove", nargs="+", default=[], metavar="TAG", help="tags to remove")
+    et.set_defaults(func=cmd_tag)
+
+    ex = esub.add_parser(
+        "export",
+        help="episodes as JSON lines or a Hugging Face dataset; one episode as an MP4",
+    )
+    ex.add_argument("ids", type=int, nargs="*", metavar="ID", help="default: every ended one")
+    ex.add_argument("--tag", help="only episodes with this tag")
+    out = ex.add_argument_group("what to write (at least one)")
+    out.add_argument("--jsonl", type=Path, help="one episode per line (report --jsonl's rows)")
+    out.add_argument(
+        "--dataset", type=Path, metavar="DIR", help="a `datasets` dataset (load_from_disk)"
+    )
+    out.add_argument("--mp4", type=Path, help="one episode's screens as a video (ffmpeg)")
+    ex.add_argument("--fps", type=float, default=2.0, help="MP4 frames a second (default 2)")
+    ex.set_defaults(func=cmd_export)
+

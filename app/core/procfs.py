@@ -93,3 +93,27 @@ def write_lock_holders(path: Path | str, offset: int) -> list[int]:
         if owner > 0 and first <= offset and (last is None or offset <= last):
             holders.append(owner)
     return sorted(set(holders))
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """CPU time `pid` has used so far, user + system (seconds), or None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    # utime and stime are fields 14 and 15 of stat(5); 12 and 13 after the name.
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS if len(fields) > 12 else None
+
+
+def process_rss_bytes(pid: int) -> int | None:
+    """The resident memory of `pid` (bytes), or None if it is gone."""
+    try:
+        statm = Path(f"/proc/{pid}/statm").read_text().split()
+    except OSError:
+        return None
+    return int(statm[1]) * PAGE_SIZE if len(statm) > 1 else None

@@ -147,6 +147,9 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
         "started_at": record.started_at.isoformat(),
         "ended_at": None if record.ended_at is None else record.ended_at.isoformat(),
         "final_frame": frame(record.final_frame),
+        # The researcher's own words on it (`deskloop episodes note|tag`).
+        "tags": list(record.tags),
+        "note": record.note,
         # Per episode: the agent's questions, and its model calls' tokens (null: the
         # agent reported none, as agents without a model).
         "asks": sum(1 for m in messages if m.role == "agent" and m.kind == "question"),

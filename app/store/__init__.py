@@ -11,6 +11,7 @@ frames it saves. The words it stores (statuses, kinds, sources...) are
 from app.store.archive import ArchiveRecord, RescoreRecord
 from app.store.base import LockWait
 from app.store.frames import encode_png
+from app.store.notes import normalize_tag
 from app.store.records import (
     BatchRecord,
     EpisodeRecord,
@@ -31,4 +32,5 @@ __all__ = [
     "StepRecord",
     "Store",
     "encode_png",
+    "normalize_tag",
 ]

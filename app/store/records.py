@@ -88,6 +88,10 @@ class EpisodeRecord:
     None before it was recorded."""
     person_wait_seconds: float = 0.0
     """Person mode: seconds the episode waited for the person, off its time budget."""
+    note: str = ""
+    """The researcher's note on the episode (migration 0015); "" for none."""
+    tags: tuple[str, ...] = ()
+    """The researcher's tags on the episode, sorted (migration 0015)."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Self:
@@ -126,6 +130,8 @@ class EpisodeRecord:
             ),
             setup=_opt_json(row["setup"]),
             person_wait_seconds=row["person_wait_seconds"],
+            note=row["note"],
+            tags=tuple(json.loads(row["tags"])),
         )
 
 

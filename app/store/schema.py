@@ -456,6 +456,19 @@ def _v12(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0015_episode_notes")
+def _v15(db: Database) -> None:
+    # A researcher's own words on an episode (issue 14 item 7): a free note and a set of
+    # tags to cut results by (`tag:pilot` in the Episodes filter). Kept on the episode
+    # row, written only by `Store.annotate_episode`; tags as a JSON array of words
+    # (app.store.notes.TAG), sorted and unique. Episodes before: no note, no tags.
+    db.execute("ALTER TABLE episodes ADD COLUMN note TEXT NOT NULL DEFAULT ''")
+    db.execute(
+        "ALTER TABLE episodes ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'"
+        " CHECK (json_valid(tags) AND json_type(tags) = 'array')"
+    )
+
+
 def migrate(db: Database) -> None:
     """Apply pending migrations, in order, all in one IMMEDIATE transaction.
 

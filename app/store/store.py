@@ -4,7 +4,7 @@ Assembled from its parts, each a module of this package: `base` (the connection,
 lock, the writer thread behind `off_loop`, the frame directory), `writes`,
 `queries`, `judgements` (the model judge's questions and answers), `liveness` (who
 runs an episode; recovering those whose runner died) and `transfer` (a whole episode
-out of one database and into another).
+out of one database and into another) and `notes` (a researcher's note and tags).
 The dataclasses read back are `records`.
 """
 
@@ -17,11 +17,12 @@ from app.store.archive import Archives
 from app.store.base import MEMORY, LockWait
 from app.store.judgements import Judgements
 from app.store.liveness import Liveness
+from app.store.notes import Notes
 from app.store.transfer import Transfer
 from app.store.writes import Writes
 
 
-class Store(Writes, Judgements, Liveness, Transfer, Archives):
+class Store(Writes, Judgements, Liveness, Transfer, Archives, Notes):
     """The episode database at `path` and its frames under `<path's dir>/frames/<id>/`,
     a folder of this database's own (`id` is random, recorded in the database).
 

@@ -2,8 +2,9 @@
 
 Words separated by spaces, all of which must hold:
 `task:ID` (substring), `agent:NAME` (substring), `user:person|simulated`,
-`status:running|finished|error`, `passed:yes|no`, `score>=0.5` (also >, <=, <, =),
-and a bare word, which must appear in the task id.
+`status:running|finished|error`, `passed:yes|no`, `tag:WORD` (one of the episode's
+tags), `note:WORD` (substring of its note), `score>=0.5` (also >, <=, <, =), and a
+bare word, which must appear in the task id.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.core.errors import StoreError
 from app.core.vocabulary import EPISODE_STATUSES, USER_MODES
-from app.store import EpisodeRecord
+from app.store import EpisodeRecord, normalize_tag
 
 _SCORE = re.compile(r"^score(>=|<=|>|<|=)([0-9]*\.?[0-9]+)$")
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -24,7 +26,7 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
     "=": operator.eq,
 }
-FIELDS = ("task", "agent", "user", "status", "passed")
+FIELDS = ("task", "agent", "user", "status", "passed", "tag", "note")
 
 
 @dataclass(frozen=True)
@@ -77,4 +79,14 @@ def _test(word: str) -> Callable[[EpisodeRecord], bool]:
             raise ValueError(f"{word!r}: passed is yes or no")
         wanted = value == "yes"
         return lambda e: bool(e.passed) == wanted
+    if key == "tag":
+        try:
+            tag = normalize_tag(value)
+        except StoreError as exc:
+            raise ValueError(f"{word!r}: {exc}") from None
+        return lambda e: tag in e.tags
+    if key == "note":
+        if not value:
+            raise ValueError(f"{word!r}: write a word the note contains, note:WORD")
+        return lambda e: value in e.note.lower()
     raise ValueError(f"unknown filter field {key!r}; known: {', '.join(FIELDS)}, score")

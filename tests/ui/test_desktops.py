@@ -238,7 +238,7 @@ async def test_vm_command_reports_the_commands_error(no_libvirt: None) -> None:
     with pytest.raises(DesktopError, match=r"deskloop vm stop nobody-here.*cannot connect"):
         await vm_command("stop", "nobody-here")
     with pytest.raises(DesktopError, match="expected one of"):
-        await vm_command("rm", "nobody-here")  # only actions that keep the VM
+        await vm_command("destroy", "nobody-here")  # only the actions it names
 
 
 @pytest.fixture

@@ -47,3 +47,30 @@ def test_filters(episodes: list[EpisodeRecord], text: str, tasks: set[str]) -> N
 def test_bad_filters_name_the_problem(text: str, error: str) -> None:
     with pytest.raises(ValueError, match=error):
         parse_filter(text)
+
+
+def test_tags_and_notes_filter(tmp_path: Path) -> None:
+    with Store(fixture_db(tmp_path / "db")) as store:
+        ids = {e.task_id: e.id for e in store.list_episodes(limit=None)}
+        store.annotate_episode(ids["gimp-flip-export"], note="Cursor drifted", add_tags=["Pilot"])
+        store.annotate_episode(ids["blender-add-cube"], add_tags=["pilot", "vm-flaky"])
+        episodes = store.list_episodes(limit=None)
+
+    def kept(text: str) -> set[str]:
+        keep = parse_filter(text)
+        return {e.task_id for e in episodes if keep(e)}
+
+    assert kept("tag:pilot") == {"gimp-flip-export", "blender-add-cube"}
+    assert kept("tag:PILOT status:finished") == {"gimp-flip-export"}
+    assert kept("tag:vm-flaky") == {"blender-add-cube"}
+    assert kept("tag:vm") == set()  # a tag is matched whole, not as a part
+    assert kept("note:drift") == {"gimp-flip-export"}
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [("tag:a,b", "tag 'a,b': a tag is one word"), ("note:", "note:WORD")],
+)
+def test_bad_tag_and_note_filters(text: str, error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        parse_filter(text)

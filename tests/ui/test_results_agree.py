@@ -150,6 +150,9 @@ async def tui_rows(db: Path, tasks: Path) -> tuple[list[str], list[list[str]], s
     lab = DeskLoopApp(db=db, tasks_dir=tasks, start_mode="results")
     async with lab.run_test(size=(160, 50)) as pilot:
         await wait_until(pilot, lambda: isinstance(lab.screen, ResultsScreen), 5, "results")
+        screen = lab.screen
+        assert isinstance(screen, ResultsScreen)
+        await wait_until(pilot, lambda: screen.loaded, 5, "the results read")
         table = lab.screen.query_one("#results-table", DataTable)
         header = [str(c.label) for c in table.ordered_columns]
         assert header == COLUMNS

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,9 @@ async def test_results_table_and_chart(lab: DeskLoopApp) -> None:
     async with lab.run_test(size=(100, 30)) as pilot:
         await pilot.press("r")
         await wait_until(pilot, lambda: isinstance(lab.screen, ResultsScreen), 5, "results")
+        screen = lab.screen
+        assert isinstance(screen, ResultsScreen)
+        await wait_until(pilot, lambda: screen.loaded, 5, "the results read")
         table = lab.screen.query_one(DataTable)
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         assert [r[:5] for r in rows] == [
@@ -200,6 +204,38 @@ async def test_results_table_and_chart(lab: DeskLoopApp) -> None:
         assert rows[4][5:13] == ["4", "2", "1", "1", "0", "0", "67%", "0.80"]
         chart = str(lab.screen.query_one("#results-chart", Static).render())
         assert "gimp L2 interactive · reference · person" in chart and "100%" in chart
+
+
+async def test_results_are_summarized_off_the_ui_thread(
+    lab: DeskLoopApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.metrics.summary import summarize
+
+    release = threading.Event()
+    threads: list[str] = []
+
+    def slow(store: Any) -> Any:
+        # The real summary of the real store, held back until the UI has answered.
+        threads.append(threading.current_thread().name)
+        release.wait(30)
+        return summarize(store)
+
+    monkeypatch.setattr("app.ui.screens.results.summarize", slow)
+    try:
+        async with lab.run_test(size=(100, 30)) as pilot:
+            await pilot.press("r")
+            await wait_until(pilot, lambda: bool(threads), 5, "the summary to begin")
+            screen = lab.screen
+            assert isinstance(screen, ResultsScreen) and not screen.loaded
+            await pilot.press("question_mark")  # the UI answers while the read waits
+            await wait_until(pilot, lambda: isinstance(lab.screen, HelpScreen), 5, "help")
+            await pilot.press("escape")
+            release.set()
+            await wait_until(pilot, lambda: screen.loaded, 5, "the summary shown")
+            assert screen.query_one("#results-table", DataTable).row_count == 5
+            assert threads[0] != threading.main_thread().name
+    finally:
+        release.set()
 
 
 async def test_live_screen_without_an_episode(lab: DeskLoopApp) -> None:

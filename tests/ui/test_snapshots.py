@@ -52,14 +52,17 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[s
 
 
 async def loaded(pilot: Pilot[None]) -> None:
-    """Until the screen has read the store (Episodes and Replay read it in a thread)."""
+    """Until the screen has read the store (Episodes, Replay and Results read it in a thread)."""
     from app.ui.screens.episodes import EpisodesScreen
     from app.ui.screens.replay import ReplayScreen
+    from app.ui.screens.results import ResultsScreen
 
     app = pilot.app
     screen = app.screen
     if isinstance(screen, EpisodesScreen):
         await wait_until(pilot, lambda: screen.loaded, 5, "the episodes")
+    if isinstance(screen, ResultsScreen):
+        await wait_until(pilot, lambda: screen.loaded, 5, "the results")
     if isinstance(screen, ReplayScreen):
         await wait_until(pilot, lambda: bool(screen.rows), 5, "the episode")
     await pilot.pause()

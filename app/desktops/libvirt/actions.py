@@ -42,9 +42,13 @@ ACTIONS: dict[str, Callable[[LibvirtDesktop, str], Coroutine[Any, Any, object]]]
     "stop": lambda desktop, _key: desktop.stop(),
     "snapshot": lambda desktop, key: desktop.save_running(key),
     "revert": lambda desktop, key: desktop.restore_state(key),
+    # The TUI's delete (after its confirmation): the domain, its overlay, its start
+    # states and its files, as `deskloop vm rm` (LibvirtDesktop.remove, proven on real
+    # domains in tests/test_libvirt.py).
+    "rm": lambda desktop, _key: desktop.remove(),
 }
-"""What each action does; snapshot and revert take the state's key. These are the
-`deskloop vm` actions that leave the domain defined."""
+"""What each action does; snapshot and revert take the state's key. All but `rm`
+leave the domain defined."""
 NEEDS_KEY = ("snapshot", "revert")
 
 VM_ACTIONS = tuple(ACTIONS)

@@ -35,9 +35,9 @@ from textual.widgets import (
 
 from app.authoring.draft import WrittenTask
 from app.authoring.prove import DEFAULT_REPEATS, Proof
+from app.authoring.start_state import AUTHOR_APPS
 from app.core.errors import DeskLoopError
 from app.rfb.client import VncEndpoint
-from app.tasks.model import APPS
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
 from app.ui.modals import ErrorScreen, PromptScreen, YamlScreen
@@ -146,7 +146,7 @@ write the task into the library and prove it (what `deskloop author` does).
             with VerticalScroll(id="author-start"):
                 yield Label("App (the app opened on the asset files)")
                 yield Select(
-                    [(a, a) for a in APPS], value="gimp", allow_blank=False, id="author-app"
+                    [(a, a) for a in AUTHOR_APPS], value="gimp", allow_blank=False, id="author-app"
                 )
                 yield Label("Asset files (paths, separated by spaces)")
                 yield Input(placeholder="~/photos/photo.png", id="author-assets")

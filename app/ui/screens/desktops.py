@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.markup import escape
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -16,18 +15,22 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
 from app.core.errors import DesktopError
-from app.desktops.inventory import SavedState, VmListing
-from app.rfb.client import VncEndpoint
-from app.ui.modals import ChoiceScreen
+from app.desktops.inventory import VmListing
+from app.ui.modals import ChoiceScreen, ConfirmScreen
 from app.ui.screens.base import LabFooter, LabScreen
+from app.ui.screens.desktop_text import Row, address, describe_state, state_text, vnc_lines
 from app.ui.services.desktops import (
     DesktopPool,
     LibvirtDesktops,
+    Usage,
+    UsageSampler,
     open_viewer,
     snapshot_key,
     viewer_command,
 )
 
+USAGE_EVERY = 2.0
+"""Seconds between samples of the local desktops' CPU and memory."""
 LIST_EVERY = 3.0
 """Seconds between listings of the libvirt desktops while the screen shows."""
 
@@ -35,32 +38,6 @@ NOTICE_KEY = "libvirt:"
 """Row key of the line that stands for the libvirt listing itself (pending, failed)."""
 VM_KEY = "vm:"
 """Row keys of libvirt desktops made outside this session start with this."""
-
-
-@dataclass(frozen=True)
-class Row:
-    key: str
-    cells: tuple[str | Text, ...]
-
-
-def state_text(state: str) -> Text:
-    color = {"running": "green", "failed": "red", "unreachable": "red"}.get(state, "yellow")
-    return Text(state, color)
-
-
-def describe_state(state: SavedState) -> str:
-    """A saved start state, for the restore picker."""
-    if state.key == "boot":
-        what = "boot: the desktop just after a cold boot"
-    elif state.key.startswith("tui-"):
-        what = f"{state.key}: a snapshot taken in the TUI"
-    elif len(state.key) == 20 and all(c in "0123456789abcdef" for c in state.key):
-        what = f"{state.key}: a task's start state (made by a run)"
-    else:
-        what = f"{state.key}: a snapshot (deskloop vm snapshot)"
-    if state.saved is not None:
-        what += time.strftime(" · saved %Y-%m-%d %H:%M", time.localtime(state.saved))
-    return what
 
 
 class DesktopsScreen(LabScreen):
@@ -82,6 +59,11 @@ cannot be reached, one row says so and why. A local desktop is an Xvnc server on
 - **o** open in an external VNC viewer (TigerVNC's `vncviewer`); without one,
   the address and password to give any viewer are shown below the table.
 - **v** watch it live in the Live screen.
+- **delete** remove: a desktop of this session that is not running leaves the
+  list; a VM made elsewhere is deleted with its files (`deskloop vm rm`). Both
+  ask first (**y** / **n**).
+- Below the table, a local desktop's CPU (percent of one core) and memory, summed
+  over its processes (from /proc, every 2 seconds).
 
 A VM made elsewhere is driven with `deskloop vm` commands run in the background,
 so the TUI never locks it. One that another DeskLoop process drives (the note says
@@ -100,10 +82,17 @@ progress.
         Binding("b", "restore", "Restore"),
         Binding("o", "open_viewer", "VNC"),
         Binding("v", "view", "Watch"),
+        Binding("delete", "remove", "Remove", show=False),
     ]
 
     class Changed(Message):
         """A desktop operation or a listing finished (or failed): redraw the table."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sampler = UsageSampler()
+        self.usage: dict[str, Usage] = {}
+        """The last CPU and memory sample of each running local desktop, by name."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -128,6 +117,8 @@ progress.
         self.fill()
         self.set_interval(1.0, self.fill)
         self.set_interval(LIST_EVERY, self._list_again)
+        self.set_interval(USAGE_EVERY, self._sample_usage)
+        self._sample_usage()
         self.lab.refresh_vms()
         table.focus()
 
@@ -138,6 +129,26 @@ progress.
     def _list_again(self) -> None:
         if self.is_current:
             self.lab.refresh_vms()
+
+    def _sample_usage(self) -> None:
+        markers = {}
+        for name, entry in self.pool.entries.items():
+            marker = getattr(entry.desktop, "marker", None)  # local desktops have one
+            if isinstance(marker, str) and entry.info().state == "running":
+                markers[name] = marker
+        if markers or self.usage:
+            self._sample(markers)
+
+    @work(thread=True, exclusive=True, group="desktop-usage", exit_on_error=False,
+          description="reading CPU and memory")  # fmt: skip
+    def _sample(self, markers: dict[str, str]) -> None:
+        """Read /proc in a thread: it reads every process's environment."""
+        usage = {name: self.sampler.sample(marker) for name, marker in markers.items()}
+        self.app.call_from_thread(self._show_usage, usage)
+
+    def _show_usage(self, usage: dict[str, Usage]) -> None:
+        self.usage = usage
+        self.show_detail()
 
     # -- the table ------------------------------------------------------------------
 
@@ -154,7 +165,7 @@ progress.
                         info.details.get("image", "—"),
                         state_text(entry.busy or info.state),
                         f"{info.width}×{info.height}",
-                        _address(info.vnc),
+                        address(info.vnc),
                         str(entry.episode or ""),
                         Text(entry.error or "", "red"),
                     ),
@@ -190,7 +201,7 @@ progress.
                 count = len(vm.states)
                 note = Text(f"{count} saved state{'' if count == 1 else 's'}", "dim")
         size = f"{vm.width}×{vm.height}" if vm.width and vm.height else "?"
-        return (vm.name, "libvirt", vm.image, state, size, _address(vm.vnc), "", note)
+        return (vm.name, "libvirt", vm.image, state, size, address(vm.vnc), "", note)
 
     def fill(self, select: str | None = None) -> None:
         """Rebuild the table, keeping the selected row (or selecting `select`)."""
@@ -244,7 +255,9 @@ progress.
             return
         info = self.pool.entries[name].info()
         lines = [f"[b]{escape(name)}[/b] · {info.state} · made in this session"]
-        lines += _vnc_lines(info.vnc)
+        if name in self.usage and info.state == "running":
+            lines.append(self.usage[name].describe())
+        lines += vnc_lines(info.vnc)
         lines += [f"{key}: {escape(value)}" for key, value in info.details.items()]
         detail.update("\n".join(lines))
 
@@ -273,7 +286,7 @@ progress.
                 f"in use by DeskLoop process {vm.locked_by}: watch (v) and a viewer (o) work; "
                 "other actions wait for it"
             )
-        lines += _vnc_lines(vm.vnc)
+        lines += vnc_lines(vm.vnc)
         if vm.states:
             lines.append("saved states (b): " + ", ".join(s.key for s in vm.states))
         lines.append(f"files: {escape(str(vm.dir))}")
@@ -412,6 +425,41 @@ progress.
                 chosen,
             )
 
+    def action_remove(self) -> None:
+        target = self._target()
+        if isinstance(target, str):
+            name = target
+            try:
+                self.pool.get(name)
+                if self.pool.entries[name].info().state in ("running", "starting"):
+                    raise DesktopError(f"{name} is running: stop it (x) before removing it")
+            except DesktopError as exc:
+                self.notify(str(exc), severity="warning", timeout=8)
+                return
+
+            def confirmed(yes: bool | None) -> None:
+                if yes:
+                    try:
+                        self.pool.remove(name)
+                    except DesktopError as exc:  # it changed while the question was open
+                        self.notify(str(exc), severity="warning", timeout=8)
+                    self.fill()
+
+            question = f"Take {name} off the list? It is not running and holds nothing."
+            self.app.push_screen(ConfirmScreen("Remove desktop", question, "Remove"), confirmed)
+        elif target is not None:
+            vm = target
+
+            def delete(yes: bool | None) -> None:
+                if yes:
+                    self._vm_op(vm, "removing", "rm")
+
+            question = (
+                f"Delete the VM {vm.name} (domain {vm.domain}), its disk overlay, its "
+                f"{len(vm.states)} saved state(s) and its files? This cannot be undone."
+            )
+            self.app.push_screen(ConfirmScreen("Delete VM", question, "Delete"), delete)
+
     def action_open_viewer(self) -> None:
         target = self._target()
         if target is None:
@@ -444,18 +492,3 @@ progress.
                 self.notify(f"{target.name} is not running (s starts it).", severity="warning")
                 return
             self.lab.watch_desktop(target.name)
-
-
-def _address(vnc: VncEndpoint | None) -> str:
-    return f"{vnc.host}:{vnc.port}" if vnc else "—"
-
-
-def _vnc_lines(vnc: VncEndpoint | None) -> list[str]:
-    if vnc is None:
-        return []
-    lines = [
-        f"VNC: {vnc.host}:{vnc.port} (display ::{vnc.port}) · password: {escape(vnc.password)}"
-    ]
-    if viewer_command() is None:
-        lines.append("[dim]no vncviewer installed: use the address and password above[/dim]")
-    return lines

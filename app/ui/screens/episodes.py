@@ -22,6 +22,14 @@ def score_text(episode: EpisodeRecord) -> Text:
     return Text(f"{episode.score:.2f}", "green" if episode.passed else "red")
 
 
+def task_text(episode: EpisodeRecord) -> Text:
+    """The task id, then the researcher's tags (`#pilot`), dim."""
+    text = Text(episode.task_id)
+    if episode.tags:
+        text.append(" " + " ".join(f"#{t}" for t in episode.tags), "dim")
+    return text
+
+
 class EpisodesScreen(LabScreen):
     TITLE = "Episodes"
     HELP = """\
@@ -30,15 +38,23 @@ Every episode in the database, newest first.
 - **/** filter. Words that must all hold: `task:ID` (part of the id),
   `agent:NAME` (part of the agent's name, e.g. `agent:openai`),
   `user:person` or `user:simulated`, `status:finished|error|running`,
-  `passed:yes|no`, `score>=0.5` (also `>`, `<=`, `<`, `=`); a bare word
+  `passed:yes|no`, `tag:WORD` (one of its tags), `note:WORD` (in its note),
+  `score>=0.5` (also `>`, `<=`, `<`, `=`); a bare word
   matches the task id. **enter** applies it and the cursor stays in the box
   (what you type goes on into the filter); **esc** goes back to the table.
 - **enter** on a row opens the episode's replay.
+- **n** the highlighted episode's note and tags (tags show after the task
+  id as `#tag`); the same as `deskloop episodes note|tag`.
+- **x** export: the episodes shown (as filtered) as JSONL or a Hugging Face
+  dataset, or the highlighted one as an MP4, into `exports/` beside the
+  database; the same as `deskloop episodes export`.
 - **g** reload from the database.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("g", "reload", "Reload"),
+        Binding("n", "notes", "Note", show=False),
+        Binding("x", "export", "Export", show=False),
         Binding("escape", "table", "Table", show=False),
     ]
 
@@ -102,7 +118,7 @@ Every episode in the database, newest first.
             table.add_row(
                 str(e.id),
                 e.started_at.astimezone().strftime("%m-%d %H:%M"),
-                e.task_id,
+                task_text(e),
                 score_text(e),
                 Text(e.status, "red" if e.status == "error" else ""),
                 e.end_reason or "",
@@ -139,3 +155,19 @@ Every episode in the database, newest first.
 
     def action_reload(self) -> None:
         self.reload()
+
+    def action_notes(self) -> None:
+        from app.ui.screens.notes import edit_notes
+
+        table = self.query_one(DataTable)
+        if not self.shown or not 0 <= table.cursor_row < len(self.shown):
+            self.notify("No episode to annotate.", severity="warning")
+            return
+        edit_notes(self, self.shown[table.cursor_row], lambda _stored: self.reload())
+
+    def action_export(self) -> None:
+        from app.ui.screens.exports import export_from
+
+        row = self.query_one(DataTable).cursor_row
+        highlighted = self.shown[row] if 0 <= row < len(self.shown) else None
+        export_from(self, self.shown, highlighted)

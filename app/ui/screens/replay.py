@@ -12,6 +12,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.timer import Timer
 from textual.widgets import DataTable, Header, Static
 
 from app.core.conversation import describe_origin
@@ -23,6 +24,8 @@ from app.ui.halfblock import HalfBlockView, Pixels, mark_point
 from app.ui.screens.base import LabFooter, LabScreen
 
 POINT_KINDS = ("click", "move", "scroll", "drag")
+SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+"""Playback speeds: steps a second (one step a second at 1×)."""
 
 
 def timeline(
@@ -85,7 +88,11 @@ One recorded episode.
   that step, with its action drawn on it (a red cross where it clicks, scrolls
   or starts a drag; typed text and keys in the caption).
 - **home/end** first step / final state.
+- **space** plays the steps one after another (from the first again once at
+  the final state) and pauses; **]** / **[** faster / slower (¼× to 8×, one
+  step a second at 1×); ←/→ still step while it plays.
 - Below the timeline: the checks that scored the episode, with their evidence.
+- **n** the episode's note and tags (shown under its head).
 - **esc** back to the episode list.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -94,15 +101,24 @@ One recorded episode.
         Binding("right", "scrub(1)", "Next step", priority=True),
         Binding("home", "jump(0)", "First", show=False, priority=True),
         Binding("end", "jump(-1)", "Final", show=False, priority=True),
+        Binding("n", "notes", "Note", show=False),
+        Binding("space", "play", "Play/pause", show=False, priority=True),
+        Binding("right_square_bracket", "speed(1)", "Faster", show=False),
+        Binding("left_square_bracket", "speed(-1)", "Slower", show=False),
     ]
 
     def __init__(self, episode_id: int) -> None:
         super().__init__()
         self.episode_id = episode_id
+        self.flags: tuple[IntegrityFlag, ...] = ()
         self.episode: EpisodeRecord | None = None
         self.rows: list[tuple[str, StepRecord | MessageRecord | None]] = []
         self.checks: list[CheckOutcome] = []
         self.shown_key: str | None = None
+        self.speed = SPEEDS.index(1.0)
+        """Index in SPEEDS."""
+        self.player: Timer | None = None
+        """The playback's timer while it plays."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -141,7 +157,11 @@ One recorded episode.
         flags: Sequence[IntegrityFlag] = (),
     ) -> None:
         self.episode, self.rows, self.checks = episode, rows, checks_
-        e = self.episode
+        self.flags = tuple(flags)
+        self.show_head(episode)
+        self.fill_tables()
+
+    def show_head(self, e: EpisodeRecord) -> None:
         score = "unscored" if e.score is None else f"score {e.score:.2f}"
         verdict = "" if e.passed is None else (" · passed" if e.passed else " · not passed")
         head = Text.from_markup(
@@ -154,12 +174,17 @@ One recorded episode.
             # One line: the head is three lines high.
             windows = "; ".join(w.describe() for w in e.final_windows.windows) or "none"
             head.append(f"\nwindows open at the end: {windows}", "dim")
-        if flags:
+        if self.flags:
             # Integrity flags (issue 17): beside the score, never changing it.
-            head.append("\nflagged: " + "; ".join(f.summary for f in flags), "yellow")
+            head.append("\nflagged: " + "; ".join(f.summary for f in self.flags), "yellow")
+        if e.tags or e.note:
+            tags = " ".join(f"#{t}" for t in e.tags)
+            head.append(f"\n{tags}{' · ' if tags and e.note else ''}{flow(e.note)}", "italic")
         self.query_one("#replay-head", Static).update(head)
+
+    def fill_tables(self) -> None:
         table = self.query_one("#replay-timeline", DataTable)
-        table.border_title = "timeline"
+        self.show_playback()
         table.add_columns("step", "s", "what")
         for key, item in self.rows:
             if isinstance(item, StepRecord):
@@ -264,6 +289,60 @@ One recorded episode.
         while 0 <= row < len(self.rows) and isinstance(self.rows[row][1], MessageRecord):
             row += delta
         table.move_cursor(row=max(0, min(row, len(self.rows) - 1)))
+
+    def action_notes(self) -> None:
+        from app.ui.screens.notes import edit_notes
+
+        if self.episode is None:
+            return
+
+        def saved(stored: EpisodeRecord) -> None:
+            self.episode = stored
+            self.show_head(stored)
+
+        edit_notes(self, self.episode, saved)
+
+    @property
+    def playing(self) -> bool:
+        return self.player is not None
+
+    def show_playback(self) -> None:
+        table = self.query_one("#replay-timeline", DataTable)
+        speed = f"{SPEEDS[self.speed]:g}×"
+        table.border_title = f"timeline · ▶ {speed}" if self.playing else "timeline"
+        if not self.playing and self.speed != SPEEDS.index(1.0):
+            table.border_title += f" · {speed}"
+
+    def action_play(self) -> None:
+        if self.player is not None:
+            self.pause()
+            return
+        if not self.rows:
+            return
+        table = self.query_one("#replay-timeline", DataTable)
+        if table.cursor_row >= len(self.rows) - 1:
+            table.move_cursor(row=0)  # played to the end before: from the start again
+        self.player = self.set_interval(1.0 / SPEEDS[self.speed], self._tick)
+        self.show_playback()
+
+    def pause(self) -> None:
+        if self.player is not None:
+            self.player.stop()
+            self.player = None
+        self.show_playback()
+
+    def _tick(self) -> None:
+        table = self.query_one("#replay-timeline", DataTable)
+        self.action_scrub(1)
+        if table.cursor_row >= len(self.rows) - 1:
+            self.pause()  # the final state: stop there
+
+    def action_speed(self, delta: int) -> None:
+        self.speed = max(0, min(len(SPEEDS) - 1, self.speed + delta))
+        if self.player is not None:  # the new pace at once
+            self.player.stop()
+            self.player = self.set_interval(1.0 / SPEEDS[self.speed], self._tick)
+        self.show_playback()
 
     def action_jump(self, where: int) -> None:
         table = self.query_one("#replay-timeline", DataTable)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -86,6 +87,11 @@ all. The figures and their policy are `deskloop report`'s.
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("g", "reload", "Reload")]
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.loaded = False
+        """Whether a read of the store has been shown (reads run in a thread)."""
+
     def compose(self) -> ComposeResult:
         yield Header()
         with Vertical():
@@ -107,7 +113,18 @@ all. The figures and their policy are `deskloop report`'s.
         self.reload()
 
     def reload(self) -> None:
+        """Summarize the store again, in a thread: a large database takes seconds to
+        read and summarize, and the UI's loop must keep drawing meanwhile."""
+        self._read()
+
+    @work(thread=True, exclusive=True, group="results", exit_on_error=False,
+          description="summarizing the episodes")  # fmt: skip
+    def _read(self) -> None:
         summary = summarize(self.lab.store)
+        self.app.call_from_thread(self._show, summary)
+
+    def _show(self, summary: Summary) -> None:
+        self.loaded = True
         table = self.query_one("#results-table", DataTable)
         table.clear()
         for row in [*summary.groups, *summary.totals]:

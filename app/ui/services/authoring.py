@@ -46,7 +46,12 @@ from app.authoring.recording import (
     WindowEvent,
     read_recording,
 )
-from app.authoring.start_state import StartState, read_start_state, write_start_state
+from app.authoring.start_state import (
+    AUTHOR_APPS,
+    StartState,
+    read_start_state,
+    write_start_state,
+)
 from app.checks.tree import parse_tree
 from app.core.actions import describe_action
 from app.core.errors import TaskError
@@ -55,7 +60,7 @@ from app.rfb.client import VncEndpoint
 from app.rfb.proxy import ProxyAddress
 from app.store import Store
 from app.tasks.loader import load_task
-from app.tasks.model import APPS, Task
+from app.tasks.model import Task
 from app.ui.services.desktops import DesktopEntry, DesktopPool
 
 RecordingState = Literal["starting", "recording", "ended", "failed"]
@@ -96,8 +101,8 @@ class StartRequest:
         out = []
         if not self.task_id.strip():
             out.append("id: the task id is needed")
-        if self.from_task is None and self.app not in APPS:
-            out.append(f"app: choose one of {', '.join(APPS)} (or a task to start from)")
+        if self.from_task is None and self.app not in AUTHOR_APPS:
+            out.append(f"app: choose one of {', '.join(AUTHOR_APPS)} (or a task to start from)")
         return out
 
 

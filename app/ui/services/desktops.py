@@ -117,6 +117,22 @@ class DesktopPool:
     async def stop(self, name: str) -> None:
         await self._op(name, "stopping", lambda d: d.close())
 
+    def remove(self, name: str) -> None:
+        """Take a desktop that is not running off the list (it holds nothing any more:
+        a closed local desktop's processes and files are gone).
+
+        Raises:
+            DesktopError: it is running, busy or runs an episode: stop it first.
+        """
+        entry = self.get(name)
+        state = entry.info().state
+        if entry.busy or entry.episode is not None or state in ("running", "starting"):
+            doing = entry.busy or (
+                f"running episode {entry.episode}" if entry.episode is not None else state
+            )
+            raise DesktopError(f"desktop {name} is {doing}: stop it (x) before removing it")
+        del self.entries[name]
+
     def cannot_snapshot(self, name: str) -> str | None:
         """Why desktop `name` has no snapshots (a documented limitation of the local
         backend, not an error), or None when it has them."""
@@ -248,6 +264,52 @@ class LibvirtDesktops:
             raise
         finally:
             del self.operations[name]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a desktop uses now: CPU (percent of one core, over the last interval;
+    None at the first sample) and resident memory, over `processes` processes."""
+
+    cpu_percent: float | None
+    memory_bytes: int
+    processes: int
+
+    def describe(self) -> str:
+        cpu = "CPU …" if self.cpu_percent is None else f"CPU {self.cpu_percent:.0f}%"
+        return f"{cpu} · memory {self.memory_bytes / 2**20:.0f} MiB · {self.processes} processes"
+
+
+class UsageSampler:
+    """CPU and memory of local desktops, from /proc (app.core.procfs): the processes
+    carrying a desktop's marker (app.desktops.reaper). Blocking (it reads /proc of every
+    process): call `sample` off the UI's loop. CPU is the difference of CPU time between
+    two samples over the wall time between them."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[float, float]] = {}
+        """Per marker: (monotonic time, CPU seconds) of the last sample."""
+
+    def sample(self, marker: str) -> Usage:
+        from app.core.procfs import process_cpu_seconds, process_rss_bytes
+        from app.desktops.reaper import marked_processes
+
+        pids = marked_processes(marker)
+        cpu = memory = 0.0
+        counted = 0
+        for pid in pids:
+            seconds, rss = process_cpu_seconds(pid), process_rss_bytes(pid)
+            if seconds is None or rss is None:
+                continue  # gone between the listing and the read
+            cpu, memory, counted = cpu + seconds, memory + rss, counted + 1
+        now = time.monotonic()
+        last = self._last.get(marker)
+        self._last[marker] = (now, cpu)
+        percent = None
+        if last is not None and now > last[0]:
+            # A process that ended takes its CPU time along: never below 0.
+            percent = max(0.0, (cpu - last[1]) / (now - last[0]) * 100)
+        return Usage(percent, int(memory), counted)
 
 
 def snapshot_key() -> str:
