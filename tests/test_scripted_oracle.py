@@ -129,6 +129,6 @@ async def test_an_oracle_timeout_stretches_with_the_desktops_time_scale(tmp_path
     # takes about that much longer than on the local desktop.
     probe = RecordingProbe(_guest(tmp_path))
     agent = ScriptedAgent(parse_script([{"oracle": {"run": ["true"], "timeout": 40}}], "r"))
-    await agent.start(AgentContext("t", 8, 8, probe, time_scale=3))  # type: ignore[arg-type]
+    await agent.start(AgentContext("t", 8, 8, probe, time_scale=3))
     await agent.decide(_observation())
     assert probe.timeouts == [120]
