@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_batch.py [--task gimp-flip-export] [--episodes 4]
         [--concurrency 1 2 4] [--backend local libvirt] [--libvirt-uri URI[*N] ...]
-        [--warm 0 1]
+        [--warm 0 1] [--ray-nodes 2]
 
 For each backend and concurrency level, one batch of `--episodes` episodes (one
 task, the reference agent, repeats) runs into a throw-away database. The bench
@@ -16,6 +16,12 @@ on each VM place boots the VM and saves the task's start state (minutes under
 TCG); the VMs keep their names, so later levels restore it. On a shared 2-core
 machine the figures move with the load: run it when the machine is quiet and
 compare within one run.
+
+`--ray-nodes N` adds a row: the same batches on a Ray cluster started on this machine
+for the run (tests/ray_cluster.py: a head offering no desktop and N worker nodes, every
+service on 127.0.0.1 only), each node running its episodes on its own local backend
+and offering enough desktops for the highest concurrency; the cluster is stopped at the
+end. All rows of one run share the machine, so they compare side by side.
 
 Measured on the 2-core development machine, shared with other engineers' test
 runs (load average 3-5 during the runs), `--backend local --episodes 4`,
@@ -59,16 +65,18 @@ async def one(
     backend: str,
     hosts: tuple[Host, ...],
     warm: int = 0,
+    ray: str | None = None,
 ) -> float | None:
     """Episodes per hour of one batch; None when the level cannot run."""
     tasks = resolve_tasks([task_ref], Path("tasks"))
-    what = f"{backend:<8} concurrency {concurrency} warm {warm}"
+    what = f"{backend if ray is None else 'ray':<8} concurrency {concurrency} warm {warm}"
     try:
         options = BatchOptions(
             backend=backend,
             concurrency=concurrency,
-            hosts=hosts if backend == "libvirt" else (),
+            hosts=hosts if backend == "libvirt" and ray is None else (),
             warm=warm,
+            ray=ray,
         )
     except DeskLoopError as exc:
         print(f"{what}: skipped: {exc}", flush=True)
@@ -93,6 +101,27 @@ async def one(
     return rate
 
 
+def ray_rates(
+    task: str, episodes: int, levels: list[int], nodes: int
+) -> dict[tuple[str, int, int], float | None]:
+    """Episodes per hour at each concurrency on a Ray cluster of `nodes` local nodes."""
+    # The tests' loopback-only cluster: started and stopped here, nothing else touched.
+    from tests.ray_cluster import ray_cluster
+
+    label = f"ray ({nodes} nodes, local)"
+    per_node = -(-max(levels) // nodes)  # enough desktops for the highest level
+    rates: dict[tuple[str, int, int], float | None] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="deskloop-bench-ray-") as folder,
+        ray_cluster(Path(folder), {f"node-{i}": per_node for i in range(nodes)}) as cluster,
+    ):
+        for c in levels:
+            rates[label, 0, c] = asyncio.run(
+                one(task, episodes, c, "local", (), ray=cluster.address)
+            )
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="gimp-flip-export")
@@ -102,6 +131,9 @@ def main() -> None:
     parser.add_argument("--libvirt-uri", action="append", metavar="URI[*N]")
     parser.add_argument(
         "--warm", type=int, nargs="+", default=[0], metavar="N", help="warm pool sizes"
+    )
+    parser.add_argument(
+        "--ray-nodes", type=int, default=0, metavar="N", help="also on a Ray cluster of N nodes"
     )
     args = parser.parse_args()
     try:
@@ -116,6 +148,9 @@ def main() -> None:
                 rates[backend, warm, concurrency] = asyncio.run(
                     one(args.task, args.episodes, concurrency, backend, hosts, warm)
                 )
+    ray_label = f"ray ({args.ray_nodes} nodes, local)"
+    if args.ray_nodes:
+        rates.update(ray_rates(args.task, args.episodes, args.concurrency, args.ray_nodes))
     print("\nepisodes/hour")
     rows = []
     for backend in dict.fromkeys(args.backend):
@@ -128,6 +163,9 @@ def main() -> None:
                     cell += f" ({rate / cold:.2f}×)"
                 cells.append(cell)
             rows.append([backend, str(warm), *cells])
+    if args.ray_nodes:
+        ray_cells = [rates[ray_label, 0, c] for c in args.concurrency]
+        rows.append([ray_label, "0", *("skipped" if r is None else f"{r:.1f}" for r in ray_cells)])
     headers = ["backend", "warm", *(f"concurrency {c}" for c in args.concurrency)]
     print(render_table(headers, rows, empty="(no backend)"))
 

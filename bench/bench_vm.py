@@ -3,12 +3,16 @@
     .venv/bin/python bench/bench_vm.py                    # gimp image, a GIMP task's start state
     .venv/bin/python bench/bench_vm.py --image base --task none --restores 5
     .venv/bin/python bench/bench_vm.py --concurrent 4      # also: memory of 4 desktops at once
+    .venv/bin/python bench/bench_vm.py --concurrent 8 --restores 1 --concurrent-task
 
 Prints: cold boot to a usable desktop; the first start state's making (setup + save);
 restore to a usable screen (VNC frame) and to a ready guest channel (SSH), median of
 --restores; their ratio to the cold boot; host memory per VM (QEMU's RSS). With
---concurrent N, N desktops of the image are booted together and each one's memory is
-printed. Every VM it makes is removed at the end.
+--concurrent N, N desktops of the image (each an overlay on the one read-only image)
+are booted together and each one's memory is printed, with the host's memory taken by
+all of them (the fall of MemAvailable) divided by N; `--concurrent-task` also runs the
+task's setup in each (GIMP open in every VM) before measuring. Every VM it makes is
+removed at the end. The local counterpart is `bench/bench_local_desktops.py`.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
 from app.episode.setup_steps import run_setup
 from app.tasks.loader import find_task, setup_key
+from app.tasks.model import Task
 from app.vmimages.cache import require_image
 
 
@@ -36,8 +41,21 @@ def qemu_rss_mib(domain: str) -> float:
     return float("nan")
 
 
+def mem_available_mib() -> float:
+    """The host's MemAvailable: what all desktops together took is its fall."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def say(text: str) -> None:
     print(f"  · {text}", file=sys.stderr, flush=True)
+
+
+async def _prepare(desktop: LibvirtDesktop, key: str, task: Task) -> None:
+    """The task's start state on `desktop`: made by its setup, saved."""
+    await desktop.reset_to(key, lambda: run_setup(task, desktop, say))
 
 
 async def bench(args: argparse.Namespace) -> None:
@@ -108,11 +126,24 @@ async def bench(args: argparse.Namespace) -> None:
             for _ in range(args.concurrent)
         ]
         try:
+            before = mem_available_mib()
             t0 = time.monotonic()
             await asyncio.gather(*(d.reset() for d in desktops))
             print(f"{args.concurrent} desktops booted together in {time.monotonic() - t0:.0f} s")
-            for d in desktops:
-                print(f"  {d.domain_name}: QEMU RSS {qemu_rss_mib(d.domain_name):.0f} MiB")
+            if args.concurrent_task and key is not None:
+                task = find_task(args.task, [Path("tasks")])
+                t0 = time.monotonic()
+                await asyncio.gather(*(_prepare(d, key, task) for d in desktops))
+                print(f"{task.id}'s setup in all {args.concurrent}: {time.monotonic() - t0:.0f} s")
+            each = [qemu_rss_mib(d.domain_name) for d in desktops]
+            for d, mib in zip(desktops, each, strict=True):
+                print(f"  {d.domain_name}: QEMU RSS {mib:.0f} MiB")
+            taken = before - mem_available_mib()
+            print(
+                f"per desktop: QEMU RSS median {statistics.median(each):.0f} MiB "
+                f"(max {max(each):.0f}); host MemAvailable fell {taken:.0f} MiB = "
+                f"{taken / args.concurrent:.0f} MiB per desktop"
+            )
         finally:
             await asyncio.gather(*(d.close() for d in desktops), return_exceptions=True)
 
@@ -123,6 +154,9 @@ def main() -> None:
     parser.add_argument("--task", default="gimp-flip-export", help="task id, or none")
     parser.add_argument("--restores", type=int, default=5)
     parser.add_argument("--concurrent", type=int, default=0)
+    parser.add_argument(
+        "--concurrent-task", action="store_true", help="run --task's setup in each of them too"
+    )
     asyncio.run(bench(parser.parse_args()))
 
 

@@ -40,7 +40,7 @@ def recipes(tmp_path: Path) -> Path:
 
 def test_shipped_recipes_are_valid() -> None:
     all_recipes = load_recipes()
-    assert set(all_recipes) == {"base", "gimp", "blender", "kdenlive", "studio"}
+    assert set(all_recipes) == {"base", "gimp", "blender", "kdenlive", "web", "studio"}
     assert all(r.layers[0] == "base" for r in all_recipes.values())
     assert all_recipes["studio"].layers == ("base", "gimp", "blender", "kdenlive")
     base = read_packages("base")

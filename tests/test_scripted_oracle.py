@@ -110,3 +110,25 @@ async def test_an_oracle_needs_a_probe_that_can_run_commands() -> None:
 def test_bad_oracle_entries_are_refused(raw: object) -> None:
     with pytest.raises(AgentError):
         parse_script([raw], "ref.yaml")
+
+
+class RecordingProbe(GuestProbe):
+    """The real local guest channel, keeping the timeout each command was given."""
+
+    def __init__(self, guest: LocalGuest) -> None:
+        super().__init__(guest)
+        self.timeouts: list[float] = []
+
+    async def run(self, argv: list[str], timeout: float) -> CommandResult:
+        self.timeouts.append(timeout)
+        return await super().run(argv, timeout)
+
+
+async def test_an_oracle_timeout_stretches_with_the_desktops_time_scale(tmp_path: Path) -> None:
+    # A VM under software emulation reports time scale 3: Blender's render in the guest
+    # takes about that much longer than on the local desktop.
+    probe = RecordingProbe(_guest(tmp_path))
+    agent = ScriptedAgent(parse_script([{"oracle": {"run": ["true"], "timeout": 40}}], "r"))
+    await agent.start(AgentContext("t", 8, 8, probe, time_scale=3))
+    await agent.decide(_observation())
+    assert probe.timeouts == [120]

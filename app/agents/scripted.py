@@ -25,7 +25,8 @@ size?``) or a guard the agent waits on before its next action:
 - ``- oracle: [argv...]`` or ``- oracle: {run: [argv...], timeout: 120}`` — runs a
   program in the guest (an app's own scripting making the expected end state, for
   references marked ``kind: oracle``); a non-zero exit makes the agent FAIL with
-  the program's output. Like a guard it is not a GUI action and is not a step.
+  the program's output. Like a guard it is not a GUI action and is not a step, and
+  its timeout stretches by the desktop's time scale as a guard's does.
 
 A guard that times out makes the agent FAIL with the reason, so a broken
 reference solution shows up as a failed episode naming the step. When the script
@@ -511,7 +512,10 @@ class ScriptedAgent:
         if not isinstance(self._probe, CommandProbe):
             return f"{oracle.where}: this desktop's probe cannot run oracle commands"
         try:
-            result = await self._probe.run(list(oracle.argv), oracle.timeout)
+            # The program runs in the guest, so a slower desktop (a VM under software
+            # emulation renders several times slower) gets proportionally longer.
+            timeout = oracle.timeout * self._time_scale
+            result = await self._probe.run(list(oracle.argv), timeout)
         except GuestError as exc:
             return f"{oracle.where}: oracle {oracle.argv[0]!r} could not run: {exc}"
         if not result.ok:

@@ -257,7 +257,23 @@ def cmd_image_show(args: argparse.Namespace) -> int:
     for key, value in manifest.items():
         print(f"{key:<16} {value}")
     print(f"{'packages':<16} {len(packages)}")
+    if args.packages:
+        for name in sorted(packages):
+            print(f"  {name} {packages[name]}")
     return 0
+
+
+def cmd_image_diff(args: argparse.Namespace) -> int:
+    from app.vmimages.compare import diff_lines, diff_manifests, load_manifest
+
+    label_a, a = load_manifest(args.a)
+    label_b, b = load_manifest(args.b)
+    diff = diff_manifests(a, b)
+    print(f"A: {label_a}\nB: {label_b}")
+    for line in diff_lines(diff):
+        print(line)
+    # Like diff(1): 0 when the packages agree, 1 when they differ, so a script can ask.
+    return 0 if diff.same_packages else 1
 
 
 def cmd_image_rm(args: argparse.Namespace) -> int:
@@ -329,7 +345,20 @@ def register(sub: Any) -> None:
     show = isub.add_parser("show", help="an image's manifest")
     show.add_argument("name")
     show.add_argument("--json", action="store_true", help="the whole manifest as JSON")
+    show.add_argument(
+        "--packages", action="store_true", help="also every installed package and version"
+    )
     show.set_defaults(func=cmd_image_show)
+    diff = isub.add_parser(
+        "diff",
+        help="compare two builds' packages and versions",
+        description="Compare two image builds by their manifests. A and B are image names "
+        "(the current build) or paths to a build folder or a kept manifest.json. "
+        "Exit status 0 when the packages agree, 1 when they differ.",
+    )
+    diff.add_argument("a", metavar="A")
+    diff.add_argument("b", metavar="B")
+    diff.set_defaults(func=cmd_image_diff)
     rm = isub.add_parser("rm", help="delete an image's builds (layers stay cached)")
     rm.add_argument("name")
     rm.set_defaults(func=cmd_image_rm)

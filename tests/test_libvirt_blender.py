@@ -1,0 +1,80 @@
+"""A Blender task end to end on a real VM of the `blender` image, with its oracle reference.
+
+Blender's GUI is not usable under software emulation (a VM without KVM), so the task is
+an L3 one whose reference is an oracle: Blender's own Python in background mode in the
+guest keys the turntable, renders 24 Workbench frames and saves, and the checks read the
+guest's files. The task's setup still opens the GUI, once, for the start state; later
+episodes restore it. One VM and its start state serve the module, as in
+`tests/test_libvirt_gimp.py`; the image is built by the recipe when the cache lacks it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
+from app.desktops.local import LocalDesktop
+from app.store import Store
+from app.vmimages.builder import build_image
+from tests.episode_story import episode_story
+from tests.libvirt_episodes import run_episode, verdicts
+
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.timeout(2400),
+]
+
+TASK = Path(__file__).resolve().parent.parent / "tasks" / "blender" / "blender-turntable.yaml"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def blender_vm() -> AsyncIterator[LibvirtDesktop]:
+    await asyncio.to_thread(build_image, "blender", progress=print)
+    desktop = LibvirtDesktop(
+        name=f"test-blender-{secrets.token_hex(3)}",
+        image="blender",
+        config=LibvirtConfig(vcpus=2),
+        ephemeral=True,
+        progress=print,
+    )
+    try:
+        yield desktop
+    finally:
+        await desktop.remove()
+
+
+async def test_blender_task_on_a_vm_scores_as_on_the_local_desktop(
+    blender_vm: LibvirtDesktop, tmp_path: Path
+) -> None:
+    with Store(tmp_path / "db.sqlite") as store:
+        # Cold: boots, opens the scene in Blender by the task's setup, saves the state.
+        first_null = await run_episode(TASK, blender_vm, "null", store, "libvirt")
+        assert "cold_boot" in blender_vm.timings and "save" in blender_vm.timings
+        print("start state made:", blender_vm.timings)
+
+        blender_vm.timings.clear()
+        reference = await run_episode(TASK, blender_vm, "reference", store, "libvirt")
+        assert "restore" in blender_vm.timings and "cold_boot" not in blender_vm.timings
+        print("restored:", blender_vm.timings)
+
+        # The reference rendered ~/Desktop/turntable/ and saved the scene; the next
+        # restore brings back the untouched scene and no frames.
+        second_null = await run_episode(TASK, blender_vm, "null", store, "libvirt")
+
+        async with LocalDesktop() as local:
+            local_reference = await run_episode(TASK, local, "reference", store, "local")
+
+        story = episode_story(store, reference)
+        assert reference.end_reason == "done" and reference.score == 1.0, story
+        assert first_null.score == 0.0 and second_null.score == 0.0, (
+            episode_story(store, first_null),
+            episode_story(store, second_null),
+        )
+        assert verdicts(store, reference) == verdicts(store, local_reference)
