@@ -34,6 +34,7 @@ from app.ui.screens.tasks import TasksScreen
 from app.ui.services.authoring import RecordingSession
 from app.ui.services.desktops import DesktopPool, LibvirtDesktops
 from app.ui.services.episode import EpisodeSession
+from app.ui.services.novnc import NoVncServers
 
 SCREEN_KEYS = """
 **Screens** (from anywhere, when the cursor is not in a text box):
@@ -100,6 +101,8 @@ class DeskLoopApp(App[None]):
         """A desktop to watch when no episode runs (Desktops screen, 'view live')."""
         self.recording: RecordingSession | None = None
         """The demonstration the Author screen records (one at a time)."""
+        self.novnc = NoVncServers()
+        """noVNC servers started by `o` where no native viewer exists (one per desktop)."""
         self.tasks: list[Task] = []
         self.task_errors: list[DeskLoopError] = []
         self.reload_tasks()
@@ -120,6 +123,7 @@ class DeskLoopApp(App[None]):
             self.session.control.abort()
         if self.recording is not None and not self.recording.ended:
             self.recording.end("the TUI quit")
+        self.novnc.stop_all()
         await self.pool.close_all()
         self.store.close()
 
