@@ -40,6 +40,7 @@ from app.core.vocabulary import (
     PHASE_STATUSES,
     ROLES,
     SOURCES,
+    STEP_ACTORS,
     USER_KINDS,
     USER_MODES,
     EpisodeStatus,
@@ -228,6 +229,7 @@ VOCABULARY_CHECKS = {
     ("messages", "source"): [SOURCES],
     ("messages", "kind"): [USER_KINDS, AGENT_KINDS],
     ("messages", "origin"): [MESSAGE_ORIGINS],
+    ("steps", "actor"): [STEP_ACTORS],
 }
 
 # A database as the store made it before app.core.vocabulary existed.

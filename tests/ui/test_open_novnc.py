@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from textual.notifications import Notify
+from textual.widgets import DataTable
 
 from app.desktops.bare_xvnc import bare_xvnc
 from app.desktops.inventory import BackendListing
@@ -60,7 +61,7 @@ async def test_o_without_a_viewer_serves_novnc(
             assert isinstance(app.screen, DesktopsScreen)
             await wait_until(
                 pilot,
-                lambda: "delta" in str(app.screen.query_one("DataTable").get_row_at(0)),
+                lambda: "delta" in str(app.screen.query_one(DataTable).get_row_at(0)),
                 5,
                 "delta listed",
             )
