@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from app.agents.base import Agent
 from app.core.conversation import Message
 from app.core.triggers import describe_trigger
-from app.core.vocabulary import UserKind, UserMode
+from app.core.vocabulary import StepActor, UserKind, UserMode
 from app.desktops.base import Desktop
 from app.episode.control import EpisodeControl
 from app.episode.events import (
@@ -41,6 +41,7 @@ class StepLine:
     act_seconds: float
     settle_seconds: float
     error: str | None
+    actor: StepActor = "agent"
 
 
 @dataclass
@@ -114,7 +115,8 @@ class EpisodeSession:
     def budget_left(self, now: float | None = None) -> tuple[int, float]:
         """(steps, seconds) left of the task's budget. The runner's own count of the
         seconds, which stops while the episode waits for the person (person mode)."""
-        steps = self.task.budget.steps - len(self.steps)
+        # The person's own steps (take-over) are not the agent's budget.
+        steps = self.task.budget.steps - sum(1 for s in self.steps if s.actor == "agent")
         seconds = self.task.budget.seconds
         used = self.runner.budget_seconds_used() if self.runner is not None else None
         if used is not None:
@@ -139,6 +141,7 @@ class EpisodeSession:
                         event.act_seconds,
                         event.settle_seconds,
                         event.error,
+                        event.actor,
                     )
                 )
                 self.waiting = None
