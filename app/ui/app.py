@@ -17,8 +17,11 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from app.agents.base import Agent
+from app.agents.person import PassThroughDesktop, PersonAgent
 from app.core.errors import DeskLoopError
 from app.core.vocabulary import UserMode
+from app.desktops.base import Desktop
 from app.desktops.inventory import BackendListing, list_libvirt
 from app.store import Store
 from app.tasks.loader import load_tasks
@@ -33,7 +36,7 @@ from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import TasksScreen
 from app.ui.services.authoring import RecordingSession
 from app.ui.services.desktops import DesktopPool, LibvirtDesktops
-from app.ui.services.episode import EpisodeSession
+from app.ui.services.episode import HUMAN, EpisodeSession
 from app.ui.services.novnc import NoVncServers
 
 SCREEN_KEYS = """
@@ -213,15 +216,27 @@ class DeskLoopApp(App[None]):
         from app.agents.factory import endpoint_config, make_agent
 
         # A bad spec fails here, before a desktop starts.
-        model = endpoint_config(agent_spec, **(endpoint or {}))
-        agent = make_agent(agent_spec, task, model, agent_timeout=agent_timeout, store=self.store)
+        agent: Agent | None = None
+        if agent_spec != HUMAN:
+            model = endpoint_config(agent_spec, **(endpoint or {}))
+            agent = make_agent(
+                agent_spec, task, model, agent_timeout=agent_timeout, store=self.store
+            )
         entry, started_here = self.pool.for_task(task)
+        desktop: Desktop = entry.desktop
+        if agent is None:
+            # `deskloop human` in the TUI: the person is the agent, through the live
+            # view (take-over) or a VNC viewer on the agent's recording proxy; their
+            # input reaches the desktop as they make it, so the runner's is a
+            # pass-through (as the CLI's).
+            agent = PersonAgent(entry.desktop)
+            desktop = PassThroughDesktop(entry.desktop)
         session = EpisodeSession(
             task=task,
             agent_spec=agent_spec,
             user_mode=user_mode,
             store=self.store,
-            desktop=entry.desktop,
+            desktop=desktop,
             backend=self.backend,
             agent=agent,
         )

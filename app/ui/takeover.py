@@ -66,7 +66,12 @@ class TakeOverMixin(Screen[None]):
         if session is None or session.ended:
             self.notify("No episode runs: nothing to take over.", severity="warning")
             return False
-        session.control.take_over(action)
+        human = session.human
+        if human is not None:
+            # The person is the agent: their action is the episode's next step.
+            self.run_worker(human.perform(action), group="takeover", exit_on_error=False)
+        else:
+            session.control.take_over(action)
         return True
 
     def on_frame_view_pointer(self, event: FrameView.Pointer) -> None:

@@ -285,12 +285,23 @@ Every message is recorded with its kind and the step at which it arrived.
         second = Text(session.status)
         if not session.ended:
             second.append(f" · budget {steps_left} steps, {seconds_left:.0f} s")
+        lines = [first, second]
+        human = session.human
+        if human is not None and human.address is not None and not session.ended:
+            # A line of its own: the address must not be cut off by the budget.
+            proxy = human.address
+            lines.append(
+                Text(
+                    f"you drive (here, or VNC {proxy.host}:{proxy.port} pw {proxy.password})"
+                    " · chat: done [ANSWER] | ask Q | fail R"
+                )
+            )
         elif session.result is not None and session.result.error:
             second.append(f" · {session.result.error}", "red")
         # One line each, cut with an ellipsis: the frame below keeps its rows.
-        for line in (first, second):
+        for line in lines:
             line.no_wrap, line.overflow = True, "ellipsis"
-        status.update(Group(first, second))
+        status.update(Group(*lines))
 
     def update_instruction(self) -> None:
         session = self.session

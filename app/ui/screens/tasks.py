@@ -20,6 +20,7 @@ from app.tasks.model import Task
 from app.ui.describe import task_markdown
 from app.ui.modals import HelpScreen
 from app.ui.screens.base import LabFooter, LabScreen
+from app.ui.services.episode import HUMAN
 
 KIND_FILTERS = ("all", "interactive", "standard")
 
@@ -53,7 +54,7 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
         # Scrolls: with the model fields it is taller than a 100×30 terminal allows.
         with VerticalScroll(id="dialog"):
             yield Static(f"[b]Start an episode of {self.task_.id}[/b]", id="dialog-title")
-            yield Label(f"Agent ({AGENT_SPECS})")
+            yield Label(f"Agent ({AGENT_SPECS} | {HUMAN}: you drive)")
             yield Input(value="reference", id="agent")
             yield Label("Model agents: adapter, model, base URL, key variable")
             with Horizontal(id="model-fields"):

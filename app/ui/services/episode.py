@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.agents.base import Agent
+from app.agents.person import PersonAgent
+from app.core.actions import describe_action
 from app.core.conversation import Message
 from app.core.triggers import describe_trigger
 from app.core.vocabulary import StepActor, UserKind, UserMode
@@ -31,6 +33,10 @@ from app.tasks.model import Task
 from app.ui.describe import describe_end
 from app.users.person import PersonUser
 from app.users.simulated import User
+
+HUMAN = "human"
+"""The start dialog's agent for a person driving the desktop themselves (as `deskloop
+human`): from the live view, or a VNC viewer on the recording proxy it shows."""
 
 
 @dataclass
@@ -92,6 +98,11 @@ class EpisodeSession:
     def episode_id(self) -> int | None:
         """Known once the runner has recorded the episode's start."""
         return self.runner.episode_id if self.runner is not None else None
+
+    @property
+    def human(self) -> PersonAgent | None:
+        """The person as the agent (`deskloop human` from the TUI), if so."""
+        return self.agent if isinstance(self.agent, PersonAgent) else None
 
     @property
     def person(self) -> PersonUser | None:
@@ -190,6 +201,11 @@ class EpisodeSession:
         person = self.person
         if self.ended:
             raise ValueError("the episode has ended")
+        human = self.human
+        if human is not None and (person is None or person.waiting is None):
+            # The person is the agent: the chat box takes its commands (`done 2`).
+            action = human.command(text)  # ValueError: not a command (it lists them)
+            return f"sent: {describe_action(action)}"
         if person is not None and person.waiting is not None:
             what = person.waiting
             reply = person.send(text, from_draft=from_draft)
