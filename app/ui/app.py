@@ -206,11 +206,13 @@ class DeskLoopApp(App[None]):
         agent_timeout: float | None = None,
         *,
         endpoint: dict[str, str] | None = None,
+        llm_user: dict[str, str] | None = None,
     ) -> EpisodeSession:
         """Start an episode on the task's desktop (`DesktopPool.for_task`) and show it on
         the Live screen; `agent_timeout` is a model agent's deadline per call (None: its
         default), `endpoint` its adapter, model, base URL and key variable
-        (`app.agents.factory.endpoint_config`)."""
+        (`app.agents.factory.endpoint_config`), `llm_user` the LLM user's endpoint
+        (`LLMUserConfig` fields; None: the user `user_mode` names)."""
         if self.session is not None and not self.session.ended:
             raise DeskLoopError("an episode is already running; abort it or wait for its end")
         from app.agents.factory import endpoint_config, make_agent
@@ -239,6 +241,7 @@ class DeskLoopApp(App[None]):
             desktop=desktop,
             backend=self.backend,
             agent=agent,
+            llm_user=llm_user,
         )
         self.session = session
         self.live_desktop = None

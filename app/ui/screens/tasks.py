@@ -25,7 +25,9 @@ from app.ui.services.episode import HUMAN
 KIND_FILTERS = ("all", "interactive", "standard")
 
 
-Choice = tuple[str, UserMode, float | None, dict[str, str]]
+Choice = tuple[str, UserMode, float | None, dict[str, str], dict[str, str] | None]
+"""Agent, user mode, agent timeout, the model agent's endpoint, and the LLM user's
+(model, base URL, key variable; None: no LLM user)."""
 """(agent spec, user mode, agent timeout or None for the default, a model agent's
 endpoint fields: adapter, model, base_url, api_key_env, those filled in)."""
 
@@ -71,11 +73,17 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
                 [
                     ("person (you, in the chat pane)", "person"),
                     ("simulated (phase script)", "simulated"),
+                    ("LLM user (phase script; a model answers the rest)", "llm"),
                 ],
                 value="person",
                 allow_blank=False,
                 id="user",
             )
+            yield Label("LLM user: model, base URL (key variable: the agent's, or default)")
+            with Horizontal(id="llm-user-fields"):
+                yield Input(placeholder="model for the LLM user", id="user-model")
+                yield Input(placeholder="base URL (default: the agent's)", id="user-base-url")
+            yield Static("", id="user-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Start", id="start", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -117,9 +125,25 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
             if value
         }
         if agent and user == "person":
-            self.dismiss((agent, "person", timeout, endpoint))
+            self.dismiss((agent, "person", timeout, endpoint, None))
         elif agent and user == "simulated":
-            self.dismiss((agent, "simulated", timeout, endpoint))
+            self.dismiss((agent, "simulated", timeout, endpoint, None))
+        elif agent and user == "llm":
+            model = self.query_one("#user-model", Input).value.strip()
+            if not model:
+                self.query_one("#user-error", Static).update(
+                    "[red]The LLM user needs a model (LLM user: model)[/red]"
+                )
+                return
+            llm = {"model": model}
+            base_url = self.query_one("#user-base-url", Input).value.strip()
+            base_url = base_url or endpoint.get("base_url", "")
+            if base_url:
+                llm["base_url"] = base_url
+            if endpoint.get("api_key_env"):
+                llm["api_key_env"] = endpoint["api_key_env"]
+            # The store's user mode: a model playing the user is a simulated user.
+            self.dismiss((agent, "simulated", timeout, endpoint, llm))
 
     @on(Button.Pressed, "#cancel")
     def cancel(self) -> None:
@@ -157,8 +181,10 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
             user: UserMode,
             agent_timeout: float | None = None,
             endpoint: dict[str, str] | None = None,
+            llm_user: dict[str, str] | None = None,
         ) -> None:
             super().__init__()
+            self.llm_user = llm_user
             self.task = task
             self.agent = agent
             self.user = user
@@ -283,7 +309,12 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
 
         try:
             self.lab.start_episode(
-                event.task, event.agent, event.user, event.agent_timeout, endpoint=event.endpoint
+                event.task,
+                event.agent,
+                event.user,
+                event.agent_timeout,
+                endpoint=event.endpoint,
+                llm_user=event.llm_user,
             )
         except DeskLoopError as exc:
             from app.ui.modals import ErrorScreen

@@ -70,6 +70,8 @@ class EpisodeSession:
     backend: str
     agent: Agent | None = None
     """The agent built from `agent_spec` (built at run time when None)."""
+    llm_user: dict[str, str] | None = None
+    """The LLM user's endpoint (`LLMUserConfig` fields), when a model plays the user."""
     control: EpisodeControl = field(default_factory=EpisodeControl)
     user: User = field(init=False)
     runner: EpisodeRunner | None = None
@@ -88,7 +90,11 @@ class EpisodeSession:
     def __post_init__(self) -> None:
         # Built now, not with the runner: the chat pane answers through a person user
         # from the moment the episode is shown.
-        self.user = make_user(self.user_mode, self.task, cache_dir=llm_cache_dir(self.store))
+        cache = llm_cache_dir(self.store)
+        if self.llm_user is not None:
+            self.user = make_user("llm", self.task, cache_dir=cache, llm=dict(self.llm_user))
+        else:
+            self.user = make_user(self.user_mode, self.task, cache_dir=cache)
         self.phases = [
             PhaseLine(i, p.message, describe_trigger(p.trigger))
             for i, p in enumerate(self.task.phases)
