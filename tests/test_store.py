@@ -41,6 +41,7 @@ from app.core.vocabulary import (
     PHASE_STATUSES,
     ROLES,
     SOURCES,
+    STEP_ACTORS,
     USER_KINDS,
     USER_MODES,
     EpisodeStatus,
@@ -230,6 +231,7 @@ VOCABULARY_CHECKS = {
     ("messages", "kind"): [USER_KINDS, AGENT_KINDS],
     ("messages", "origin"): [MESSAGE_ORIGINS],
     ("integrity_flags", "kind"): [FLAG_KINDS],
+    ("steps", "actor"): [STEP_ACTORS],
 }
 
 # A database as the store made it before app.core.vocabulary existed.

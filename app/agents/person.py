@@ -122,6 +122,13 @@ class PersonAgent:
             if self._announce is not None:
                 self._announce(address)
 
+    async def perform(self, action: GuiAction) -> None:
+        """One action of the person's made from the TUI's live view (not a viewer):
+        done on the desktop here, then handed to the runner like a viewer's, which
+        records it on the pass-through desktop without sending it again."""
+        await self._desktop.act(action)
+        self._put(action, "live view")
+
     def command(self, line: str) -> Action:
         """Queue DONE / ASK / FAIL after the input already made; returns the action.
 

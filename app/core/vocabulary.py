@@ -69,6 +69,10 @@ Source = Literal["task", "phase", "simulated", "person", "agent"]
 """Where a message came from: the task's instruction, a phase, the simulated user,
 the person, or the agent itself (its ASK / DONE / FAIL)."""
 PhaseStatus = Literal["pending", "delivered", "never_delivered"]
+StepActor = Literal["agent", "person"]
+"""Who took a step: the episode's agent, or the person taking over from the live view
+(their clicks, drags, scrolls and keys, recorded between the agent's steps)."""
+
 MessageOrigin = Literal["script", "edited", "free"]
 """How a person's message relates to the script (person mode): the due phase's
 scripted message sent as offered, an edit of it, or the person's own words (also
@@ -90,3 +94,4 @@ AGENT_KINDS: Final[tuple[AgentKind, ...]] = get_args(AgentKind)
 SOURCES: Final[tuple[Source, ...]] = get_args(Source)
 PHASE_STATUSES: Final[tuple[PhaseStatus, ...]] = get_args(PhaseStatus)
 MESSAGE_ORIGINS: Final[tuple[MessageOrigin, ...]] = get_args(MessageOrigin)
+STEP_ACTORS: Final[tuple[StepActor, ...]] = get_args(StepActor)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core.actions import GuiAction
 from app.core.errors import DeskLoopError
 from app.core.vocabulary import UserKind
 from app.episode.judge import JudgeConfig
@@ -48,10 +49,15 @@ class EpisodeControl:
     Injected messages are delivered before the agent's next decision; pausing takes
     effect between steps (an action in flight completes); abort ends the episode as
     `aborted` at the next step boundary, or at once while paused or waiting.
+    The person's own actions (`take_over`: clicks, drags, scrolls and keys from the live
+    view) run between the agent's steps, and at once while paused, recorded as the
+    person's steps.
     """
 
     def __init__(self) -> None:
         self._injections: list[tuple[str, UserKind]] = []
+        self._person_actions: list[GuiAction] = []
+        self._person_acted = asyncio.Event()
         self._running = asyncio.Event()
         self._running.set()
         self._abort = asyncio.Event()
@@ -60,6 +66,27 @@ class EpisodeControl:
         if not text.strip():
             raise ValueError("an injected message needs text")
         self._injections.append((text, kind))
+
+    def take_over(self, action: GuiAction) -> None:
+        """Queue one of the person's own GUI actions for the desktop."""
+        self._person_actions.append(action)
+        self._person_acted.set()
+
+    def take_person_actions(self) -> list[GuiAction]:
+        taken, self._person_actions = self._person_actions, []
+        self._person_acted.clear()
+        return taken
+
+    async def wait_while_paused_for_person(self) -> None:
+        """Until resumed, aborted, or the person acts (their actions run while paused)."""
+        if not self._running.is_set() and not self._person_actions:
+            resumed = asyncio.ensure_future(self._running.wait())
+            acted = asyncio.ensure_future(self._person_acted.wait())
+            try:
+                await asyncio.wait({resumed, acted}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                resumed.cancel()
+                acted.cancel()
 
     def pause(self) -> None:
         self._running.clear()

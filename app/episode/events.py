@@ -14,7 +14,7 @@ from typing import Any, Literal
 from app.core.actions import Action
 from app.core.conversation import Message
 from app.core.outcomes import CheckOutcome
-from app.core.vocabulary import ErrorKind
+from app.core.vocabulary import ErrorKind, StepActor
 
 
 @dataclass
@@ -61,6 +61,8 @@ class StepEvent:
     act_seconds: float
     settle_seconds: float
     error: str | None
+    actor: StepActor = "agent"
+    """The agent, or the person taking over from the live view."""
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,9 @@ class Protocol:
     max_seconds: float
     conversation: list[Message] = field(default_factory=list)
     steps: int = 0
+    person_steps: int = 0
+    """Of `steps`, those the person took over from the live view: they take a step
+    number but fire no trigger and use none of the agent's step budget."""
     actions_since_active: int = 0
     next_phase: int = 0
     delivered: list[int] = field(default_factory=list)
@@ -194,6 +197,22 @@ class Protocol:
             self.ended = ended
         return Outcome(tuple(new), delivered, needs_answer, needs_review, ended, self.phase_due)
 
+    def on_person(self) -> int:
+        """The person acted on the desktop themselves (take-over); returns the step's index.
+
+        It is a step of the record, not of the agent: no trigger counts it and the step
+        budget is the agent's alone.
+
+        Raises:
+            RuntimeError: the episode already ended.
+        """
+        if self.ended is not None:
+            raise RuntimeError(f"episode already ended ({self.ended})")
+        index = self.steps
+        self.steps += 1
+        self.person_steps += 1
+        return index
+
     def on_rejected(self, elapsed: float) -> Outcome:
         """An agent turn whose action could not be executed (recorded with its reason).
 
@@ -297,7 +316,7 @@ class Protocol:
     # -- internals ------------------------------------------------------------------
 
     def _budget_end(self, elapsed: float) -> EndReason | None:
-        if self.steps >= self.max_steps:
+        if self.steps - self.person_steps >= self.max_steps:
             return "step_budget"
         if elapsed >= self.max_seconds:
             return "time_budget"

@@ -353,15 +353,68 @@ class EpisodeRunner(UserTurns):
 
     async def _between_steps(self, episode_id: int, protocol: Protocol) -> None:
         control = self.control
+        await self._person_steps(episode_id, protocol)
         if control.paused:
             self._say("paused")
-            await control.wait_while_paused()
+            while control.paused and not control.abort_requested:
+                await control.wait_while_paused_for_person()
+                await self._person_steps(episode_id, protocol)
             if not control.abort_requested:
                 self._say("resumed")
         if control.abort_requested:
             raise _Aborted
         for text, kind in control.take_injections():
             await self._record_messages(episode_id, [protocol.inject(text, kind, "person")])
+
+    async def _person_steps(self, episode_id: int, protocol: Protocol) -> None:
+        """Run and record the person's own actions (take-over from the live view)."""
+        for action in self.control.take_person_actions():
+            if protocol.ended is not None or self.control.abort_requested:
+                return
+            step = protocol.on_person()
+            frame = await self.desktop.frame()
+            frame_path = await self._save_frame(episode_id, f"{step:05d}", frame)
+            step_started = time.time()
+            error: str | None = None
+            t1 = time.monotonic()
+            try:
+                await self.desktop.act(action)
+            except ActionError as exc:
+                error = str(exc)
+            act_seconds = time.monotonic() - t1
+            settle_seconds = 0.0
+            if error is None:
+                t2 = time.monotonic()
+                await self.desktop.settle(
+                    timeout=self.options.settle_timeout,
+                    quiet=self.options.settle_quiet,
+                    change_wait=self.options.settle_change_wait,
+                )
+                settle_seconds = time.monotonic() - t2
+            description = describe_action(action)
+            await self._stored(
+                self.store.record_step,
+                episode_id,
+                idx=step,
+                action=_jsonable(action_to_dict(action)),
+                kind=action_kind(action),
+                description=description,
+                started_at=step_started,
+                agent_seconds=0.0,
+                act_seconds=act_seconds,
+                settle_seconds=settle_seconds,
+                frame=frame_path,
+                phase_index=protocol.pending_phase,
+                active_message_id=self._message_ids.get(id(protocol.active_message)),
+                error=error,
+                actor="person",
+            )
+            self._say(f"step {step} (person): {description}")
+            self._emit(
+                StepEvent(
+                    step, action, description, 0.0, act_seconds, settle_seconds, error, "person"
+                )
+            )
 
     async def _step(self, episode_id: int, protocol: Protocol, started: float) -> None:
         task = self.task

@@ -27,6 +27,7 @@ from app.core.vocabulary import (
     PhaseStatus,
     Role,
     Source,
+    StepActor,
     UserMode,
 )
 from app.core.windows import WindowList
@@ -166,6 +167,8 @@ class StepRecord:
     error: str | None
     agent_info: dict[str, Any] | None = None
     """What the agent reported for this step (model agents: tokens, latency, raw answer)."""
+    actor: StepActor = "agent"
+    """Who acted: the agent, or the person taking over from the live view."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Self:
@@ -184,6 +187,7 @@ class StepRecord:
             active_message_id=row["active_message_id"],
             error=row["error"],
             agent_info=_opt_json(row["agent_info"]),
+            actor=row["actor"],
         )
 
 

@@ -34,6 +34,7 @@ from app.core.vocabulary import (
     PHASE_STATUSES,
     ROLES,
     SOURCES,
+    STEP_ACTORS,
     USER_KINDS,
     USER_MODES,
 )
@@ -453,6 +454,17 @@ def _v12(db: Database) -> None:
     # ended before their setup.
     db.execute(
         "ALTER TABLE episodes ADD COLUMN setup TEXT CHECK (setup IS NULL OR json_valid(setup))"
+    )
+
+
+@MIGRATIONS(name="0014_step_actor")
+def _v14(db: Database) -> None:
+    # Take-over (issue 14 item 3): the person can drive the desktop from the live view
+    # mid-episode; their actions are steps of the episode like the agent's, told apart
+    # by who acted. Every step recorded before was the agent's.
+    db.execute(
+        "ALTER TABLE steps ADD COLUMN actor TEXT NOT NULL DEFAULT 'agent'"
+        f" CHECK ({_one_of('actor', STEP_ACTORS)})"
     )
 
 

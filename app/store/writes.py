@@ -36,6 +36,7 @@ from app.core.vocabulary import (
     PhaseKind,
     Role,
     Source,
+    StepActor,
     UserMode,
 )
 from app.core.windows import WindowList
@@ -236,6 +237,7 @@ class Writes(StoreBase):
         agent_info: Mapping[str, Any] | None = None,
         messages: Sequence[Message] = (),
         delivered_phase: int | None = None,
+        actor: StepActor = "agent",
     ) -> list[int]:
         """Record one step and what came of it, all in one transaction.
 
@@ -266,8 +268,8 @@ class Writes(StoreBase):
             conn.execute(
                 """INSERT INTO steps (episode_id, idx, action, kind, description, started_at,
                        agent_seconds, act_seconds, settle_seconds, frame, phase_index,
-                       active_message_id, error, agent_info)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                       active_message_id, error, agent_info, actor)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
                     episode_id,
                     idx,
@@ -283,6 +285,7 @@ class Writes(StoreBase):
                     active_message_id,
                     error,
                     info_json,
+                    actor,
                 ),
             )
             ids = [_insert_message(conn, episode_id, message, now) for message in messages]

@@ -17,8 +17,11 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from app.agents.base import Agent
+from app.agents.person import PassThroughDesktop, PersonAgent
 from app.core.errors import DeskLoopError
 from app.core.vocabulary import UserMode
+from app.desktops.base import Desktop
 from app.desktops.inventory import BackendListing, list_libvirt
 from app.store import Store
 from app.tasks.loader import load_tasks
@@ -33,7 +36,8 @@ from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import TasksScreen
 from app.ui.services.authoring import RecordingSession
 from app.ui.services.desktops import DesktopPool, LibvirtDesktops
-from app.ui.services.episode import EpisodeSession
+from app.ui.services.episode import HUMAN, EpisodeSession
+from app.ui.services.novnc import NoVncServers
 
 SCREEN_KEYS = """
 **Screens** (from anywhere, when the cursor is not in a text box):
@@ -100,6 +104,8 @@ class DeskLoopApp(App[None]):
         """A desktop to watch when no episode runs (Desktops screen, 'view live')."""
         self.recording: RecordingSession | None = None
         """The demonstration the Author screen records (one at a time)."""
+        self.novnc = NoVncServers()
+        """noVNC servers started by `o` where no native viewer exists (one per desktop)."""
         self.tasks: list[Task] = []
         self.task_errors: list[DeskLoopError] = []
         self.reload_tasks()
@@ -120,6 +126,7 @@ class DeskLoopApp(App[None]):
             self.session.control.abort()
         if self.recording is not None and not self.recording.ended:
             self.recording.end("the TUI quit")
+        self.novnc.stop_all()
         await self.pool.close_all()
         self.store.close()
 
@@ -199,27 +206,42 @@ class DeskLoopApp(App[None]):
         agent_timeout: float | None = None,
         *,
         endpoint: dict[str, str] | None = None,
+        llm_user: dict[str, str] | None = None,
     ) -> EpisodeSession:
         """Start an episode on the task's desktop (`DesktopPool.for_task`) and show it on
         the Live screen; `agent_timeout` is a model agent's deadline per call (None: its
         default), `endpoint` its adapter, model, base URL and key variable
-        (`app.agents.factory.endpoint_config`)."""
+        (`app.agents.factory.endpoint_config`), `llm_user` the LLM user's endpoint
+        (`LLMUserConfig` fields; None: the user `user_mode` names)."""
         if self.session is not None and not self.session.ended:
             raise DeskLoopError("an episode is already running; abort it or wait for its end")
         from app.agents.factory import endpoint_config, make_agent
 
         # A bad spec fails here, before a desktop starts.
-        model = endpoint_config(agent_spec, **(endpoint or {}))
-        agent = make_agent(agent_spec, task, model, agent_timeout=agent_timeout, store=self.store)
+        agent: Agent | None = None
+        if agent_spec != HUMAN:
+            model = endpoint_config(agent_spec, **(endpoint or {}))
+            agent = make_agent(
+                agent_spec, task, model, agent_timeout=agent_timeout, store=self.store
+            )
         entry, started_here = self.pool.for_task(task)
+        desktop: Desktop = entry.desktop
+        if agent is None:
+            # `deskloop human` in the TUI: the person is the agent, through the live
+            # view (take-over) or a VNC viewer on the agent's recording proxy; their
+            # input reaches the desktop as they make it, so the runner's is a
+            # pass-through (as the CLI's).
+            agent = PersonAgent(entry.desktop)
+            desktop = PassThroughDesktop(entry.desktop)
         session = EpisodeSession(
             task=task,
             agent_spec=agent_spec,
             user_mode=user_mode,
             store=self.store,
-            desktop=entry.desktop,
+            desktop=desktop,
             backend=self.backend,
             agent=agent,
+            llm_user=llm_user,
         )
         self.session = session
         self.live_desktop = None

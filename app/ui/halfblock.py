@@ -17,9 +17,13 @@ import numpy.typing as npt
 from rich.color import Color
 from rich.segment import Segment
 from rich.style import Style
+from textual import events
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
+
+from app.core.actions import Button, Click, Drag, GuiAction, Scroll
 
 Pixels = npt.NDArray[np.uint8]
 UPPER_HALF = "▀"
@@ -52,9 +56,30 @@ def cell_codes(small: Pixels) -> npt.NDArray[np.int64]:
     return codes
 
 
+ZOOMS = (1, 2, 4, 8)
+"""The live view's magnifications: at 8 a 1280-wide desktop's GIMP text is legible in
+half blocks on a 160-column terminal (each cell two desktop pixels wide or fewer)."""
+
+BUTTONS: dict[int, Button] = {1: "left", 2: "middle", 3: "right"}
+
+
 class FrameView(Widget):
     """A widget showing desktop frames: half blocks here, kitty or sixel graphics in
-    app.ui.graphics. `show()` the latest frame, `clear()` to show none."""
+    app.ui.graphics. `show()` the latest frame, `clear()` to show none.
+
+    A view that can map its cells to desktop pixels (`desktop_point`) turns the
+    terminal's mouse into GUI actions on the desktop: a press and release on one cell
+    is a click, on another a drag, the wheel a scroll; each is posted as `Pointer` for
+    the screen to send (take-over). Zoom and pan (`zoom_by`, `pan`) show part of the
+    desktop magnified.
+    """
+
+    class Pointer(Message):
+        """The person's mouse, as a GUI action in desktop pixels."""
+
+        def __init__(self, action: GuiAction) -> None:
+            super().__init__()
+            self.action = action
 
     DEFAULT_CSS = """
     FrameView { width: 1fr; height: 1fr; }
@@ -68,6 +93,11 @@ class FrameView(Widget):
         """Frames drawn (for the benchmark)."""
         self.rows_painted = 0
         """Terminal rows redrawn for them, in all."""
+        self.zoom = 1
+        """Magnification (one of ZOOMS); 1 shows the whole desktop."""
+        self.centre = (0.5, 0.5)
+        """The shown part's centre, as fractions of the desktop's width and height."""
+        self._pressed: tuple[int, int, Button] | None = None
 
     @property
     def has_frame(self) -> bool:
@@ -79,6 +109,88 @@ class FrameView(Widget):
 
     def clear(self) -> None:
         raise NotImplementedError
+
+    def desktop_point(self, col: int, row: int) -> tuple[int, int] | None:
+        """The desktop pixel under cell (col, row) of the view; None off the picture
+        or where this view cannot tell (graphics protocols)."""
+        return None
+
+    def shown_part(self) -> tuple[Pixels, int, int] | None:
+        """The part of the latest frame shown at this zoom, and its top-left pixel."""
+        pixels = self._pixels
+        if pixels is None:
+            return None
+        height, width = pixels.shape[:2]
+        if self.zoom <= 1:
+            return pixels, 0, 0
+        w, h = max(1, width // self.zoom), max(1, height // self.zoom)
+        cx, cy = self.centre
+        x0 = int(min(max(0, round(cx * width - w / 2)), width - w))
+        y0 = int(min(max(0, round(cy * height - h / 2)), height - h))
+        return pixels[y0 : y0 + h, x0 : x0 + w], x0, y0
+
+    def zoom_by(self, steps: int, at: tuple[int, int] | None = None) -> None:
+        """Zoom in (steps > 0) or out through ZOOMS; centred on desktop pixel `at`
+        when given, else where it is."""
+        index = ZOOMS.index(self.zoom) if self.zoom in ZOOMS else 0
+        self.zoom = ZOOMS[max(0, min(len(ZOOMS) - 1, index + steps))]
+        if at is not None and self._pixels is not None:
+            height, width = self._pixels.shape[:2]
+            self.centre = (at[0] / width, at[1] / height)
+        if self.zoom == 1:
+            self.centre = (0.5, 0.5)
+        self._redraw()
+
+    def pan(self, dx: float, dy: float) -> None:
+        """Move the shown part by fractions of its own width and height."""
+        if self.zoom == 1:
+            return
+        cx, cy = self.centre
+        half = 0.5 / self.zoom
+        self.centre = (
+            min(1 - half, max(half, cx + dx / self.zoom)),
+            min(1 - half, max(half, cy + dy / self.zoom)),
+        )
+        self._redraw()
+
+    def _redraw(self) -> None:
+        """Draw the latest frame again (after a zoom or pan)."""
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        point = self.desktop_point(event.x, event.y)
+        button = BUTTONS.get(event.button)
+        if point is None or button is None:
+            return
+        self._pressed = (point[0], point[1], button)
+        self.capture_mouse()
+        event.stop()
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        pressed, self._pressed = self._pressed, None
+        if pressed is None:
+            return
+        self.release_mouse()
+        event.stop()
+        x1, y1, button = pressed
+        point = self.desktop_point(event.x, event.y) or (x1, y1)
+        action: GuiAction
+        if point == (x1, y1):
+            action = Click(x1, y1, button)
+        else:
+            action = Drag(x1, y1, point[0], point[1], button)
+        self.post_message(self.Pointer(action))
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self._wheel(event, 1)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self._wheel(event, -1)
+
+    def _wheel(self, event: events.MouseScrollDown | events.MouseScrollUp, dy: int) -> None:
+        point = self.desktop_point(event.x, event.y)
+        if point is not None:
+            event.stop()
+            self.post_message(self.Pointer(Scroll(point[0], point[1], dy)))
 
     def _rows(self, strips: list[Strip], crop: Region) -> list[Strip]:
         """The rows in `crop` of `strips` (one per row of the view, from the top),
@@ -99,6 +211,9 @@ class HalfBlockView(FrameView):
         self._strips: list[Strip] = []
         self._pad = 0
         self._styles: dict[int, Style] = {}
+        self._shown: tuple[int, int, int, int, int, int] | None = None
+        """What the cells show: (x0, y0, width, height) of the desktop part, and the
+        sampled grid's (out_w, out_h)."""
 
     def show(self, pixels: Pixels) -> int:
         """Display `pixels`; returns how many terminal rows changed."""
@@ -107,19 +222,38 @@ class HalfBlockView(FrameView):
 
     def clear(self) -> None:
         self._pixels = self._codes = None
+        self._shown = None
         self._strips = []
         self.refresh()
 
     def on_resize(self) -> None:
         self._rebuild(force=True)
 
+    def _redraw(self) -> None:
+        self._rebuild(force=True)
+
+    def desktop_point(self, col: int, row: int) -> tuple[int, int] | None:
+        if self._shown is None:
+            return None
+        x0, y0, width, height, out_w, out_h = self._shown
+        col -= self._pad
+        if not (0 <= col < out_w and 0 <= row < out_h // 2):
+            return None
+        # The cell's centre: its column's middle, the line between its two half pixels.
+        x = x0 + min(width - 1, int((col + 0.5) * width / out_w))
+        y = y0 + min(height - 1, int((2 * row + 1) * height / out_h))
+        return x, y
+
     def _rebuild(self, *, force: bool) -> int:
         size = self.size
-        if self._pixels is None or size.width == 0 or size.height == 0:
+        shown = self.shown_part()
+        if shown is None or size.width == 0 or size.height == 0:
             return 0
-        height, width = self._pixels.shape[:2]
+        pixels, x0, y0 = shown
+        height, width = pixels.shape[:2]
         out_w, out_h = fit(width, height, size.width, size.height)
-        codes = cell_codes(sample(self._pixels, out_w, out_h))
+        self._shown = (x0, y0, width, height, out_w, out_h)
+        codes = cell_codes(sample(pixels, out_w, out_h))
         old = self._codes
         if force or old is None or old.shape != codes.shape:
             changed = list(range(codes.shape[0]))

@@ -51,5 +51,8 @@ def vnc_lines(vnc: VncEndpoint | None) -> list[str]:
         f"VNC: {vnc.host}:{vnc.port} (display ::{vnc.port}) · password: {escape(vnc.password)}"
     ]
     if viewer_command() is None:
-        lines.append("[dim]no vncviewer installed: use the address and password above[/dim]")
+        lines.append(
+            "[dim]no vncviewer installed: o serves noVNC for a browser, or use the address "
+            "and password above[/dim]"
+        )
     return lines

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Header, Static
 
 from app.core.errors import DesktopError
 from app.desktops.inventory import VmListing
+from app.rfb.client import VncEndpoint
 from app.ui.modals import ChoiceScreen, ConfirmScreen
 from app.ui.screens.base import LabFooter, LabScreen
 from app.ui.screens.desktop_text import Row, address, describe_state, state_text, vnc_lines
@@ -28,6 +29,7 @@ from app.ui.services.desktops import (
     snapshot_key,
     viewer_command,
 )
+from app.ui.services.novnc import open_in_browser
 
 USAGE_EVERY = 2.0
 """Seconds between samples of the local desktops' CPU and memory."""
@@ -56,8 +58,10 @@ cannot be reached, one row says so and why. A local desktop is an Xvnc server on
   a snapshot: the last one taken here, or for a VM made elsewhere a saved state you
   pick from a list (**↑/↓**, **enter**; **esc** cancels). The local backend has no
   snapshots and says so.
-- **o** open in an external VNC viewer (TigerVNC's `vncviewer`); without one,
-  the address and password to give any viewer are shown below the table.
+- **o** open in an external VNC viewer (TigerVNC's `vncviewer`); without one, DeskLoop
+  serves noVNC on 127.0.0.1 and shows its URL (opened in your browser when there is a
+  display); the page still asks the desktop's VNC password, which the URL carries in
+  its fragment. The address and password for any viewer are shown below the table.
 - **v** watch it live in the Live screen.
 - **delete** remove: a desktop of this session that is not running leaves the
   list; a VM made elsewhere is deleted with its files (`deskloop vm rm`). Both
@@ -472,16 +476,31 @@ progress.
             self.notify(f"{name} is not running.", severity="warning")
             return
         if viewer_command() is None:
-            self.notify(
-                f"No vncviewer installed. Connect a viewer to {vnc.host}:{vnc.port}, "
-                f"password {vnc.password}",
-                timeout=15,
-            )
+            # No native viewer: serve noVNC (a process start and a wait, off the loop).
+            self._open_novnc(name, vnc)
             return
         try:
             open_viewer(vnc)
         except DesktopError as exc:
             self.notify(str(exc), severity="error", timeout=10)
+
+    @work(thread=True, exclusive=True, group="novnc", exit_on_error=False)
+    def _open_novnc(self, name: str, vnc: VncEndpoint) -> None:
+        try:
+            server = self.lab.novnc.serve(name, vnc)
+        except DesktopError as exc:
+            self.app.call_from_thread(
+                self.notify,
+                f"{exc}. Connect any VNC viewer to {vnc.host}:{vnc.port}, password {vnc.password}",
+                severity="error",
+                timeout=15,
+            )
+            return
+        opened = open_in_browser(server.url)
+        where = "Opened in your browser" if opened else "Open in a browser on this machine"
+        self.app.call_from_thread(
+            self.notify, f"{where}: {server.url}", title=f"noVNC for {name}", timeout=30
+        )
 
     def action_view(self) -> None:
         target = self._target()

@@ -35,6 +35,7 @@ from app.ui.modals import ConfirmScreen
 from app.ui.screens.base import LabFooter, LabScreen
 from app.ui.services.episode import EpisodeSession, StepLine
 from app.ui.services.frame_feed import frame_feed
+from app.ui.takeover import PASSTHROUGH_KEY, TakeOverMixin
 
 FEED_FPS = 12.0
 """Redraw cap: FIELD_NOTES measured 17 fps full-frame half-block redraws; 10-15 fps
@@ -50,7 +51,7 @@ INJECT_KINDS: list[tuple[str, UserKind]] = [
 ]
 
 
-class LiveScreen(LabScreen):
+class LiveScreen(TakeOverMixin, LabScreen):
     TITLE = "Live"
     HELP = """\
 The running episode (or a desktop chosen with **v** in Desktops).
@@ -75,6 +76,10 @@ The running episode (or a desktop chosen with **v** in Desktops).
   first: **y** aborts).
 - **c** puts the cursor in the chat box, **esc** takes it out (then the screen
   keys d t l e r ? q work again).
+- **Take over**: click, drag or scroll on the desktop's picture (half blocks) and
+  it happens on the desktop; **F6** sends every key to the desktop until F6
+  again. Your actions are recorded as your steps, not the agent's; pause (**F2**)
+  first so the agent does not act under you. **+**/**-** zoom, **shift+arrows** pan.
 
 Every message is recorded with its kind and the step at which it arrived.
 """
@@ -84,6 +89,13 @@ Every message is recorded with its kind and the step at which it arrived.
         Binding("f4", "abort", "Abort", priority=True),
         Binding("c", "chat", "Chat"),
         Binding("escape", "unfocus", "Leave chat", show=False),
+        Binding(PASSTHROUGH_KEY, "passthrough", "Take keys", priority=True),
+        Binding("plus,equals_sign", "zoom(1)", "Zoom", show=False),
+        Binding("minus", "zoom(-1)", "Zoom out", show=False),
+        Binding("shift+left", "pan(-0.25, 0)", "Pan", show=False),
+        Binding("shift+right", "pan(0.25, 0)", "Pan", show=False),
+        Binding("shift+up", "pan(0, -0.25)", "Pan", show=False),
+        Binding("shift+down", "pan(0, 0.25)", "Pan", show=False),
     ]
 
     fps: ClassVar[float] = FEED_FPS
@@ -266,15 +278,30 @@ Every message is recorded with its kind and the step at which it arrived.
         )
         if session.control.paused:
             first.append(" PAUSED ", "reverse")
+        if self.passthrough:
+            first.append(" KEYS→DESKTOP (F6) ", "reverse bold")
+        if self.frame_view.zoom > 1:
+            first.append(f" zoom {self.frame_view.zoom}×")
         second = Text(session.status)
         if not session.ended:
             second.append(f" · budget {steps_left} steps, {seconds_left:.0f} s")
+        lines = [first, second]
+        human = session.human
+        if human is not None and human.address is not None and not session.ended:
+            # A line of its own: the address must not be cut off by the budget.
+            proxy = human.address
+            lines.append(
+                Text(
+                    f"you drive (here, or VNC {proxy.host}:{proxy.port} pw {proxy.password})"
+                    " · chat: done [ANSWER] | ask Q | fail R"
+                )
+            )
         elif session.result is not None and session.result.error:
             second.append(f" · {session.result.error}", "red")
         # One line each, cut with an ellipsis: the frame below keeps its rows.
-        for line in (first, second):
+        for line in lines:
             line.no_wrap, line.overflow = True, "ellipsis"
-        status.update(Group(first, second))
+        status.update(Group(*lines))
 
     def update_instruction(self) -> None:
         session = self.session
@@ -364,7 +391,9 @@ Every message is recorded with its kind and the step at which it arrived.
 
     def _add_step(self, step: StepLine) -> None:
         table = self.query_one("#live-steps", DataTable)
-        note = Text(step.error, "red") if step.error else ""
+        note = (
+            Text(step.error, "red") if step.error else ("person" if step.actor == "person" else "")
+        )
         # Long actions (typed text) are cut, so the timing columns stay in view.
         description = step.description
         width = max(12, (table.size.width or 70) - TIMING_WIDTH)

@@ -20,11 +20,14 @@ from app.tasks.model import Task
 from app.ui.describe import task_markdown
 from app.ui.modals import HelpScreen
 from app.ui.screens.base import LabFooter, LabScreen
+from app.ui.services.episode import HUMAN
 
 KIND_FILTERS = ("all", "interactive", "standard")
 
 
-Choice = tuple[str, UserMode, float | None, dict[str, str]]
+Choice = tuple[str, UserMode, float | None, dict[str, str], dict[str, str] | None]
+"""Agent, user mode, agent timeout, the model agent's endpoint, and the LLM user's
+(model, base URL, key variable; None: no LLM user)."""
 """(agent spec, user mode, agent timeout or None for the default, a model agent's
 endpoint fields: adapter, model, base_url, api_key_env, those filled in)."""
 
@@ -53,7 +56,7 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
         # Scrolls: with the model fields it is taller than a 100×30 terminal allows.
         with VerticalScroll(id="dialog"):
             yield Static(f"[b]Start an episode of {self.task_.id}[/b]", id="dialog-title")
-            yield Label(f"Agent ({AGENT_SPECS})")
+            yield Label(f"Agent ({AGENT_SPECS} | {HUMAN}: you drive)")
             yield Input(value="reference", id="agent")
             yield Label("Model agents: adapter, model, base URL, key variable")
             with Horizontal(id="model-fields"):
@@ -70,11 +73,17 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
                 [
                     ("person (you, in the chat pane)", "person"),
                     ("simulated (phase script)", "simulated"),
+                    ("LLM user (phase script; a model answers the rest)", "llm"),
                 ],
                 value="person",
                 allow_blank=False,
                 id="user",
             )
+            yield Label("LLM user: model, base URL (key variable: the agent's, or default)")
+            with Horizontal(id="llm-user-fields"):
+                yield Input(placeholder="model for the LLM user", id="user-model")
+                yield Input(placeholder="base URL (default: the agent's)", id="user-base-url")
+            yield Static("", id="user-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Start", id="start", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -116,9 +125,25 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
             if value
         }
         if agent and user == "person":
-            self.dismiss((agent, "person", timeout, endpoint))
+            self.dismiss((agent, "person", timeout, endpoint, None))
         elif agent and user == "simulated":
-            self.dismiss((agent, "simulated", timeout, endpoint))
+            self.dismiss((agent, "simulated", timeout, endpoint, None))
+        elif agent and user == "llm":
+            model = self.query_one("#user-model", Input).value.strip()
+            if not model:
+                self.query_one("#user-error", Static).update(
+                    "[red]The LLM user needs a model (LLM user: model)[/red]"
+                )
+                return
+            llm = {"model": model}
+            base_url = self.query_one("#user-base-url", Input).value.strip()
+            base_url = base_url or endpoint.get("base_url", "")
+            if base_url:
+                llm["base_url"] = base_url
+            if endpoint.get("api_key_env"):
+                llm["api_key_env"] = endpoint["api_key_env"]
+            # The store's user mode: a model playing the user is a simulated user.
+            self.dismiss((agent, "simulated", timeout, endpoint, llm))
 
     @on(Button.Pressed, "#cancel")
     def cancel(self) -> None:
@@ -156,8 +181,10 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
             user: UserMode,
             agent_timeout: float | None = None,
             endpoint: dict[str, str] | None = None,
+            llm_user: dict[str, str] | None = None,
         ) -> None:
             super().__init__()
+            self.llm_user = llm_user
             self.task = task
             self.agent = agent
             self.user = user
@@ -282,7 +309,12 @@ The task library (`--tasks-dir`), grouped by app and level. A task marked
 
         try:
             self.lab.start_episode(
-                event.task, event.agent, event.user, event.agent_timeout, endpoint=event.endpoint
+                event.task,
+                event.agent,
+                event.user,
+                event.agent_timeout,
+                endpoint=event.endpoint,
+                llm_user=event.llm_user,
             )
         except DeskLoopError as exc:
             from app.ui.modals import ErrorScreen

@@ -9,9 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.agents.base import Agent
+from app.agents.person import PersonAgent
+from app.core.actions import describe_action
 from app.core.conversation import Message
 from app.core.triggers import describe_trigger
-from app.core.vocabulary import UserKind, UserMode
+from app.core.vocabulary import StepActor, UserKind, UserMode
 from app.desktops.base import Desktop
 from app.episode.control import EpisodeControl
 from app.episode.events import (
@@ -32,6 +34,10 @@ from app.ui.describe import describe_end
 from app.users.person import PersonUser
 from app.users.simulated import User
 
+HUMAN = "human"
+"""The start dialog's agent for a person driving the desktop themselves (as `deskloop
+human`): from the live view, or a VNC viewer on the recording proxy it shows."""
+
 
 @dataclass
 class StepLine:
@@ -41,6 +47,7 @@ class StepLine:
     act_seconds: float
     settle_seconds: float
     error: str | None
+    actor: StepActor = "agent"
 
 
 @dataclass
@@ -63,6 +70,8 @@ class EpisodeSession:
     backend: str
     agent: Agent | None = None
     """The agent built from `agent_spec` (built at run time when None)."""
+    llm_user: dict[str, str] | None = None
+    """The LLM user's endpoint (`LLMUserConfig` fields), when a model plays the user."""
     control: EpisodeControl = field(default_factory=EpisodeControl)
     user: User = field(init=False)
     runner: EpisodeRunner | None = None
@@ -81,7 +90,11 @@ class EpisodeSession:
     def __post_init__(self) -> None:
         # Built now, not with the runner: the chat pane answers through a person user
         # from the moment the episode is shown.
-        self.user = make_user(self.user_mode, self.task, cache_dir=llm_cache_dir(self.store))
+        cache = llm_cache_dir(self.store)
+        if self.llm_user is not None:
+            self.user = make_user("llm", self.task, cache_dir=cache, llm=dict(self.llm_user))
+        else:
+            self.user = make_user(self.user_mode, self.task, cache_dir=cache)
         self.phases = [
             PhaseLine(i, p.message, describe_trigger(p.trigger))
             for i, p in enumerate(self.task.phases)
@@ -91,6 +104,11 @@ class EpisodeSession:
     def episode_id(self) -> int | None:
         """Known once the runner has recorded the episode's start."""
         return self.runner.episode_id if self.runner is not None else None
+
+    @property
+    def human(self) -> PersonAgent | None:
+        """The person as the agent (`deskloop human` from the TUI), if so."""
+        return self.agent if isinstance(self.agent, PersonAgent) else None
 
     @property
     def person(self) -> PersonUser | None:
@@ -114,7 +132,8 @@ class EpisodeSession:
     def budget_left(self, now: float | None = None) -> tuple[int, float]:
         """(steps, seconds) left of the task's budget. The runner's own count of the
         seconds, which stops while the episode waits for the person (person mode)."""
-        steps = self.task.budget.steps - len(self.steps)
+        # The person's own steps (take-over) are not the agent's budget.
+        steps = self.task.budget.steps - sum(1 for s in self.steps if s.actor == "agent")
         seconds = self.task.budget.seconds
         used = self.runner.budget_seconds_used() if self.runner is not None else None
         if used is not None:
@@ -139,6 +158,7 @@ class EpisodeSession:
                         event.act_seconds,
                         event.settle_seconds,
                         event.error,
+                        event.actor,
                     )
                 )
                 self.waiting = None
@@ -187,6 +207,11 @@ class EpisodeSession:
         person = self.person
         if self.ended:
             raise ValueError("the episode has ended")
+        human = self.human
+        if human is not None and (person is None or person.waiting is None):
+            # The person is the agent: the chat box takes its commands (`done 2`).
+            action = human.command(text)  # ValueError: not a command (it lists them)
+            return f"sent: {describe_action(action)}"
         if person is not None and person.waiting is not None:
             what = person.waiting
             reply = person.send(text, from_draft=from_draft)

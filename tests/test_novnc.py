@@ -1,0 +1,198 @@
+"""noVNC, the viewer with nothing to install, opened in a real headless Chromium.
+
+A real Xvnc shows a red xterm on a black root; websockify serves Debian's noVNC for it
+on 127.0.0.1; headless Chromium (driven over a private DevTools pipe) opens the page
+the TUI would give the person, and the page's screenshot must be the VNC frame of the
+same desktop. A wrong password must show nothing of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from app.desktops.bare_xvnc import BareXvnc, bare_xvnc
+from app.desktops.web import Browser, start_browser
+from app.rfb.client import VncEndpoint, connect
+from app.ui.services.novnc import NoVncServer, NoVncServers, novnc_available, start_novnc
+
+pytestmark = pytest.mark.skipif(
+    novnc_available() is not None or shutil.which("chromium") is None,
+    reason=f"noVNC or Chromium missing: {novnc_available()}",
+)
+
+PASSWORD = "novnc-pw"
+RED = (0xC0, 0x30, 0x30)
+
+
+@pytest.fixture
+def desktop(tmp_path: Path) -> Iterator[BareXvnc]:
+    folder = tmp_path / "x"
+    folder.mkdir()
+    with bare_xvnc(folder, PASSWORD) as x:
+        term = subprocess.Popen(
+            ["xterm", "-bg", "#c03030", "-geometry", "40x10+300+200"],
+            env=x.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            yield x
+        finally:
+            term.terminate()
+            term.wait(5)
+
+
+async def _vnc_frame(x: BareXvnc) -> np.ndarray:
+    client = await connect("127.0.0.1", x.port, PASSWORD, timeout=10)
+    try:
+        # The xterm maps a little after it starts: wait for its red, not a fixed pause.
+        async with asyncio.timeout(20):
+            while True:
+                pixels = (await client.frame()).pixels
+                if (np.abs(pixels.astype(int) - RED).sum(axis=2) < 30).sum() > 1000:
+                    return pixels
+                await asyncio.sleep(0.1)
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
+    argv = [
+        "chromium",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--remote-debugging-pipe",
+        "--window-size=1400,1000",
+        "--force-device-scale-factor=1",
+        "about:blank",
+    ]
+    opened = await start_browser(None, {}, tmp_path / "chromium.log", argv, 60)
+    try:
+        yield opened
+    finally:
+        opened.close()
+        try:
+            async with asyncio.timeout(10):
+                await opened.process.wait()
+        except TimeoutError:
+            opened.process.kill()
+            await opened.process.wait()
+
+
+async def _open(browser: Browser, url: str) -> None:
+    page = browser.page
+    await browser.pipe.call("Page.navigate", {"url": url}, session_id=page.session_id)
+
+
+async def _status(browser: Browser) -> str:
+    text = await browser.page.evaluate(
+        "document.getElementById('status') ? document.getElementById('status').textContent : ''"
+    )
+    return str(text)
+
+
+async def _screenshot_of_canvas(browser: Browser) -> np.ndarray:
+    page = browser.page
+    rect = await page.evaluate(
+        "(() => { const c = document.querySelector('#screen canvas');"
+        " const r = c.getBoundingClientRect();"
+        " return {x: r.x, y: r.y, w: c.width, h: c.height}; })()"
+    )
+    shot = await browser.pipe.call(
+        "Page.captureScreenshot",
+        {
+            "format": "png",
+            "clip": {"x": rect["x"], "y": rect["y"], "width": rect["w"], "height": rect["h"],
+                     "scale": 1},
+            "captureBeyondViewport": True,
+        },
+        session_id=page.session_id,
+        timeout=20,
+    )  # fmt: skip
+    image = Image.open(io.BytesIO(base64.b64decode(shot["data"]))).convert("RGB")
+    return np.asarray(image)
+
+
+async def _wait_connected(browser: Browser, timeout: float = 30) -> str:
+    async with asyncio.timeout(timeout):
+        while True:
+            status = await _status(browser)
+            lowered = status.lower()
+            if status.startswith("Connected") or "disconnected" in lowered or "closed" in lowered:
+                return status
+            await asyncio.sleep(0.1)
+
+
+async def test_the_novnc_page_shows_the_desktop(desktop: BareXvnc, browser: Browser) -> None:
+    expected = await _vnc_frame(desktop)
+    server = await asyncio.to_thread(start_novnc, VncEndpoint("127.0.0.1", desktop.port, PASSWORD))
+    try:
+        assert server.url.startswith(f"http://127.0.0.1:{server.port}/vnc_lite.html#")
+        await _open(browser, server.url)
+        status = await _wait_connected(browser)
+        assert status.startswith("Connected"), status
+        # The first update lands a moment after "Connected": wait for the red to show.
+        async with asyncio.timeout(20):
+            while True:
+                shot = await _screenshot_of_canvas(browser)
+                if shot.shape[:2] == expected.shape[:2]:
+                    red = np.abs(shot.astype(int) - RED).sum(axis=2) < 30
+                    if red.sum() > 1000:
+                        break
+                await asyncio.sleep(0.2)
+        assert shot.shape == expected.shape
+        diff = np.abs(shot.astype(int) - expected.astype(int))
+        # The same desktop: nearly every pixel equal (noVNC draws its own dot cursor).
+        assert (diff.max(axis=2) > 16).mean() < 0.002, (diff.max(axis=2) > 16).mean()
+        expected_red = np.abs(expected.astype(int) - RED).sum(axis=2) < 30
+        ys, xs = np.nonzero(red)
+        eys, exs = np.nonzero(expected_red)
+        assert (ys.min(), xs.min(), ys.max(), xs.max()) == (
+            eys.min(), exs.min(), eys.max(), exs.max()
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert not server.alive()
+
+
+async def test_a_wrong_password_shows_nothing(desktop: BareXvnc, browser: Browser) -> None:
+    server = await asyncio.to_thread(start_novnc, VncEndpoint("127.0.0.1", desktop.port, "not-it"))
+    try:
+        await _open(browser, server.url)
+        status = await _wait_connected(browser)
+        assert not status.startswith("Connected"), status
+    finally:
+        server.stop()
+
+
+def test_a_desktop_without_a_password_is_refused() -> None:
+    from app.core.errors import DesktopError
+
+    with pytest.raises(DesktopError, match="no VNC password"):
+        start_novnc(VncEndpoint("127.0.0.1", 5999, ""))
+
+
+def test_the_sessions_servers_are_reused_and_stopped(desktop: BareXvnc) -> None:
+    servers = NoVncServers()
+    endpoint = VncEndpoint("127.0.0.1", desktop.port, PASSWORD)
+    first: NoVncServer = servers.serve("d1", endpoint)
+    assert servers.serve("d1", endpoint) is first
+    servers.stop_all()
+    assert not first.alive()

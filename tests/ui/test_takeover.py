@@ -1,0 +1,163 @@
+"""Take-over from the live view, on a real local desktop (Xvnc + xterm): a click in
+the half-block view lands on the desktop pixel under that cell, a key typed with
+passthrough on reaches the xterm, and both are recorded as the person's steps beside
+the agent's. Zoom maps cells to the magnified part."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.store import Store
+from app.ui.app import DeskLoopApp
+from app.ui.halfblock import HalfBlockView, fit
+from app.ui.screens.live import LiveScreen
+from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
+from tests.ui.helpers import wait_until
+
+pytestmark = pytest.mark.desktop
+
+TASK = """\
+id: xterm-takeover
+app: gimp
+level: L1
+title: Make the proof file
+instruction: Create ~/proof.txt.
+setup:
+  - launch: [xterm, -geometry, 80x20+0+0]
+  - wait_window: {class: XTerm, timeout: 60}
+budget: {steps: 10, seconds: 300}
+evaluate:
+  all:
+    - {check: file_exists, path: ~/proof.txt}
+reference: proof.yaml
+"""
+
+SCRIPT = """\
+kind: demonstration
+steps:
+  - type: "touch ~/proof.txt\\n"
+  - done
+"""
+
+
+def test_a_cell_maps_to_the_pixel_under_it_at_every_zoom() -> None:
+    # Pure arithmetic of the view over a frame whose pixels name their own position.
+    view = HalfBlockView()
+    h, w = 800, 1280
+    ys, xs = np.mgrid[0:h, 0:w]
+    pixels = np.stack([xs % 256, ys % 256, (xs // 256) * 16 + ys // 256], axis=2).astype(np.uint8)
+    view._pixels = pixels
+    for zoom in (1, 2, 8):
+        view.zoom, view.centre = zoom, (0.25, 0.75)
+        part = view.shown_part()
+        assert part is not None
+        shown, x0, y0 = part
+        out_w, out_h = fit(shown.shape[1], shown.shape[0], 100, 30)
+        view._shown = (x0, y0, shown.shape[1], shown.shape[0], out_w, out_h)
+        view._pad = (100 - out_w) // 2
+        for col, row in ((view._pad, 0), (view._pad + out_w // 2, 7), (view._pad + out_w - 1, 14)):
+            point = view.desktop_point(col, row)
+            assert point is not None
+            x, y = point
+            # The cell's upper half-pixel is sampled from just above (x, y).
+            cell_x = x0 + (col - view._pad) * shown.shape[1] // out_w
+            assert cell_x <= x < cell_x + shown.shape[1] / out_w + 1
+            assert abs(y - (y0 + (2 * row + 1) * shown.shape[0] / out_h)) < 1
+        assert view.desktop_point(view._pad + out_w, 0) is None  # right of the picture
+        assert view.desktop_point(view._pad, out_h // 2) is None  # below it
+
+
+async def test_click_and_keys_from_the_live_view_are_the_persons(tmp_path: Path) -> None:
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True)
+    (folder / "xterm-takeover.yaml").write_text(textwrap.dedent(TASK))
+    (folder / "proof.yaml").write_text(textwrap.dedent(SCRIPT))
+    db = tmp_path / "db" / "deskloop.db"
+    app = DeskLoopApp(db=db, tasks_dir=tmp_path / "tasks")
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, TasksScreen)
+        await wait_until(pilot, lambda: screen.selected is not None, 5, "a selected task")
+        await pilot.press("s")
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, StartEpisodeScreen), 5, "the start dialog"
+        )
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, LiveScreen), 10, "Live screen")
+        live = app.screen
+        assert isinstance(live, LiveScreen)
+        session = app.session
+        assert session is not None
+        await pilot.press("f2")  # pause before the agent's first step
+        await wait_until(pilot, lambda: session.status == "paused", 120, "the pause")
+        view = live.frame_view
+        assert isinstance(view, HalfBlockView)
+        await wait_until(pilot, lambda: view._shown is not None, 30, "a frame in the view")
+
+        # Click the cell at 3/4 of the picture's width, 1/2 of its height.
+        _x0, _y0, width, height, out_w, out_h = view._shown  # type: ignore[misc]
+        col, row = view._pad + out_w * 3 // 4, out_h // 4
+        expected = view.desktop_point(col, row)
+        assert expected is not None
+        # Independently of the view's code: the cell covers these desktop pixels.
+        assert (
+            int(width * (col - view._pad) / out_w)
+            <= expected[0]
+            <= int(width * (col - view._pad + 1) / out_w)
+        )
+        assert abs(expected[1] - height * (2 * row + 1) / out_h) <= 1
+        await pilot.click("#live-frame", offset=(col, row))
+        await wait_until(
+            pilot,
+            lambda: any(s.actor == "person" for s in session.steps),
+            30,
+            "the person's click as a step",
+        )
+        located = await session.desktop.guest.run(["xdotool", "getmouselocation", "--shell"])
+        where = dict(
+            line.split("=", 1) for line in located.stdout.decode().splitlines() if "=" in line
+        )
+        assert (int(where["X"]), int(where["Y"])) == expected  # the pointer is there
+
+        # Passthrough: keys go to the desktop (the xterm has the pointer's focus or not:
+        # click it first at its top-left region, where the -geometry put it).
+        await pilot.click("#live-frame", offset=(view._pad + 2, 2))
+        await pilot.press("f6")
+        assert live.passthrough
+        await pilot.press("t", "o", "u", "c", "h", "space", "m", "enter")
+        await pilot.press("f6")
+        assert not live.passthrough
+        await wait_until(
+            pilot,
+            lambda: sum(s.actor == "person" for s in session.steps) == 10,
+            60,
+            "the person's two clicks and eight keys",
+        )
+        # The keys reached the xterm's shell: `touch m` made the file.
+        guest = session.desktop.guest
+        deadline = time.monotonic() + 20
+        while not await guest.exists(f"{guest.home}/m"):
+            assert time.monotonic() < deadline, "the typed command made no file m"
+            await pilot.pause(0.1)
+        await pilot.press("f2")  # resume: the agent's steps follow the person's
+        person = session.person
+        assert person is not None  # user 'person' is the default: the DONE waits for review
+        await wait_until(pilot, lambda: person.waiting is not None, 120, "the agent's DONE")
+        await pilot.press("f3")  # accept
+        await wait_until(pilot, lambda: session.ended, 60, "the end of the episode")
+        episode_id = session.episode_id
+        assert episode_id is not None
+    with Store(db) as store:
+        steps = store.steps(episode_id)
+    actors = [s.actor for s in steps]
+    assert actors[:10] == ["person"] * 10 and "agent" in actors[10:]
+    assert steps[0].action == {"kind": "click", "x": expected[0], "y": expected[1],
+                               "button": "left", "count": 1}  # fmt: skip
+    typed = [s.action.get("text") for s in steps[2:6]]
+    assert typed == ["t", "o", "u", "c"]
+    assert [s.idx for s in steps] == list(range(len(steps)))
