@@ -80,6 +80,8 @@ class DesktopsScreen(LabScreen):
         self.usage: dict[str, Usage] = {}
         """The last CPU and memory sample of each running desktop: a local one by
         name, a VM made elsewhere by its row key (VM_KEY + name)."""
+        self._select: str | None = None
+        """A row to select once it appears (a VM being created)."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -186,15 +188,19 @@ class DesktopsScreen(LabScreen):
         return rows
 
     def fill(self, select: str | None = None) -> None:
-        """Rebuild the table, keeping the selected row (or selecting `select`)."""
+        """Rebuild the table, keeping the selected row (or selecting `select`, now or,
+        for a VM being created, as soon as its row appears)."""
         table = self.query_one(DataTable)
-        selected = select or self.selected_key()
+        self._select = select or self._select
         rows = self.rows()
+        keys = [row.key for row in rows]
+        selected = self._select if self._select in keys else self.selected_key()
+        if selected == self._select:
+            self._select = None
         table.clear()
         for row in rows:
             cells = row.cells + ("",) * (8 - len(row.cells))
             table.add_row(*cells, key=row.key)
-        keys = [row.key for row in rows]
         if selected in keys:
             table.move_cursor(row=keys.index(selected))
         self.show_detail()
