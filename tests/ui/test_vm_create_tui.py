@@ -182,3 +182,24 @@ def test_an_unreachable_libvirtd_gives_no_vm_figures() -> None:
         raise DesktopError("cannot connect to libvirt")
 
     assert VmUsageSampler(away).sample() == {}
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+async def test_the_dialogs_create_button_is_reached_on_small_terminals(
+    tmp_path: Path, no_libvirt: None, cache: Path, size: tuple[int, int]
+) -> None:
+    built(cache, "blender", 2048)
+    async with desktops_app(tmp_path, lambda: LISTING, size=size) as (app, pilot, *_rest):
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, CreateVmScreen), 5, "the dialog")
+        dialog = app.screen
+        await pilot.press("tab", "tab", "tab", "tab", "tab")  # to Create: it scrolls into view
+        create = dialog.query_one("#create", Button)
+        await wait_until(pilot, lambda: create.has_focus, 5, "Create focused")
+        await wait_until(
+            pilot, lambda: dialog.screen.find_widget(create) is not None, 5, "Create shown"
+        )
+        region = create.region
+        assert region.height > 0 and region.bottom <= size[1] and region.right <= size[0]
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, DesktopsScreen), 5, "closed")
