@@ -30,7 +30,7 @@ from app.ui.screens.desktop_text import (
     vm_detail,
     vnc_lines,
 )
-from app.ui.screens.vm_create import CreateVmScreen
+from app.ui.screens.vm_create import CreateVmScreen, question, suggest_name
 from app.ui.services.desktops import (
     DesktopPool,
     LibvirtDesktops,
@@ -127,6 +127,10 @@ class DesktopsScreen(LabScreen):
                 markers[name] = marker
         listing = self.vms.listing
         vms = listing is not None and any(vm.running for vm in listing.desktops)
+        # This session's VMs are measured like the others (by their row key's name).
+        vms |= self.pool.backend == "libvirt" and any(
+            e.info().state == "running" for e in self.pool.entries.values()
+        )
         if markers or vms or self.usage:
             self._sample(markers, vms)
 
@@ -247,8 +251,9 @@ class DesktopsScreen(LabScreen):
             return
         info = self.pool.entries[name].info()
         lines = [f"[b]{escape(name)}[/b] · {info.state} · made in this session"]
-        if name in self.usage and info.state == "running":
-            lines.append(self.usage[name].describe())
+        usage = self.usage.get(name) or self.usage.get(VM_KEY + name)  # local, or a VM
+        if usage is not None and info.state == "running":
+            lines.append(usage.describe())
         lines += vnc_lines(info.vnc)
         lines += [f"{key}: {escape(value)}" for key, value in info.details.items()]
         detail.update("\n".join(lines))
@@ -304,13 +309,10 @@ class DesktopsScreen(LabScreen):
         self._run(f"starting {name}", lambda: self.pool.start(name))
         self.fill(select=name)
 
-    def action_create_vm(self) -> None:
-        self._ask_new_vm()
-
     @work(thread=True, exclusive=True, group="vm-images", exit_on_error=False,
           description="listing the built images")  # fmt: skip
-    def _ask_new_vm(self) -> None:
-        """Read the image cache in a thread, then ask for the VM."""
+    def action_create_vm(self) -> None:
+        """Read the image cache in a thread, then ask for the VM (c)."""
         images = built_images()
         self.app.call_from_thread(self._show_create, images)
 
@@ -323,27 +325,20 @@ class DesktopsScreen(LabScreen):
             )
             return
         taken = {vm.name for vm in self.vms.listing.desktops} if self.vms.listing else set()
-        suggested = next(f"vm{i}" for i in range(1, 1000) if f"vm{i}" not in taken)
         self.app.push_screen(
-            CreateVmScreen(images, self.vms.check_new, suggested), self._confirm_create
+            CreateVmScreen(images, self.vms.check_new, suggest_name(taken)), self._confirm_create
         )
 
     def _confirm_create(self, request: VmRequest | None) -> None:
         if request is None:
             return
-        memory = f"{request.memory_mib} MiB" if request.memory_mib else "the image's memory"
-        vcpus = f"{request.vcpus} vCPUs" if request.vcpus else "2 vCPUs"
-        then = " and boot it (a minute or more under software emulation)" if request.start else ""
-        question = (
-            f"Create the VM {request.name} from image {request.image}, {memory}, {vcpus}{then}?"
-        )
 
         def confirmed(yes: bool | None) -> None:
             if yes:
                 self._run(f"creating {request.name}", lambda: self.vms.create(request))
                 self.fill(select=VM_KEY + request.name)
 
-        self.app.push_screen(ConfirmScreen("Create VM", question, "Create"), confirmed)
+        self.app.push_screen(ConfirmScreen("Create VM", question(request), "Create"), confirmed)
 
     def action_start(self) -> None:
         target = self._target()

@@ -113,3 +113,16 @@ def _number(text: str, field: str) -> int | None:
         return int(text)
     except ValueError:
         raise DesktopError(f"{field} {text!r}: expected a whole number") from None
+
+
+def suggest_name(taken: set[str]) -> str:
+    """A free name for a new VM: vm1, vm2, ..."""
+    return next(f"vm{i}" for i in range(1, len(taken) + 2) if f"vm{i}" not in taken)
+
+
+def question(request: VmRequest) -> str:
+    """The confirmation's question: what will be made."""
+    memory = f"{request.memory_mib} MiB" if request.memory_mib else "the image's memory"
+    vcpus = f"{request.vcpus} vCPUs" if request.vcpus else "2 vCPUs"
+    then = " and boot it (a minute or more under software emulation)" if request.start else ""
+    return f"Create the VM {request.name} from image {request.image}, {memory}, {vcpus}{then}?"
