@@ -54,3 +54,9 @@ def test_snapshot_and_revert_need_a_key() -> None:
     out = subprocess.run(child_argv("revert", "x"), capture_output=True, timeout=60, check=False)
     assert out.returncode != 0 and b"needs the start state's KEY" in out.stderr
     assert out.stdout == b""
+
+
+def test_create_needs_an_image() -> None:
+    out = subprocess.run(child_argv("create", "x"), capture_output=True, timeout=60, check=False)
+    assert out.returncode != 0 and b"create needs --image" in out.stderr
+    assert out.stdout == b""

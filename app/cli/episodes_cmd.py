@@ -249,7 +249,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def register(sub: Any) -> None:
     episodes = sub.add_parser("episodes", help="list and show recorded episodes")
     esub = episodes.add_subparsers(dest="episodes_command", metavar="ACTION", required=True)
@@ -287,4 +286,3 @@ def register(sub: Any) -> None:
     out.add_argument("--mp4", type=Path, help="one episode's screens as a video (ffmpeg)")
     ex.add_argument("--fps", type=float, default=2.0, help="MP4 frames a second (default 2)")
     ex.set_defaults(func=cmd_export)
-

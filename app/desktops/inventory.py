@@ -35,7 +35,13 @@ from pathlib import Path
 import libvirt
 
 from app.core.errors import DesktopError
-from app.desktops.libvirt import LibvirtConfig, VmRecord, list_vms, open_connection
+from app.desktops.libvirt import (
+    DOMAIN_PREFIX,
+    LibvirtConfig,
+    VmRecord,
+    list_vms,
+    open_connection,
+)
 from app.desktops.libvirt.actions import VM_ACTIONS, Done, Failed, Progress, child_argv, decode
 from app.desktops.libvirt.domain import vnc_port
 from app.desktops.libvirt.record import LOCK_FILE
@@ -247,3 +253,53 @@ async def _interrupt(proc: asyncio.subprocess.Process) -> None:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         await proc.wait()
+
+
+@dataclass(frozen=True)
+class VmStats:
+    """What libvirt reports of one running domain at one moment."""
+
+    cpu_seconds: float
+    """CPU time its vCPUs and QEMU have used so far (libvirt's `cpu.time`)."""
+    rss_bytes: int | None
+    """QEMU's resident memory on the host (`balloon.rss`), None when not reported."""
+    guest_bytes: int | None
+    """The memory the guest has now (`balloon.current`), None when not reported."""
+    vcpus: int | None
+
+
+def vm_stats(config: LibvirtConfig | None = None) -> dict[str, VmStats]:
+    """Running DeskLoop domains' CPU time and memory, by desktop name (blocking: one
+    `virConnectGetAllDomainStats` call, which takes no desktop's lock).
+
+    Raises:
+        DesktopError: libvirtd cannot be reached.
+    """
+    config = config or LibvirtConfig()
+    conn = open_connection(config.uri)
+    try:
+        wanted = (
+            libvirt.VIR_DOMAIN_STATS_CPU_TOTAL
+            | libvirt.VIR_DOMAIN_STATS_BALLOON
+            | libvirt.VIR_DOMAIN_STATS_VCPU
+        )
+        records = conn.getAllDomainStats(wanted, libvirt.VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE)
+        result = {}
+        for dom, stats in records:
+            if not dom.name().startswith(DOMAIN_PREFIX) or "cpu.time" not in stats:
+                continue
+            result[dom.name()[len(DOMAIN_PREFIX) :]] = VmStats(
+                cpu_seconds=stats["cpu.time"] / 1e9,  # nanoseconds
+                rss_bytes=_kib(stats.get("balloon.rss")),
+                guest_bytes=_kib(stats.get("balloon.current")),
+                vcpus=stats.get("vcpu.current"),
+            )
+        return result
+    except libvirt.libvirtError as exc:
+        raise DesktopError(f"reading domain stats at {config.uri} failed: {exc}") from exc
+    finally:
+        conn.close()
+
+
+def _kib(value: object) -> int | None:
+    return int(value) * 1024 if isinstance(value, int) else None

@@ -647,9 +647,7 @@ class EpisodeRunner(UserTurns):
             error_kind=kind,
         )
 
-    async def _archive(
-        self, episode_id: int, recording: RecordingSource, answer: Any
-    ) -> None:
+    async def _archive(self, episode_id: int, recording: RecordingSource, answer: Any) -> None:
         """Keep what scoring read, so the episode can be re-scored. A failure to keep it
         is said and logged, not an error of the episode: its score is already made."""
         try:

@@ -46,6 +46,9 @@ ACTIONS: dict[str, Callable[[LibvirtDesktop, str], Coroutine[Any, Any, object]]]
     # states and its files, as `deskloop vm rm` (LibvirtDesktop.remove, proven on real
     # domains in tests/test_libvirt.py).
     "rm": lambda desktop, _key: desktop.remove(),
+    # The TUI's create dialog: define the domain from a built image (no boot), as
+    # `deskloop vm create`; its image, memory and vCPUs come as options (`main`).
+    "create": lambda desktop, _key: desktop.create(),
 }
 """What each action does; snapshot and revert take the state's key. All but `rm`
 leave the domain defined."""
@@ -104,7 +107,8 @@ def decode(line: bytes | str) -> Report | None:
 
 def child_argv(action: str, name: str, *args: str) -> list[str]:
     """The command line of the child that runs `action` on desktop `name` (`args`:
-    the state's key for snapshot and revert)."""
+    the state's key for snapshot and revert; `--image X --memory M --vcpus N` for
+    create)."""
     return [sys.executable, "-m", "app.desktops.libvirt", action, name, *args]
 
 
@@ -140,7 +144,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("action", choices=VM_ACTIONS)
     parser.add_argument("name")
     parser.add_argument("key", nargs="?", help=f"the start state's key ({', '.join(NEEDS_KEY)})")
+    parser.add_argument("--image", help="create: the built image to define it from")
+    parser.add_argument("--memory", type=int, help="create: MiB of guest memory")
+    parser.add_argument("--vcpus", type=int, help="create: virtual CPUs")
     args = parser.parse_args(argv)
+    if args.action == "create" and not args.image:
+        parser.error("create needs --image")
     if args.action in NEEDS_KEY and not args.key:
         parser.error(f"{args.action} needs the start state's KEY")
     channel = _channel()
@@ -149,8 +158,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         channel.write(encode(item))
 
     try:
+        config = LibvirtConfig()
+        if args.memory:
+            config.memory_mib = args.memory
+        if args.vcpus:
+            config.vcpus = args.vcpus
         desktop = LibvirtDesktop(
-            name=args.name, config=LibvirtConfig(), progress=lambda text: report(Progress(text))
+            name=args.name,
+            image=args.image,
+            config=config,
+            progress=lambda text: report(Progress(text)),
         )
         if not _run_cancellable(ACTIONS[args.action](desktop, args.key or "")):
             return EXIT_INTERRUPTED

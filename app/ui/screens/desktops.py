@@ -19,20 +19,32 @@ from app.desktops.inventory import VmListing
 from app.rfb.client import VncEndpoint
 from app.ui.modals import ChoiceScreen, ConfirmScreen
 from app.ui.screens.base import LabFooter, LabScreen
-from app.ui.screens.desktop_text import Row, address, describe_state, state_text, vnc_lines
+from app.ui.screens.desktop_text import (
+    HELP,
+    Row,
+    address,
+    describe_state,
+    notice_detail,
+    state_text,
+    vm_cells,
+    vm_detail,
+    vnc_lines,
+)
+from app.ui.screens.vm_create import CreateVmScreen, question, suggest_name
 from app.ui.services.desktops import (
     DesktopPool,
     LibvirtDesktops,
-    Usage,
-    UsageSampler,
+    VmRequest,
+    built_images,
     open_viewer,
     snapshot_key,
     viewer_command,
 )
 from app.ui.services.novnc import open_in_browser
+from app.ui.services.usage import Usage, UsageSampler, VmUsageSampler
 
 USAGE_EVERY = 2.0
-"""Seconds between samples of the local desktops' CPU and memory."""
+"""Seconds between samples of the desktops' CPU and memory (local and VMs)."""
 LIST_EVERY = 3.0
 """Seconds between listings of the libvirt desktops while the screen shows."""
 
@@ -44,41 +56,10 @@ VM_KEY = "vm:"
 
 class DesktopsScreen(LabScreen):
     TITLE = "Desktops"
-    HELP = """\
-Every desktop of every backend: the ones this session made (**n**, and the one each
-episode runs on), and every libvirt VM DeskLoop made (domains `deskloop-*`, made by
-`deskloop vm`, `run` or another session), listed again every 3 seconds. When libvirtd
-cannot be reached, one row says so and why. A local desktop is an Xvnc server on
-127.0.0.1 with a random password, the openbox window manager and a throw-away home.
-
-- **n** new desktop (starts it), **s** start a stopped one, **x** stop it.
-- **z** reset: a fresh session, as a task's episode starts from (a VM goes back to
-  its boot state).
-- **p** snapshot: save the running desktop (libvirt: a saved VM state); **b** back to
-  a snapshot: the last one taken here, or for a VM made elsewhere a saved state you
-  pick from a list (**↑/↓**, **enter**; **esc** cancels). The local backend has no
-  snapshots and says so.
-- **o** open in an external VNC viewer (TigerVNC's `vncviewer`); without one, DeskLoop
-  serves noVNC on 127.0.0.1 and shows its URL (opened in your browser when there is a
-  display); the page still asks the desktop's VNC password, which the URL carries in
-  its fragment. The address and password for any viewer are shown below the table.
-- **v** watch it live in the Live screen.
-- **delete** remove: a desktop of this session that is not running leaves the
-  list; a VM made elsewhere is deleted with its files (`deskloop vm rm`). Both
-  ask first (**y** / **n**).
-- Below the table, a local desktop's CPU (percent of one core) and memory, summed
-  over its processes (from /proc, every 2 seconds).
-
-A VM made elsewhere is driven with `deskloop vm` commands run in the background,
-so the TUI never locks it. One that another DeskLoop process drives (the note says
-"in use by pid N") can be watched and opened in a viewer; its other actions wait
-until that process lets go of it.
-Starting, resetting and restoring take from seconds to minutes (a cold boot under
-software emulation); they run in the background and the State and note columns show
-progress.
-"""
+    HELP = HELP
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "new", "New"),
+        Binding("c", "create_vm", "New VM", show=False),
         Binding("s", "start", "Start"),
         Binding("x", "stop", "Stop"),
         Binding("z", "reset", "Reset"),
@@ -95,8 +76,12 @@ progress.
     def __init__(self) -> None:
         super().__init__()
         self.sampler = UsageSampler()
+        self.vm_sampler = VmUsageSampler(lambda: self.vms.stats())
         self.usage: dict[str, Usage] = {}
-        """The last CPU and memory sample of each running local desktop, by name."""
+        """The last CPU and memory sample of each running desktop: a local one by
+        name, a VM made elsewhere by its row key (VM_KEY + name)."""
+        self._select: str | None = None
+        """A row to select once it appears (a VM being created)."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -140,14 +125,22 @@ progress.
             marker = getattr(entry.desktop, "marker", None)  # local desktops have one
             if isinstance(marker, str) and entry.info().state == "running":
                 markers[name] = marker
-        if markers or self.usage:
-            self._sample(markers)
+        listing = self.vms.listing
+        vms = listing is not None and any(vm.running for vm in listing.desktops)
+        # This session's VMs are measured like the others (by their row key's name).
+        vms |= self.pool.backend == "libvirt" and any(
+            e.info().state == "running" for e in self.pool.entries.values()
+        )
+        if markers or vms or self.usage:
+            self._sample(markers, vms)
 
     @work(thread=True, exclusive=True, group="desktop-usage", exit_on_error=False,
           description="reading CPU and memory")  # fmt: skip
-    def _sample(self, markers: dict[str, str]) -> None:
-        """Read /proc in a thread: it reads every process's environment."""
+    def _sample(self, markers: dict[str, str], vms: bool) -> None:
+        """Read /proc (every process's environment) and libvirtd in a thread."""
         usage = {name: self.sampler.sample(marker) for name, marker in markers.items()}
+        if vms:
+            usage |= {VM_KEY + name: u for name, u in self.vm_sampler.sample().items()}
         self.app.call_from_thread(self._show_usage, usage)
 
     def _show_usage(self, usage: dict[str, Usage]) -> None:
@@ -183,40 +176,35 @@ progress.
             cells = ("libvirt", "libvirt", "", state_text("unreachable"), "", "", "", note)
             rows.append(Row(NOTICE_KEY, cells))
         else:
+            for name in self.vms.pending():
+                op = self.vms.operations[name]
+                last = Text(op.last, "dim")
+                rows.append(
+                    Row(
+                        VM_KEY + name, (name, "libvirt", "", state_text(op.doing), "", "", "", last)
+                    )
+                )
             for vm in listing.desktops:
                 # A desktop this session drives is shown once, as this session's.
                 if self.pool.backend == "libvirt" and vm.name in self.pool.entries:
                     continue
-                rows.append(Row(VM_KEY + vm.name, self._vm_cells(vm)))
+                rows.append(Row(VM_KEY + vm.name, vm_cells(vm, self.vms)))
         return rows
 
-    def _vm_cells(self, vm: VmListing) -> tuple[str | Text, ...]:
-        operation = self.vms.operations.get(vm.name)
-        error = self.vms.errors.get(vm.name)
-        if operation is not None:
-            state, note = state_text(operation.doing), Text(operation.last, "dim")
-        else:
-            state, note = state_text(vm.state), Text(error or "", "red")
-        if operation is None and not error:
-            # Short, to fit at 100 columns; the detail pane says more.
-            if vm.locked_by is not None:
-                note = Text(f"in use by pid {vm.locked_by}", "yellow")
-            else:
-                count = len(vm.states)
-                note = Text(f"{count} saved state{'' if count == 1 else 's'}", "dim")
-        size = f"{vm.width}×{vm.height}" if vm.width and vm.height else "?"
-        return (vm.name, "libvirt", vm.image, state, size, address(vm.vnc), "", note)
-
     def fill(self, select: str | None = None) -> None:
-        """Rebuild the table, keeping the selected row (or selecting `select`)."""
+        """Rebuild the table, keeping the selected row (or selecting `select`, now or,
+        for a VM being created, as soon as its row appears)."""
         table = self.query_one(DataTable)
-        selected = select or self.selected_key()
+        self._select = select or self._select
         rows = self.rows()
+        keys = [row.key for row in rows]
+        selected = self._select if self._select in keys else self.selected_key()
+        if selected == self._select:
+            self._select = None
         table.clear()
         for row in rows:
             cells = row.cells + ("",) * (8 - len(row.cells))
             table.add_row(*cells, key=row.key)
-        keys = [row.key for row in rows]
         if selected in keys:
             table.move_cursor(row=keys.index(selected))
         self.show_detail()
@@ -244,11 +232,15 @@ progress.
         detail = self.query_one("#desktop-detail", Static)
         key = self.selected_key()
         if key == NOTICE_KEY:
-            detail.update(self._notice_detail())
+            detail.update(notice_detail(self.vms.listing))
             return
         vm = self.selected_vm()
         if vm is not None:
-            detail.update(self._vm_detail(vm))
+            detail.update(vm_detail(vm, self.vms, self.usage.get(VM_KEY + vm.name)))
+            return
+        if key is not None and key.startswith(VM_KEY):  # being created: not listed yet
+            operation = self.vms.operations.get(key[len(VM_KEY) :])
+            detail.update(f"{escape(key[len(VM_KEY) :])} · {operation.doing if operation else ''}")
             return
         name = self.selected_name()
         if name is None:
@@ -259,42 +251,12 @@ progress.
             return
         info = self.pool.entries[name].info()
         lines = [f"[b]{escape(name)}[/b] · {info.state} · made in this session"]
-        if name in self.usage and info.state == "running":
-            lines.append(self.usage[name].describe())
+        usage = self.usage.get(name) or self.usage.get(VM_KEY + name)  # local, or a VM
+        if usage is not None and info.state == "running":
+            lines.append(usage.describe())
         lines += vnc_lines(info.vnc)
         lines += [f"{key}: {escape(value)}" for key, value in info.details.items()]
         detail.update("\n".join(lines))
-
-    def _notice_detail(self) -> str:
-        listing = self.vms.listing
-        if listing is None:
-            return "Listing the libvirt desktops…"
-        return (
-            f"[red]libvirt is not reachable[/red]: {escape(listing.error or '')}\n"
-            "Local desktops work without it. Tried again every few seconds; "
-            "DESKLOOP_LIBVIRT_URI names another libvirtd."
-        )
-
-    def _vm_detail(self, vm: VmListing) -> str:
-        lines = [
-            f"[b]{escape(vm.name)}[/b] · {vm.state} · domain {vm.domain} · image {vm.image} "
-            f"· made outside this session"
-        ]
-        operation = self.vms.operations.get(vm.name)
-        if operation is not None:
-            lines.append(f"busy {operation.doing}: {escape(operation.last)}")
-        elif vm.name in self.vms.errors:
-            lines.append(f"[red]{escape(self.vms.errors[vm.name])}[/red]")
-        if vm.locked_by is not None:
-            lines.append(
-                f"in use by DeskLoop process {vm.locked_by}: watch (v) and a viewer (o) work; "
-                "other actions wait for it"
-            )
-        lines += vnc_lines(vm.vnc)
-        if vm.states:
-            lines.append("saved states (b): " + ", ".join(s.key for s in vm.states))
-        lines.append(f"files: {escape(str(vm.dir))}")
-        return "\n".join(lines)
 
     def on_data_table_row_highlighted(self) -> None:
         self.show_detail()
@@ -346,6 +308,37 @@ progress.
         name = entry.info().name
         self._run(f"starting {name}", lambda: self.pool.start(name))
         self.fill(select=name)
+
+    @work(thread=True, exclusive=True, group="vm-images", exit_on_error=False,
+          description="listing the built images")  # fmt: skip
+    def action_create_vm(self) -> None:
+        """Read the image cache in a thread, then ask for the VM (c)."""
+        images = built_images()
+        self.app.call_from_thread(self._show_create, images)
+
+    def _show_create(self, images: list[tuple[str, int]]) -> None:
+        if not images:
+            self.notify(
+                "No VM image is built: `deskloop image build gimp` (or blender, kdenlive).",
+                severity="warning",
+                timeout=10,
+            )
+            return
+        taken = {vm.name for vm in self.vms.listing.desktops} if self.vms.listing else set()
+        self.app.push_screen(
+            CreateVmScreen(images, self.vms.check_new, suggest_name(taken)), self._confirm_create
+        )
+
+    def _confirm_create(self, request: VmRequest | None) -> None:
+        if request is None:
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._run(f"creating {request.name}", lambda: self.vms.create(request))
+                self.fill(select=VM_KEY + request.name)
+
+        self.app.push_screen(ConfirmScreen("Create VM", question(request), "Create"), confirmed)
 
     def action_start(self) -> None:
         target = self._target()

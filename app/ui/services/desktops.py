@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from app.core.errors import DesktopError
 from app.desktops.base import Desktop, DesktopInfo
 from app.desktops.factory import make_desktop
-from app.desktops.inventory import BackendListing, VmListing, vm_command
+from app.desktops.inventory import BackendListing, VmListing, VmStats, vm_command, vm_stats
 from app.episode.launch import desktop_spec, fits, make_spec_desktop
 from app.rfb.client import VncEndpoint
 from app.tasks.model import Task
@@ -181,6 +181,36 @@ class DesktopPool:
                 await entry.desktop.close()
 
 
+@dataclass(frozen=True)
+class VmRequest:
+    """A VM to create from the TUI: `deskloop vm create NAME --image IMAGE [--memory
+    MIB] [--vcpus N]`, then `deskloop vm start NAME` when `start`."""
+
+    name: str
+    image: str
+    memory_mib: int | None = None
+    """None: the image's default."""
+    vcpus: int | None = None
+    """None: the configuration's (2, or $DESKLOOP_VM_VCPUS)."""
+    start: bool = True
+
+    def create_args(self) -> tuple[str, ...]:
+        args = ["--image", self.image]
+        if self.memory_mib:
+            args += ["--memory", str(self.memory_mib)]
+        if self.vcpus:
+            args += ["--vcpus", str(self.vcpus)]
+        return tuple(args)
+
+
+def built_images() -> list[tuple[str, int]]:
+    """The images a VM can be created from: (name, default MiB of memory), built ones
+    only (`deskloop image list`). Blocking (reads the cache's manifests)."""
+    from app.vmimages.cache import list_images
+
+    return [(image.name, image.memory_mib) for image in list_images()]
+
+
 @dataclass
 class VmOperation:
     """A `deskloop vm` command running on a libvirt desktop made outside this session."""
@@ -199,8 +229,14 @@ class LibvirtDesktops:
     desktop's lock and other DeskLoop processes can use it as soon as one ends.
     """
 
-    def __init__(self, source: Callable[[], BackendListing]) -> None:
+    def __init__(
+        self,
+        source: Callable[[], BackendListing],
+        stats: Callable[[], dict[str, VmStats]] = vm_stats,
+    ) -> None:
         self.source = source
+        self.stats = stats
+        """Running VMs' CPU time and memory (blocking; `app.ui.services.usage`)."""
         self.listing: BackendListing | None = None
         """None until the first listing arrives."""
         self.operations: dict[str, VmOperation] = {}
@@ -243,6 +279,51 @@ class LibvirtDesktops:
             )
         return vm
 
+    def check_new(self, name: str) -> None:
+        """Refuse a name a new VM cannot take.
+
+        Raises:
+            DesktopError: not a valid desktop name, or a desktop of that name exists
+                (listed, or being created here).
+        """
+        from app.desktops.libvirt.config import validate_name
+
+        validate_name(name)
+        if self.get(name) is not None or name in self.operations:
+            raise DesktopError(f"a libvirt desktop named {name} exists already: pick another name")
+
+    async def create(self, request: VmRequest) -> None:
+        """Define a VM (`deskloop vm create`), then boot it (`deskloop vm start`) when
+        asked, each in a child process like every other action on VMs, so this process
+        never holds its lock. The row shows it (`pending`) before the listing has it.
+
+        Raises:
+            DesktopError: refused (see `check_new`) or a command failed.
+        """
+        name = request.name
+        self.check_new(name)
+        operation = VmOperation("creating")
+        self.operations[name] = operation
+        self.errors.pop(name, None)
+
+        def progress(line: str) -> None:
+            operation.last = line
+
+        try:
+            await vm_command("create", name, *request.create_args(), progress=progress)
+            if request.start:
+                operation.doing, operation.last = "starting", "cold boot"
+                await vm_command("start", name, progress=progress)
+        except DesktopError as exc:
+            self.errors[name] = str(exc)
+            raise
+        finally:
+            del self.operations[name]
+
+    def pending(self) -> list[str]:
+        """Names of the VMs being created here that the listing does not show yet."""
+        return [n for n in self.operations if self.get(n) is None]
+
     async def run(self, name: str, doing: str, action: str, *args: str) -> None:
         """`deskloop vm ACTION NAME ARGS`, with `doing` shown until it ends.
 
@@ -264,52 +345,6 @@ class LibvirtDesktops:
             raise
         finally:
             del self.operations[name]
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What a desktop uses now: CPU (percent of one core, over the last interval;
-    None at the first sample) and resident memory, over `processes` processes."""
-
-    cpu_percent: float | None
-    memory_bytes: int
-    processes: int
-
-    def describe(self) -> str:
-        cpu = "CPU …" if self.cpu_percent is None else f"CPU {self.cpu_percent:.0f}%"
-        return f"{cpu} · memory {self.memory_bytes / 2**20:.0f} MiB · {self.processes} processes"
-
-
-class UsageSampler:
-    """CPU and memory of local desktops, from /proc (app.core.procfs): the processes
-    carrying a desktop's marker (app.desktops.reaper). Blocking (it reads /proc of every
-    process): call `sample` off the UI's loop. CPU is the difference of CPU time between
-    two samples over the wall time between them."""
-
-    def __init__(self) -> None:
-        self._last: dict[str, tuple[float, float]] = {}
-        """Per marker: (monotonic time, CPU seconds) of the last sample."""
-
-    def sample(self, marker: str) -> Usage:
-        from app.core.procfs import process_cpu_seconds, process_rss_bytes
-        from app.desktops.reaper import marked_processes
-
-        pids = marked_processes(marker)
-        cpu = memory = 0.0
-        counted = 0
-        for pid in pids:
-            seconds, rss = process_cpu_seconds(pid), process_rss_bytes(pid)
-            if seconds is None or rss is None:
-                continue  # gone between the listing and the read
-            cpu, memory, counted = cpu + seconds, memory + rss, counted + 1
-        now = time.monotonic()
-        last = self._last.get(marker)
-        self._last[marker] = (now, cpu)
-        percent = None
-        if last is not None and now > last[0]:
-            # A process that ended takes its CPU time along: never below 0.
-            percent = max(0.0, (cpu - last[1]) / (now - last[0]) * 100)
-        return Usage(percent, int(memory), counted)
 
 
 def snapshot_key() -> str:
