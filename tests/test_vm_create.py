@@ -25,7 +25,7 @@ from app.desktops.inventory import list_libvirt, vm_command, vm_stats
 from app.desktops.libvirt import DOMAIN_PREFIX, LibvirtConfig
 from app.ui.services.desktops import LibvirtDesktops, VmRequest
 from app.ui.services.usage import VmUsageSampler
-from app.vmimages.cache import find_image
+from app.vmimages.builder import build_image
 
 pytestmark = [pytest.mark.desktop, pytest.mark.timeout(1200)]
 
@@ -45,8 +45,8 @@ def _renice_qemu(domain: str, stop: threading.Event) -> None:
 
 
 async def test_a_vm_created_from_the_tui_boots_shows_its_figures_and_goes() -> None:
-    if find_image(IMAGE) is None:
-        pytest.skip(f"image {IMAGE} is not built (deskloop image build {IMAGE})")
+    # Cached: built once per machine (tests/test_libvirt_blender.py builds it too).
+    await asyncio.to_thread(build_image, IMAGE, progress=print)
     name = f"tuicreate-{secrets.token_hex(3)}"
     domain = DOMAIN_PREFIX + name
     vms = LibvirtDesktops(list_libvirt)
