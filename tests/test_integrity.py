@@ -4,11 +4,22 @@ is tests/test_integrity_desktop.py."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 
+import pytest
+
+from app.core.commands import CommandResult
 from app.core.integrity import ExecRecord, IntegrityFlag, LastWrite
 from app.desktops.exec_trace import parse_line
-from app.episode.integrity import bypass_category, process_flags, secret_flags, writer_flags
+from app.episode.integrity import (
+    IntegrityWatch,
+    bypass_category,
+    process_flags,
+    secret_flags,
+    writer_flags,
+)
 from app.tasks.loader import load_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,3 +136,37 @@ def test_a_checked_file_written_by_another_program_is_flagged() -> None:
     (flag,) = writer_flags(task, Writes({out: LastWrite(12.5, 6, python)}), since=10.0)
     assert flag.kind == "file_writer"
     assert flag.evidence == (f"{out}: +2.5 s by pid 6: /usr/bin/python3 (python3 -c ...)",)
+
+
+class _GuestThatSwallowsCancels:
+    """A guest whose `run` ends normally when cancelled, as a command that ends just as
+    its caller is cancelled does under 3.11's wait_for (the cancellation is lost)."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    async def run(self, argv: list[str], timeout: float = 30.0) -> CommandResult:
+        self.runs += 1
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(3600)
+        return CommandResult(tuple(argv), 1, b"", b"")
+
+
+class _Desktop:
+    def __init__(self) -> None:
+        self.guest = _GuestThatSwallowsCancels()
+
+
+@pytest.mark.timeout(30)
+async def test_the_console_watch_stops_even_when_a_cancellation_is_lost() -> None:
+    # The watch's own stopping, not the guest: the real console watch runs on real
+    # desktops in tests/test_integrity_desktop.py.
+    task = load_task(ROOT / "tasks" / "gimp" / "gimp-flip-export.yaml")
+    desktop = _Desktop()
+    watch = IntegrityWatch(task, desktop, poll_seconds=0.01)  # type: ignore[arg-type]
+    watch.start()
+    while desktop.guest.runs == 0:
+        await asyncio.sleep(0.01)
+    # Before the fix this never returned: the loop went on polling (the timeout ends it).
+    await watch.stop()
+    assert desktop.guest.runs == 1

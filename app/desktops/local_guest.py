@@ -137,7 +137,10 @@ class LocalGuest:
         except OSError as exc:
             raise GuestError(f"cannot start {args[0]!r} in the local desktop: {exc}") from exc
         try:
-            stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout)
+            # asyncio.timeout, not wait_for: 3.11's wait_for loses a cancellation that
+            # arrives as the command ends, and a cancelled caller would run on.
+            async with asyncio.timeout(timeout):
+                stdout, stderr = await proc.communicate()
         except TimeoutError:
             await _kill_group(proc)
             raise GuestError(f"{args!r} ran past its {timeout:g} s timeout; killed") from None

@@ -241,6 +241,7 @@ class IntegrityWatch:
     """Console window titles seen, with when first (Unix time)."""
     console_problem: str | None = None
     _poller: asyncio.Task[None] | None = None
+    _stopping: bool = False
 
     def start(self) -> None:
         self.started_at = time.time()
@@ -248,6 +249,9 @@ class IntegrityWatch:
 
     async def stop(self) -> None:
         if self._poller is not None:
+            # The flag as well as the cancel: a cancellation can be lost inside a library
+            # await (3.11's wait_for), and the loop must end all the same.
+            self._stopping = True
             self._poller.cancel()
             try:
                 await self._poller
@@ -268,7 +272,7 @@ class IntegrityWatch:
             "getwindowname",
             "%@",
         ]
-        while True:
+        while not self._stopping:
             try:
                 result = await self.desktop.guest.run(argv, timeout=10)
                 if result.ok:
