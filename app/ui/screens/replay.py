@@ -171,7 +171,7 @@ One recorded episode.
         if e.error:
             head.append(f"\n{e.error}", "red")
         if e.final_windows is not None:
-            # One line: the head is three lines high.
+            # One line: the head grows to six lines, then scrolls.
             windows = "; ".join(w.describe() for w in e.final_windows.windows) or "none"
             head.append(f"\nwindows open at the end: {windows}", "dim")
         if self.flags:
