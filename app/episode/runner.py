@@ -135,6 +135,7 @@ class EpisodeRunner(UserTurns):
         self.episode_id: int | None = None
         self.protocol: Protocol | None = None
         self._integrity: IntegrityWatch | None = None
+        self._final_reads: Recorded | None = None
         self._phase_reads: dict[int, Recorded] = {}
         """What each delivered phase's checks read, archived with the final state."""
 
@@ -256,6 +257,7 @@ class EpisodeRunner(UserTurns):
             await self.agent.close()
         await self._record_score(episode_id, score)
         await self._archive(episode_id, recording, protocol.returned)
+        self._final_reads = recording.recorded
         await self._record_integrity(episode_id)
         await self._finish(episode_id, protocol, "finished", None, final_frame)
         return EpisodeResult(
@@ -681,9 +683,11 @@ class EpisodeRunner(UserTurns):
         """Record the integrity flags beside the score (they never change it)."""
         if self._integrity is None:
             return
+        await self._integrity.collect()
         steps = await self._stored(self.store.steps, episode_id)
         typed = [(s.idx, str(s.action["text"])) for s in steps if s.action.get("kind") == "type"]
-        flags, checked = await asyncio.to_thread(self._integrity.flags, typed)
+        probes = self._final_reads.probes if self._final_reads is not None else None
+        flags, checked = await asyncio.to_thread(self._integrity.flags, typed, probes)
         await self._stored(self.store.record_flags, episode_id, flags, checked)
         if flags:
             self._say("integrity: " + "; ".join(f.summary for f in flags))
