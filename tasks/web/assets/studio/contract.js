@@ -20,7 +20,8 @@
   const time = (t) => { const [h, m] = t.split(":").map(Number); return h * 60 + m; };
 
   // `b` matches `want` ({room, week, day, start: "HH:MM", end, person, gear, repeat,
-  // cancelled}); fields left out must be as the booking started (a new one: defaults).
+  // cancelled, title}); fields left out must be as the booking started (a new one:
+  // defaults), except the title, which only a start booking's `want` names.
   function matches(b, want) {
     if (!b) return false;
     const base = b.id < 100 ? startOf(b.id) : { week: 0, repeat: "none", cancelled: false, gear: [] };
@@ -28,7 +29,7 @@
     if (want.start) w.start = time(want.start);
     if (want.end) w.end = time(want.end);
     return ["room", "week", "day", "start", "end", "person", "repeat", "cancelled"].every((f) => w[f] === undefined || b[f] === w[f])
-      && sameGear(b.gear, w.gear);
+      && sameGear(b.gear, w.gear) && (!want.title || norm(b.title) === norm(want.title));
   }
   // Every start booking not in `changed` is as it started, and the new bookings are
   // exactly one for each title in `created` (a new booking cancelled again is gone).
@@ -95,6 +96,19 @@
       } },
     { id: "promo-free-camera", description: "Studio B is booked for Maya on Wednesday 10:00–12:00 as 'Promo — Northlight' with the camera that is free then (the A7S III).",
       check: bookingsTask({ "Promo Northlight": { room: "studioB", day: 2, start: "10:00", end: "12:00", person: "maya", gear: ["a7s"] } }) },
+    { id: "lanterns-day-2", description: "Studio A is booked for Jonas next Monday (14 December) 09:00–17:00 as 'Music video — Lanterns day 2' with the FX6 and the light kit.",
+      check: bookingsTask({ "Music video Lanterns day 2": { room: "studioA", week: 1, day: 0, start: "09:00", end: "17:00", person: "jonas", gear: ["fx6", "lights"] } }) },
+    { id: "fx6-days", description: "On which weekdays this week is the FX6 camera booked? Return the days' names.",
+      answer_schema: { type: "array", items: { type: "string" } },
+      check: (returned) => {
+        const names = ["mon", "tue", "wed", "thu", "fri"];
+        const days = names.filter((_, d) => live().some((b) => b.gear.includes("fx6") && occurs(b, 0, d)));
+        const got = Array.isArray(returned) ? returned.map((x) => norm(x).slice(0, 3)).sort() : [];
+        const ok = got.length === days.length && [...days].sort().every((d, i) => d === got[i]) && untouchedAll();
+        return result(ok, `returned ${JSON.stringify(returned)}; the FX6 is booked on ${days.join(", ")}`);
+      } },
+    { id: "podcast-weekly-thursday", description: "Ep. 42's booking is 'Podcast: Frame Rate (weekly)', repeating weekly on Thursdays 15:00–16:00 in the booth; Monday's ep. 41 is cancelled.",
+      check: bookingsTask({ 12: { day: 3, repeat: "weekly", title: "Podcast: Frame Rate (weekly)" }, 5: { cancelled: true } }) },
     { id: "lanterns-thursday-selects", description: "The Lanterns shoot is on Thursday (same time, Studio A) and Edit Suite 1 is booked for Priya on Friday 09:00–12:00 as 'Lanterns — selects'.",
       check: bookingsTask({ 10: { day: 3 }, "Lanterns selects": { room: "edit1", day: 4, start: "09:00", end: "12:00", person: "priya" } }) },
     { id: "colour-weekly-thursday", description: "Edit Suite 2 is booked for Hana every Thursday 14:00–18:00 from this week as 'Colour — weekly block'.",
