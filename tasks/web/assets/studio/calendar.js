@@ -157,7 +157,8 @@
     e.style.height = `${((b.end - b.start) / 60) * HOUR_PX - 2}px`;
     e.appendChild(el("b", "", (clash ? "⚠ " : "") + (b.repeat !== "none" ? "↻ " : "") + b.title));
     e.appendChild(el("div", "meta", `${hhmm(b.start)}–${hhmm(b.end)} · ${person(b.person).name.split(" ")[0]}`));
-    if (b.gear.length) e.appendChild(el("div", "meta", b.gear.map(gearName).join(", ")));
+    // The gear line only where there is room for it (an hour and a half or more).
+    if (b.gear.length && b.end - b.start >= 90) e.appendChild(el("div", "meta", b.gear.map(gearName).join(", ")));
     e.addEventListener("mousedown", (event) => startDrag(event, b, e));
     return e;
   }
@@ -184,9 +185,18 @@
     })));
     fill("ed-repeat", REPEATS.map(([v, label]) => button(label, d.repeat === v, () => { d.repeat = v; renderEditor(); })));
     const msg = document.getElementById("ed-msg");
-    msg.textContent = S.msg;
+    msg.textContent = S.msg || clashNote(d.id);
     msg.className = S.msg.startsWith("Saved") ? "ok" : "";
     document.getElementById("ed-cancel-booking").style.display = d.id ? "block" : "none";
+  }
+
+  // What an open booking clashes with, so that a double booking explains itself.
+  function clashNote(id) {
+    const notes = conflicts().filter((c) => c.a === id || c.b === id).map((c) => {
+      const other = S.bookings.find((b) => b.id === (c.a === id ? c.b : c.a));
+      return `${c.what} with “${other.title}”`;
+    });
+    return notes.length ? `⚠ Double-booked: ${notes.join("; ")}.` : "";
   }
 
   function describe(b) {
