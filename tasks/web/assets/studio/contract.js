@@ -109,6 +109,23 @@
       } },
     { id: "podcast-weekly-thursday", description: "Ep. 42's booking is 'Podcast: Frame Rate (weekly)', repeating weekly on Thursdays 15:00–16:00 in the booth; Monday's ep. 41 is cancelled.",
       check: bookingsTask({ 12: { day: 3, repeat: "weekly", title: "Podcast: Frame Rate (weekly)" }, 5: { cancelled: true } }) },
+    { id: "audiobook-3-later", description: "Friday's 'Audiobook — chapter 3' runs an hour later, 12:00–13:30.",
+      check: bookingsTask({ 19: { start: "12:00", end: "13:30" } }) },
+    { id: "swap-thursday-suites", description: "On Thursday the sound mix is in Edit Suite 1 and the Harbour doc review in Edit Suite 2, same times.",
+      check: bookingsTask({ 13: { room: "edit1" }, 14: { room: "edit2" } }) },
+    { id: "most-hours", description: "Who has the most hours booked this week, and how many? Return {person, hours}.",
+      answer_schema: { type: "object", properties: { person: { type: "string" }, hours: { type: "number" } }, required: ["person", "hours"] },
+      check: (returned) => {
+        const hours = D.people.map((p) => [p, live().filter((b) => b.person === p.id)
+          .reduce((sum, b) => sum + [0, 1, 2, 3, 4].filter((d) => occurs(b, 0, d)).length * (b.end - b.start), 0) / 60]);
+        const [top, h] = hours.reduce((best, x) => (x[1] > best[1] ? x : best));
+        const r = returned && typeof returned === "object" ? returned : {};
+        const ok = typeof r.person === "string" && norm(r.person).includes(norm(top.name.split(" ")[0]))
+          && r.hours === h && untouchedAll();
+        return result(ok, `returned ${JSON.stringify(returned)}; most hours: ${top.name}, ${h} h`);
+      } },
+    { id: "velo-reshuffle", description: "The Velo ad green screen is on Wednesday 09:00–12:00 in Studio B with the A7S III and the teleprompter; its VO record is in the booth on Wednesday 13:00–14:00; nothing clashes.",
+      check: bookingsTask({ 6: { day: 2, gear: ["a7s", "prompter"] }, 8: { day: 2, start: "13:00", end: "14:00" } }) },
     { id: "lanterns-thursday-selects", description: "The Lanterns shoot is on Thursday (same time, Studio A) and Edit Suite 1 is booked for Priya on Friday 09:00–12:00 as 'Lanterns — selects'.",
       check: bookingsTask({ 10: { day: 3 }, "Lanterns selects": { room: "edit1", day: 4, start: "09:00", end: "12:00", person: "priya" } }) },
     { id: "colour-weekly-thursday", description: "Edit Suite 2 is booked for Hana every Thursday 14:00–18:00 from this week as 'Colour — weekly block'.",
