@@ -253,8 +253,8 @@ One recorded episode.
         elif item is None:
             caption.update("final state of the desktop (what the checks scored)")
         if step is not None and item is step:
-            who = "the person (take-over)" if step.actor == "person" else "the agent"
-            caption.update(Text(f"step {step.idx}, by {who}: {action_caption(step)}"))
+            by = "the person (take-over)" if step.actor == "person" else "the agent"
+            caption.update(Text(f"step {step.idx}, by {by}: {action_caption(step)}"))
         frame = step.frame if step is not None else self.episode.final_frame
         point = action_point(step.action) if step is not None and item is step else None
         if frame is None:
