@@ -195,3 +195,72 @@ def test_cli_reports_each_file_and_exits_1_when_one_is_not_importable(
     assert "2 imported, 1 imported with manual steps left, 2 not importable" in printed
     assert "  manual: " in printed and "not importable  " in printed
     assert main(["tasks", "validate", str(out)]) == 0
+
+
+def test_include_exclude_over_a_file_listing_becomes_file_checks() -> None:
+    """DeskCraft's interactive Blender tasks check their deliveries with a shell loop
+    printing EXISTS:/MISSING: per file; both halves of the rule name the same files."""
+    listing = {
+        "type": "vm_command_line",
+        "command": "for p in /home/user/Documents/a.png /home/user/Documents/b.blend; do"
+        ' if [ -f "$p" ]; then echo "EXISTS:$p"; else echo "MISSING:$p"; fi; done',
+        "shell": True,
+    }
+    rules = {
+        "include": ["EXISTS:/home/user/Documents/a.png", "EXISTS:/home/user/Documents/b.blend"],
+        "exclude": ["MISSING:/home/user/Documents/a.png", "MISSING:/home/user/Documents/b.blend"],
+    }
+    leaves = map_evaluator("check_include_exclude", listing, {"rules": rules})
+    assert leaves == [
+        {"check": "file_exists", "path": "~/Documents/a.png"},
+        {"check": "file_exists", "path": "~/Documents/b.blend"},
+    ]
+    gone = map_evaluator(
+        "check_include_exclude", listing, {"rules": {"include": ["MISSING:/home/user/x.tmp"]}}
+    )
+    assert gone == [{"check": "file_not_exists", "path": "~/x.tmp"}]
+    # Text searched in some other command's output has no file to check.
+    with pytest.raises(Unmapped, match="not a file listing"):
+        map_evaluator(
+            "check_include_exclude",
+            {"type": "vm_command_line", "command": "ls ~/Desktop"},
+            {"rules": {"include": ["projects"]}},
+        )
+    with pytest.raises(Unmapped, match="is not an EXISTS:/MISSING: file listing"):
+        map_evaluator("check_include_exclude", listing, {"rules": {"include": ["EXISTS"]}})
+
+
+def test_a_blend_saved_by_a_newer_blender_is_a_manual_step(tmp_path: Path) -> None:
+    """DeskCraft's published scenes were saved by Blender 5 (header `BLENDER17-01v0500`),
+    which the desktops' Blender 3.4 refuses: the import must say so, not pass them on."""
+    import gzip as gz
+
+    from app.tasks.deskcraft_blender import blend_problem, blend_version
+
+    new = tmp_path / "new.blend"
+    new.write_bytes(b"BLENDER17-01v0500" + bytes(64))
+    old = tmp_path / "old.blend"
+    with gz.open(old, "wb") as f:
+        f.write(b"BLENDER-v293RENDH" + bytes(64))
+    four = tmp_path / "four.blend"
+    four.write_bytes(b"BLENDER-v402" + bytes(64))
+    assert (blend_version(new), blend_version(old), blend_version(four)) == (
+        (5, 0),
+        (2, 93),
+        (4, 2),
+    )
+    assert blend_problem(old) is None
+    assert "Blender 5.0, which the desktops' Blender 3.4 cannot open" in str(blend_problem(new))
+    assert "may not open" in str(blend_problem(four))
+    ours = ROOT / "tasks/blender/assets/cube.blend"
+    assert blend_problem(ours) is None  # zstd-compressed, saved by our Blender
+    not_blend = tmp_path / "x.blend"
+    not_blend.write_bytes(b"hello")
+    assert blend_version(not_blend) is None and blend_problem(not_blend) is None
+
+
+def test_importing_a_blender_5_scene_names_the_rebuild(repo: Path, tmp_path: Path) -> None:
+    (repo / "assets/blend/default_cube.blend").write_bytes(b"BLENDER17-01v0500" + bytes(64))
+    report = convert(DATA / "L1_blender_rename.json", repo, tmp_path / "tasks")
+    assert report.status == "manual", report.line()
+    assert any("rebuild the scene with Blender 3.4" in step for step in report.manual)

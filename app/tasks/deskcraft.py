@@ -33,6 +33,7 @@ from typing import Any, Literal
 import yaml
 
 from app.core.errors import TaskError
+from app.tasks.deskcraft_blender import blend_problem
 from app.tasks.deskcraft_checks import Unmapped, guest_path, map_evaluator
 from app.tasks.loader import load_task
 
@@ -162,6 +163,10 @@ class _Conversion:
         relative = source.relative_to(self.repo.resolve()).as_posix()
         name = "assets/deskcraft/" + relative.removeprefix("assets/")
         self.assets[name] = source
+        if source.suffix == ".blend":
+            problem = blend_problem(source)
+            if problem:
+                self.manual.append(f"asset {wanted}: {problem}")
         return name
 
     def setup(self, config: Any) -> list[Any]:
