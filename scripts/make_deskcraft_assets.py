@@ -12,11 +12,15 @@ Run: .venv/bin/python scripts/make_deskcraft_assets.py
 - Kdenlive (tasks/kdenlive/assets/deskcraft/): its stock footage and music (LFS, 1080p
   and 4K) become short 640x360 ffmpeg test pictures and a tone, under DeskCraft's names.
 
+- GIMP (tasks/gimp/assets/deskcraft/, with --deskcraft DIR): DeskCraft's street photo
+  without its ICC profile, which would make GIMP open a dialog before the image.
+
 The tasks say which of their files are substitutes (a comment at the top of each).
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import subprocess
 from pathlib import Path
@@ -26,6 +30,7 @@ from PIL import Image, ImageFilter
 ROOT = Path(__file__).resolve().parent.parent
 BLENDER_OUT = ROOT / "tasks" / "blender" / "assets" / "deskcraft"
 KDENLIVE_OUT = ROOT / "tasks" / "kdenlive" / "assets" / "deskcraft"
+GIMP_OUT = ROOT / "tasks" / "gimp" / "assets" / "deskcraft"
 TIMEOUT = 300
 
 
@@ -122,10 +127,30 @@ def kdenlive_media() -> None:
     )  # fmt: skip
 
 
+def gimp_photo(deskcraft: Path) -> None:
+    """DeskCraft's street photo without its ICC profile: GIMP asks whether to convert an
+    embedded profile before it shows the image, a dialog the task's setup does not expect.
+    `quality="keep"` reuses the file's own quantisation tables, so nothing else changes."""
+    name = "street_city_466685.jpg"
+    with Image.open(deskcraft / "assets" / "jpg" / name) as photo:
+        out = GIMP_OUT / "jpg" / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        photo.save(out, quality="keep", optimize=True)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--deskcraft",
+        type=Path,
+        help="a local copy of DeskCraft's repository: also re-derive the GIMP photo from it",
+    )
+    args = parser.parse_args()
     blender_assets()
     ground_textures()
     kdenlive_media()
+    if args.deskcraft is not None:
+        gimp_photo(args.deskcraft)
 
 
 if __name__ == "__main__":
