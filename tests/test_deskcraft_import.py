@@ -264,3 +264,32 @@ def test_importing_a_blender_5_scene_names_the_rebuild(repo: Path, tmp_path: Pat
     report = convert(DATA / "L1_blender_rename.json", repo, tmp_path / "tasks")
     assert report.status == "manual", report.line()
     assert any("rebuild the scene with Blender 3.4" in step for step in report.manual)
+
+
+def test_media_fills_in_files_the_repository_lacks(repo: Path, tmp_path: Path) -> None:
+    """DeskCraft's LFS media never reached its public repository: --media supplies
+    substitutes, uploaded like its own files and named in the header, not left manual."""
+    media = tmp_path / "media"
+    (media / "clips").mkdir(parents=True)
+    (media / "clips" / "missing_clip.mp4").write_bytes(b"substitute clip")
+    out = tmp_path / "tasks"
+    report = convert(DATA / "INTERACTIVE_kdenlive_profile_change.json", repo, out, media=media)
+    assert not any("missing_clip.mp4" in step for step in report.manual), report.manual
+    task = load_task(out / "kdenlive" / "deskcraft-kdenlive-ik99-profile-change-001.yaml")
+    uploads = [
+        s.model_dump(by_alias=True)["upload"]
+        for s in task.setup
+        if "upload" in s.model_dump(by_alias=True, exclude_none=True)
+    ]
+    assert {
+        "src": "assets/deskcraft/clips/missing_clip.mp4",
+        "dest": "~/Videos/missing_clip.mp4",
+    } in [{"src": u["src"], "dest": u["dest"]} for u in uploads]
+    assert (out / "kdenlive/assets/deskcraft/clips/missing_clip.mp4").read_bytes() == (
+        b"substitute clip"
+    )
+    header = (out / "kdenlive" / "deskcraft-kdenlive-ik99-profile-change-001.yaml").read_text()
+    assert "# NOTE: asset https://example.invalid/media/missing_clip.mp4 is not in" in header
+    # Without --media the same file is a manual step, as before.
+    again = convert(DATA / "INTERACTIVE_kdenlive_profile_change.json", repo, tmp_path / "plain")
+    assert any("missing_clip.mp4 is not in" in step for step in again.manual)
