@@ -12,8 +12,8 @@ Run: .venv/bin/python scripts/make_deskcraft_assets.py
 - Kdenlive (tasks/kdenlive/assets/deskcraft/): its stock footage and music (LFS, 1080p
   and 4K) become short 640x360 ffmpeg test pictures and a tone, under DeskCraft's names.
 
-- GIMP (tasks/gimp/assets/deskcraft/, with --deskcraft DIR): DeskCraft's street photo
-  without its ICC profile, which would make GIMP open a dialog before the image.
+- GIMP (tasks/gimp/assets/deskcraft/, with --deskcraft DIR): DeskCraft's photos without
+  their ICC profile, which would make GIMP open a dialog before the image.
 
 The tasks say which of their files are substitutes (a comment at the top of each).
 """
@@ -127,15 +127,18 @@ def kdenlive_media() -> None:
     )  # fmt: skip
 
 
-def gimp_photo(deskcraft: Path) -> None:
-    """DeskCraft's street photo without its ICC profile: GIMP asks whether to convert an
-    embedded profile before it shows the image, a dialog the task's setup does not expect.
-    `quality="keep"` reuses the file's own quantisation tables, so nothing else changes."""
-    name = "street_city_466685.jpg"
-    with Image.open(deskcraft / "assets" / "jpg" / name) as photo:
-        out = GIMP_OUT / "jpg" / name
-        out.parent.mkdir(parents=True, exist_ok=True)
-        photo.save(out, quality="keep", optimize=True)
+GIMP_PHOTOS = ("street_city_466685.jpg", "product_camera_90946.jpg")
+
+
+def gimp_photos(deskcraft: Path) -> None:
+    """DeskCraft's photos without their ICC profile: GIMP asks whether to convert an
+    embedded profile before it shows the image, a dialog the tasks' setup does not expect.
+    `quality="keep"` reuses each file's own quantisation tables, so nothing else changes."""
+    for name in GIMP_PHOTOS:
+        with Image.open(deskcraft / "assets" / "jpg" / name) as photo:
+            out = GIMP_OUT / "jpg" / name
+            out.parent.mkdir(parents=True, exist_ok=True)
+            photo.save(out, quality="keep", optimize=True)
 
 
 def main() -> None:
@@ -143,14 +146,14 @@ def main() -> None:
     parser.add_argument(
         "--deskcraft",
         type=Path,
-        help="a local copy of DeskCraft's repository: also re-derive the GIMP photo from it",
+        help="a local copy of DeskCraft's repository: also re-derive the GIMP photos from it",
     )
     args = parser.parse_args()
     blender_assets()
     ground_textures()
     kdenlive_media()
     if args.deskcraft is not None:
-        gimp_photo(args.deskcraft)
+        gimp_photos(args.deskcraft)
 
 
 if __name__ == "__main__":
