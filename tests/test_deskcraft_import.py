@@ -3,6 +3,7 @@ for these tests) become DeskLoop tasks that load, with the phase triggers shifte
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -293,3 +294,55 @@ def test_media_fills_in_files_the_repository_lacks(repo: Path, tmp_path: Path) -
     # Without --media the same file is a manual step, as before.
     again = convert(DATA / "INTERACTIVE_kdenlive_profile_change.json", repo, tmp_path / "plain")
     assert any("missing_clip.mp4 is not in" in step for step in again.manual)
+
+
+def test_a_photo_with_an_icc_profile_opened_at_launch_is_a_manual_step(
+    repo: Path, tmp_path: Path
+) -> None:
+    """GIMP asks whether to convert an embedded ICC profile before it shows the image, so
+    the setup's wait for the image window would time out (DeskCraft's photos have one)."""
+    from PIL import Image
+
+    from app.tasks.deskcraft_gimp import has_icc_profile
+
+    (repo / "assets" / "jpg").mkdir(parents=True)
+    photo = repo / "assets" / "jpg" / "photo.jpg"
+    Image.new("RGB", (8, 8), "red").save(photo, icc_profile=b"not really a profile")
+    plain = tmp_path / "plain.jpg"
+    Image.new("RGB", (8, 8), "red").save(plain)
+    assert has_icc_profile(photo) and not has_icc_profile(plain)
+    assert not has_icc_profile(tmp_path)  # not an image at all
+    source = tmp_path / "L1_gimp_icc.json"
+    source.write_text(
+        json.dumps(
+            {
+                "id": "icc00001-L1",
+                "snapshot": "gimp",
+                "instruction": "Flip the photo.",
+                "config": [
+                    {
+                        "type": "upload_file",
+                        "parameters": {
+                            "files": [
+                                {
+                                    "local_path": "assets/jpg/photo.jpg",
+                                    "path": "/home/user/photo.jpg",
+                                }
+                            ]
+                        },
+                    },
+                    {
+                        "type": "launch",
+                        "parameters": {"command": ["gimp", "/home/user/photo.jpg"]},
+                    },
+                ],
+                "evaluator": {
+                    "func": "check_7b7617bd_recent_files",
+                    "result": {"type": "gimp_config_file", "file_name": "gimprc"},
+                    "expected": {"type": "rule", "rules": {"key": "max-recent-files", "value": 5}},
+                },
+            }
+        )
+    )
+    report = convert(source, repo, tmp_path / "tasks")
+    assert any("GIMP opens ~/photo.jpg at launch" in step for step in report.manual), report.manual

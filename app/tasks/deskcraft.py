@@ -35,6 +35,7 @@ import yaml
 from app.core.errors import TaskError
 from app.tasks.deskcraft_blender import blend_problem
 from app.tasks.deskcraft_checks import Unmapped, guest_path, map_evaluator
+from app.tasks.deskcraft_gimp import has_icc_profile
 from app.tasks.loader import load_task
 
 APPS = ("gimp", "blender", "kdenlive")
@@ -202,6 +203,7 @@ class _Conversion:
         if not isinstance(config, list):
             return steps
         launched = False
+        uploaded: dict[str, Path] = {}
         for index, item in enumerate(config):
             kind = item.get("type") if isinstance(item, dict) else None
             params = item.get("parameters", {}) if isinstance(item, dict) else {}
@@ -218,6 +220,7 @@ class _Conversion:
                     src = self.asset(entry.get("local_path"), entry.get("url"))
                     if src is not None:
                         steps.append({"upload": {"src": src, "dest": dest}})
+                        uploaded[dest] = self.assets[src]
             elif kind == "launch":
                 command = params.get("command")
                 argv = command if isinstance(command, list) else str(command).split()
@@ -225,7 +228,16 @@ class _Conversion:
                 if program != self.app:
                     self.manual.append(f"config[{index}]: launch {argv!r} is not {self.app}")
                     continue
-                steps.append({"launch": [*LAUNCH[self.app], *map(guest_path, argv[1:])]})
+                opened = [guest_path(a) for a in argv[1:]]
+                if self.app == "gimp":
+                    self.manual.extend(
+                        f"config[{index}]: GIMP opens {dest} at launch, and it has an ICC "
+                        "profile: GIMP asks whether to convert it before showing the image, "
+                        "so the window the setup waits for never comes; strip the profile"
+                        for dest in opened
+                        if dest in uploaded and has_icc_profile(uploaded[dest])
+                    )
+                steps.append({"launch": [*LAUNCH[self.app], *opened]})
                 steps.append({"wait_window": dict(WAIT[self.app])})
                 launched = True
             elif kind == "sleep":
