@@ -127,7 +127,7 @@ def kdenlive_media() -> None:
     )  # fmt: skip
 
 
-GIMP_PHOTOS = ("street_city_466685.jpg", "product_camera_90946.jpg")
+GIMP_PHOTOS = ("street_city_466685.jpg", "product_camera_90946.jpg", "portrait_woman_774909.jpg")
 
 
 def gimp_photos(deskcraft: Path) -> None:
