@@ -35,6 +35,7 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "blender-studio-look",
         "dc-blender-bottle-deliveries",  # blender_world_texture, image_has_alpha
         "dc-blender-ground-textures",  # blender_texture_link
+        "dc-blender-text-hello",  # blender_text
     ),
     "kdenlive": (
         "kdenlive-first-clip",
