@@ -36,6 +36,7 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "dc-blender-bottle-deliveries",  # blender_world_texture, image_has_alpha
         "dc-blender-ground-textures",  # blender_texture_link
         "dc-blender-text-hello",  # blender_text
+        "dc-blender-hide-sphere",  # blender_visibility
     ),
     "kdenlive": (
         "kdenlive-first-clip",
