@@ -184,6 +184,25 @@ def text_scene() -> None:
     bpy.ops.wm.save_as_mainfile(filepath=str(OUT / "blend/text_scene.blend"), compress=True)
 
 
+def camera_views() -> None:
+    """DeskCraft's camera_views.blend (a Blender 5 file): a cube seen by three cameras,
+    "Camera" the scene's camera, "Camera.Front" and "Camera.Top"; Camera.Front selected
+    and active."""
+    scene("camera_views", with_objects=False)
+    bpy.ops.mesh.primitive_cube_add(size=2.0)
+    sc = bpy.context.scene
+    views = {"Camera.Top": ((0.0, 0.0, 10.0), (0.0, 0.0, 0.0)),
+             "Camera.Front": ((0.0, -10.0, 1.0), (math.radians(90), 0.0, 0.0))}
+    for name, (location, rotation) in views.items():
+        cam = bpy.data.objects.new(name, bpy.data.cameras.new(name))
+        sc.collection.objects.link(cam)
+        cam.location, cam.rotation_euler = location, rotation
+    for obj in sc.objects:
+        obj.select_set(obj.name == "Camera.Front")
+    bpy.context.view_layer.objects.active = sc.objects["Camera.Front"]
+    bpy.ops.wm.save_as_mainfile(filepath=str(OUT / "blend/camera_views.blend"), compress=True)
+
+
 def skies() -> None:
     clear()
     sky("hdri_kloppenheim_06_puresky_1k", (0.25, 0.45, 1.2), (1.4, 1.5, 1.6), (0.3, 0.28, 0.25))
@@ -200,6 +219,7 @@ BUILDERS = {
     "empty_scene": lambda: scene("empty_scene", with_objects=False),
     "simple_scene": lambda: scene("simple_scene", with_objects=True),
     "text_scene": text_scene,
+    "camera_views": camera_views,
 }
 
 (OUT / "glb").mkdir(parents=True, exist_ok=True)
