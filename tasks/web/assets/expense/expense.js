@@ -94,6 +94,8 @@
       tr.addEventListener("click", () => selectLine(i));
       tr.addEventListener("keydown", (e) => {
         if (e.key === "Enter" || e.key === " ") { e.preventDefault(); selectLine(i); }
+        if (e.key === "ArrowDown" && i + 1 < body.rows.length) { e.preventDefault(); selectLine(i + 1); body.rows[i + 1].focus(); }
+        if (e.key === "ArrowUp" && i > 0) { e.preventDefault(); selectLine(i - 1); body.rows[i - 1].focus(); }
       });
     });
     body.dataset.report = report().id;
@@ -134,11 +136,12 @@
     });
     const flagged = r.lines.filter((l) => l.flagged).length;
     $("totals").innerHTML = `Claimed <b>${money(claimed(r))}</b> <span>· Flagged (not reimbursed)</span> <b>${money(flaggedSum(r))}</b>`
-      + ` <span>· ${r.status === "approved" ? "Reimbursed" : "To reimburse"}</span> <b>${money(reimbursable(r))}</b>`;
+      + (r.status === "rejected" ? " <span>· Rejected: nothing is reimbursed</span>"
+        : ` <span>· ${r.status === "approved" ? "Reimbursed" : "To reimburse"}</span> <b>${money(reimbursable(r))}</b>`);
     renderEditor(r, current());
     renderDecision(r);
     const summary = `${count("pending")} pending · ${count("approved")} approved · ${count("rejected")} rejected`;
-    $("summary").textContent = summary + (exports.length ? ` · last export ${exports[exports.length - 1].file}` : "");
+    $("summary").textContent = summary + (exports.length ? ` · ${exports.length} export${exports.length === 1 ? "" : "s"}` : "");
     renderDialog();
     const l = current();
     const state = `${r.id} ${r.status}, line ${line + 1} ${l.merchant} [${l.category || "no category"}] ${money(l.amount)}`
@@ -185,7 +188,8 @@
     $("reopen").disabled = !off;
     const who = r.status === "approved" ? "Approved" : "Rejected";
     $("decision-msg").textContent = message.decision
-      || (off ? `${who}${r.comment ? ": “" + r.comment + "”" : " without a comment"}. To reimburse: ${money(r.status === "approved" ? reimbursable(r) : 0)}.` : "");
+      || (off ? `${who}${r.comment ? ": “" + r.comment + "”" : " without a comment"}.`
+        + (r.status === "approved" ? ` Reimbursed: ${money(reimbursable(r))}.` : " Nothing is reimbursed.") : "");
     $("decision-msg").style.color = message.decision ? "" : "#1d6b34";
   }
 
@@ -276,9 +280,9 @@
     if (!dialog.open) return;
     for (const b of $("scopes").children) b.className = b.dataset.scope === dialog.scope ? "on" : "";
     for (const b of $("formats").children) b.className = b.dataset.format === dialog.format ? "on" : "";
-    $("scopes").children[2].textContent = `This report (${report().id})`;
     const list = scoped();
-    $("export-file").textContent = `File: ${exportFile()} · ${list.length} report${list.length === 1 ? "" : "s"}`;
+    $("export-file").textContent = `File: ${exportFile()} · ${list.length} report${list.length === 1 ? "" : "s"}`
+      + (dialog.scope === "selected" ? ` (${report().id}, ${report().employee})` : "");
     $("export-preview").textContent = preview(list);
     $("export-go").disabled = list.length === 0;
   }

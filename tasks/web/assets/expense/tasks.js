@@ -96,6 +96,24 @@
       },
     },
     {
+      id: "flag-lyft-receipt",
+      description: "REP-1044's Lyft ride is flagged for its missing receipt; the report stays pending.",
+      check: () => {
+        const l = line("REP-1044", 1);
+        return result(l.flagged && mentions(l.reason, "receipt") && flaggedExactly("REP-1044", [1]) && untouched("REP-1044", [1])
+          && linesKept("REP-1044") && othersUntouched(["REP-1044"]) && noExports(), says("REP-1044"));
+      },
+    },
+    {
+      id: "marco-not-duplicate",
+      description: "REP-1040 reopened and approved, with a comment saying it is not a duplicate.",
+      check: () => {
+        const r = rep("REP-1040");
+        return result(r.status === "approved" && mentions(r.comment, "duplicate") && linesKept("REP-1040") && flaggedExactly("REP-1040", [])
+          && othersUntouched(["REP-1040"]) && noExports(), says("REP-1040"));
+      },
+    },
+    {
       id: "lyon-reviewed",
       description: "REP-1041 approved, with only its taxi line (no receipt) flagged.",
       check: () => result(rep("REP-1041").status === "approved" && linesKept("REP-1041") && flaggedExactly("REP-1041", [3])
