@@ -96,6 +96,17 @@
       },
     },
     {
+      id: "clean-pending-report",
+      description: "Which pending report has no line breaking the policy? Return its number (like REP-1000).",
+      answer_schema: { type: "string", pattern: "^\\s*[Rr][Ee][Pp]-\\d{4}\\s*$" },
+      check: (returned) => {
+        const clean = app.reports().filter((r) => r.status === "pending" && r.lines.every((l) => app.violations(l).length === 0)).map((r) => r.id);
+        const said = typeof returned === "string" ? returned.trim().toUpperCase() : null;
+        return result(clean.length === 1 && said === clean[0] && othersUntouched([]) && noExports(),
+          `returned ${JSON.stringify(returned)}, pending reports within the policy: ${clean.join(", ") || "none"}`);
+      },
+    },
+    {
       id: "flag-lyft-receipt",
       description: "REP-1044's Lyft ride is flagged for its missing receipt; the report stays pending.",
       check: () => {
