@@ -24,6 +24,7 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "gimp-badge-interactive",
         "gimp-launch-poster",
         "gimp-shop-print-l3",
+        "dc-gimp-city-night-run-cover",  # file_size
     ),
     "blender": (
         "blender-add-sphere",
@@ -32,6 +33,10 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "blender-subdivide-interactive",
         "blender-product-shot",
         "blender-studio-look",
+        "dc-blender-bottle-deliveries",  # blender_world_texture, image_has_alpha
+        "dc-blender-ground-textures",  # blender_texture_link
+        "dc-blender-text-hello",  # blender_text
+        "dc-blender-hide-sphere",  # blender_visibility
     ),
     "kdenlive": (
         "kdenlive-first-clip",
