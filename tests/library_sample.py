@@ -32,6 +32,11 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "blender-subdivide-interactive",
         "blender-product-shot",
         "blender-studio-look",
+        # The checks only these bring: blender_visibility, blender_text and
+        # blender_constraint, blender_particles.
+        "blender-backdrop-norender",
+        "blender-title-card-l3",
+        "blender-snowfall-l3",
     ),
     "kdenlive": (
         "kdenlive-first-clip",
