@@ -53,6 +53,7 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "web-tagger-drafts-answer",
         "web-photostore-drop-interactive",
         "web-photostore-campaign-l3",
+        "web-studio-interview-series-l3-interactive",
     ),
 }
 
