@@ -33,10 +33,12 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "blender-subdivide-interactive",
         "blender-product-shot",
         "blender-studio-look",
+        # The checks only these bring (the test_library.py rule):
         "dc-blender-bottle-deliveries",  # blender_world_texture, image_has_alpha
         "dc-blender-ground-textures",  # blender_texture_link
-        "dc-blender-text-hello",  # blender_text
         "dc-blender-hide-sphere",  # blender_visibility
+        "blender-title-card-l3",  # blender_text, blender_constraint
+        "blender-snowfall-l3",  # blender_particles
     ),
     "kdenlive": (
         "kdenlive-first-clip",
