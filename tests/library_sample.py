@@ -42,6 +42,7 @@ SAMPLE: dict[str, tuple[str, ...]] = {
     ),
     "kdenlive": (
         "kdenlive-first-clip",
+        "kdenlive-group-edit",  # kdenlive_groups
         "kdenlive-guide-ask",
         "kdenlive-drop-shot",
         "kdenlive-guides-interactive",

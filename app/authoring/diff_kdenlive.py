@@ -53,9 +53,13 @@ def kdenlive_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cha
     for track in new.get("tracks", []):
         label = track["label"]
         was = old_tracks.get(label, {})
-        for key, (a, b) in changed_keys(was, track, ("name", "hidden", "muted", "locked")).items():
-            if was:
-                changes.append(Change("track_changed", f"{label} {key}", a, b, key=(label, key)))
+        # A track with no earlier state (a project first saved under a new name, or a
+        # track added) is compared with a fresh track, so that a track the person
+        # locked, muted, hid or renamed before that first save still proposes it.
+        before = was or {"name": label, "hidden": False, "muted": False, "locked": False}
+        states = changed_keys(before, track, ("name", "hidden", "muted", "locked"))
+        for key, (a, b) in states.items():
+            changes.append(Change("track_changed", f"{label} {key}", a, b, key=(label, key)))
 
         def shape(clips: list[Any]) -> list[Any]:
             return [

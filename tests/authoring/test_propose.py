@@ -201,6 +201,35 @@ def test_a_timeline_edit_proposes_its_clips_effects_and_guides(tmp_path: Path) -
     assert len(task.evaluate.children) == len(proposals)
 
 
+def test_a_project_first_saved_under_a_new_name_proposes_its_track_states(
+    tmp_path: Path,
+) -> None:
+    # Save As after locking or muting a track: the new file has no earlier version,
+    # so its tracks are compared with fresh ones. showcase.kdenlive, saved by Kdenlive,
+    # has V2 named "Titles" and locked and A2 muted; V1 and A1 are as Kdenlive makes them.
+    home, rec = tmp_path / "home", tmp_path / "rec"
+    guest = local_guest(home)
+    project = "Videos/edit.kdenlive"
+    (home / "Videos").mkdir(parents=True)
+
+    async def scenario() -> tuple[StateSnapshot, StateSnapshot]:
+        start = await snapshot(guest, rec, "start")
+        put(home, project, KDENLIVE / "showcase.kdenlive")
+        end = await snapshot(guest, rec, "end", start)
+        return start, end
+
+    start, end = asyncio.run(scenario())
+    proposals = propose_checks(diff_states(start, end), rec)
+    states = {
+        (c["track"], key, c[key])
+        for c in checks_named(proposals, "kdenlive_track")
+        for key in ("name", "hidden", "muted", "locked")
+        if key in c
+    }
+    assert states == {("V2", "name", "Titles"), ("V2", "locked", True), ("A2", "muted", True)}
+    load_as_task(tmp_path, "kdenlive", proposals)
+
+
 # --- images and deleted files --------------------------------------------------------------
 
 
