@@ -82,7 +82,8 @@ async def run_setup(
     """
     seen = seen if seen is not None else LastSeen()
     scale = desktop.info().time_scale
-    looking = asyncio.ensure_future(_keep_looking(desktop, seen, LOOK_INTERVAL * scale))
+    stop = asyncio.Event()
+    looking = asyncio.ensure_future(_keep_looking(desktop, seen, LOOK_INTERVAL * scale, stop))
     try:
         for i, step in enumerate(task.setup):
             where = f"{task.source}: setup[{i}]"
@@ -97,14 +98,13 @@ async def run_setup(
             except (GuestError, DesktopError) as exc:
                 raise DesktopError(f"{where}: {exc}") from exc
     except Exception as exc:
+        stop.set()
         looking.cancel()
         if not isinstance(exc, DesktopDied):
             await _look(desktop, seen)
         raise
     finally:
-        looking.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await looking
+        await _stop_looking(looking, stop)
 
 
 async def _run_step(
@@ -220,10 +220,28 @@ def _kind(step: SetupStep) -> str:
     return next(iter(type(step).model_fields))
 
 
-async def _keep_looking(desktop: Desktop, seen: LastSeen, interval: float) -> None:
-    while True:
+async def _keep_looking(
+    desktop: Desktop, seen: LastSeen, interval: float, stop: asyncio.Event
+) -> None:
+    # `stop` as well as the cancel: a cancel that lands as a look's own timeout fires
+    # can be lost (Python 3.11), and a loop that only ends on cancel would then look on
+    # forever while setup waited for it to end.
+    while not stop.is_set():
         await _look(desktop, seen)
-        await asyncio.sleep(interval)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(interval):
+                await stop.wait()
+
+
+async def _stop_looking(looking: asyncio.Future[None], stop: asyncio.Event) -> None:
+    """End the looks; never waits long for them (a look is bounded by LOOK_TIMEOUT)."""
+    stop.set()
+    looking.cancel()
+    # asyncio.wait: the looks' own end (cancelled) is not raised here, while a cancel
+    # of this task (Ctrl-C) still is.
+    await asyncio.wait({looking}, timeout=2 * LOOK_TIMEOUT + 1.0)
+    if looking.done() and not looking.cancelled():
+        looking.exception()  # retrieved: a look's failure is not setup's
 
 
 async def _look(desktop: Desktop, seen: LastSeen) -> None:
