@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -233,6 +234,40 @@ def old_scan() -> Image.Image:
     return _framed(sepia.transpose(Image.Transpose.ROTATE_270), 24, (255, 255, 255))
 
 
+def signature() -> Image.Image:
+    """300×120 scanned signature: dark blue ink strokes on plain white paper."""
+    image = Image.new("RGB", (300, 120), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    ink = (20, 40, 120)
+    draw.line([(20, 80), (45, 30), (60, 85), (80, 35), (95, 80)], fill=ink, width=5, joint="curve")
+    draw.arc((100, 40, 150, 90), 0, 360, fill=ink, width=5)
+    draw.line([(150, 65), (175, 40), (185, 85), (215, 45), (240, 75)], fill=ink, width=5)
+    draw.line([(30, 98), (270, 92)], fill=ink, width=3)
+    return image
+
+
+def page_scan() -> Image.Image:
+    """384×191 scan of a printed page (scikit-image's `page`), fed in upside down."""
+    return _sample("page").transpose(Image.Transpose.ROTATE_180)
+
+
+def sticker() -> Image.Image:
+    """360×300 drawing of a smiling star for a chat sticker, small in the middle of a
+    plain white sheet."""
+    image = Image.new("RGB", (360, 300), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    points = []
+    for i in range(10):
+        radius = 80 if i % 2 == 0 else 36
+        angle = math.pi / 2 + i * math.pi / 5
+        points.append((180 + radius * math.cos(angle), 160 - radius * math.sin(angle)))
+    draw.polygon(points, fill=(250, 200, 30), outline=(200, 120, 20))
+    draw.ellipse((160, 140, 170, 152), fill=(40, 30, 20))
+    draw.ellipse((190, 140, 200, 152), fill=(40, 30, 20))
+    draw.arc((165, 150, 195, 175), 20, 160, fill=(40, 30, 20), width=3)
+    return image
+
+
 ASSETS: dict[Path, Callable[[], Image.Image]] = {
     GIMP_ASSETS / "photo.png": photo,
     GIMP_ASSETS / "poster.png": poster,
@@ -253,6 +288,9 @@ ASSETS: dict[Path, Callable[[], Image.Image]] = {
     GIMP_ASSETS / "faded.png": faded,
     GIMP_ASSETS / "logo.png": logo,
     GIMP_ASSETS / "old-scan.png": old_scan,
+    GIMP_ASSETS / "signature.png": signature,
+    GIMP_ASSETS / "page-scan.png": page_scan,
+    GIMP_ASSETS / "sticker.png": sticker,
 }
 
 
