@@ -55,7 +55,9 @@ def judge(state: CheckState, params: JudgeParams) -> CheckResult:
     says it passes, with its score and its reasons as the evidence. The endpoint is
     the run's `--judge-model` / `--judge-base-url`. Every prompt, image hash, model,
     temperature, seed and verdict is recorded with the episode, and answers are cached
-    by that request, so a rerun gets the same verdict. Only with `counts: true` does
+    by that request, so a rerun gets the same verdict; the frame and files shown are
+    kept in the final-state archive, so `score --rescore` asks again about the same
+    images (from the cache when the question is unchanged). Only with `counts: true` does
     the verdict count toward the task's pass/fail and credit; otherwise it is reported
     beside the state checks. A missing file or an unusable answer fails the check with
     the reason; a judge that counts on an endpoint that stays unavailable ends the

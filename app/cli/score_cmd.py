@@ -11,6 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.cli.agent_options import add_judge_options, judge_config
 from app.cli.common import open_store, run_async
 from app.cli.episodes_cmd import print_checks, print_flags
 from app.core.errors import DeskLoopError, StoreError
@@ -40,15 +41,17 @@ def _mib(n: int) -> str:
 
 
 def _differences(before: Sequence[CheckOutcome], after: Sequence[CheckOutcome]) -> list[str]:
-    old = {c.path: c for c in before if c.phase is None}
+    """What changed, check by check (a phase's checks named with their phase)."""
+    old = {(c.phase, c.path): c for c in before}
     lines = []
     for c in after:
-        was = old.get(c.path)
+        was = old.get((c.phase, c.path))
+        where = c.path if c.phase is None else f"phase {c.phase + 1} {c.path}"
         if was is None:
-            lines.append(f"  new   {c.path} {c.name}: {'PASS' if c.passed else 'FAIL'}")
+            lines.append(f"  new   {where} {c.name}: {'PASS' if c.passed else 'FAIL'}")
         elif (was.passed, was.score, was.params) != (c.passed, c.score, c.params):
             lines.append(
-                f"  {c.path} {c.name}: {'PASS' if was.passed else 'FAIL'} {was.score:.2f}"
+                f"  {where} {c.name}: {'PASS' if was.passed else 'FAIL'} {was.score:.2f}"
                 f" -> {'PASS' if c.passed else 'FAIL'} {c.score:.2f}: {c.evidence}"
             )
     return lines
@@ -89,6 +92,14 @@ def _show(store: Store, episode_id: int) -> bool:
             f" · task sha256 {r.task_sha256[:12]}"
         )
         print("\n".join(_differences(checks, r.checks)) or "  (every check as originally)")
+        for index, (passed, score) in sorted(r.phases.items()):
+            print(f"  phase {index + 1}: score {score:.2f} · passed {'yes' if passed else 'no'}")
+        asked = [j for j in r.judgements if not j.cached and j.verdict is not None]
+        if r.judgements:
+            print(
+                f"  judge: {len(r.judgements)} question(s), {len(asked)} asked anew, "
+                f"{sum(j.cached for j in r.judgements)} from the cache"
+            )
     print_flags(flags, checked)
     return bool(e.passed)
 
@@ -102,7 +113,7 @@ async def _rescore_all(store: Store, ids: list[int], args: argparse.Namespace) -
         try:
             e = await store.off_loop(store.get_episode, episode_id)
             task = _task_for(e, args)
-            done = await rescore(store, episode_id, task)
+            done = await rescore(store, episode_id, task, judge_config(args))
         except DeskLoopError as exc:
             failures += 1
             if args.json:
@@ -122,6 +133,11 @@ async def _rescore_all(store: Store, ids: list[int], args: argparse.Namespace) -
                     "evaluator": done.evaluator,
                     "task_sha256": task.sha256,
                     "checks": [asdict(c) for c in done.result.checks],
+                    "phases": {
+                        str(i): {"passed": p.passed, "score": p.score, "checks": len(p.checks)}
+                        for i, p in done.phases.items()
+                    },
+                    "not_rescored": list(done.not_rescored),
                 }
             )
             continue
@@ -132,7 +148,15 @@ async def _rescore_all(store: Store, ids: list[int], args: argparse.Namespace) -
             f"{'yes' if done.result.passed else 'no'} (evaluator {done.evaluator})"
         )
         same = "  (every check as originally)"
-        print("\n".join(_differences(checks, done.result.checks)) or same)
+        after = [*done.result.checks, *(c for p in done.phases.values() for c in p.checks)]
+        print("\n".join(_differences(checks, after)) or same)
+        for index, phase in sorted(done.phases.items()):
+            print(
+                f"  phase {index + 1}: score {phase.score:.2f} · passed "
+                f"{'yes' if phase.passed else 'no'}"
+            )
+        for line in done.not_rescored:
+            print(f"  {line}")
     if args.json:
         print(json.dumps(rows, indent=2))
     return 2 if failures else 0
@@ -172,4 +196,7 @@ def register(sub: Any) -> None:
         "now, else the library's task of that id)",
     )
     score.add_argument("--json", action="store_true", help="--rescore's results as JSON")
+    # Without them, a rescore asks the judge the episode asked (its cache answers an
+    # unchanged question without a request).
+    add_judge_options(score)
     score.set_defaults(func=cmd_score)

@@ -8,7 +8,7 @@ On the ground floor because the checks and the store may import nothing else.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 
@@ -65,3 +65,20 @@ class Judgement:
     cached: bool
     """The answer came from the cache, not from the endpoint."""
     error: str | None = None
+
+
+def judgement_to_raw(judgement: Judgement) -> dict[str, Any]:
+    """A judgement as JSON-ready data (a rescore keeps its judgements so)."""
+    return asdict(judgement)
+
+
+def judgement_from_raw(raw: dict[str, Any]) -> Judgement:
+    """The judgement `judgement_to_raw` wrote."""
+    verdict = raw.get("verdict")
+    return Judgement(
+        **{
+            **raw,
+            "images": tuple(JudgedImage(**image) for image in raw.get("images", ())),
+            "verdict": None if verdict is None else Verdict(**verdict),
+        }
+    )

@@ -190,6 +190,16 @@ class WatchesPrograms(Protocol):
 
 
 @runtime_checkable
+class ReadsGuestWatch(Protocol):
+    """A desktop whose program and write watches are logs in the guest, read once the
+    agent has ended (libvirt VMs: app/desktops/libvirt/watch.py)."""
+
+    async def read_watch(self, app: str) -> None:
+        """Read them now, for a task of `app` (its own programs are told apart)."""
+        ...
+
+
+@runtime_checkable
 class WatchesWrites(Protocol):
     """A desktop that can say which program last wrote a file (the local backend:
     app/desktops/write_watch.py with the exec trace), for the integrity flags."""

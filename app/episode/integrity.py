@@ -9,12 +9,19 @@ never confused with "not looked":
   interpreter, ImageMagick, a media tool the task's app does not use, or Blender
   in background mode or with a Python script is flagged, with its command line.
   Programs the app ships under /usr/lib/<app> or /usr/share/<app> (GIMP's plug-ins,
-  say) and the helpers of its own (Kdenlive's melt and ffmpeg) are not. On a
-  backend that cannot say (libvirt VMs today), `checked` says so.
+  say) and the helpers of its own (Kdenlive's melt and ffmpeg) are not. On libvirt
+  VMs the guest's process accounting and fatrace's write log are read after the
+  agent ended (`ReadsGuestWatch`, app.desktops.guest_watch): the same rules, on
+  command names for programs that ended (the kernel keeps no arguments). On a
+  backend that cannot say, `checked` says so.
 - **console**: the visible windows are polled (every `CONSOLE_POLL_SECONDS`) for an
   app's scripting console by title (GIMP's Script-Fu and Python-Fu consoles). A
-  console opened and closed between two polls is missed; Blender's Python console
-  is an area of its main window, not a window, and is not seen.
+  console opened and closed between two polls is missed. Blender's Python console
+  is an area of its main window, not a window: it is seen in the UI saved with a
+  .blend that scoring dumps (a window showing a console or text editor, the Scripting
+  workspace, a console's command history, a script in a text datablock). A Blender
+  task whose checks read no .blend, or a console used in a file never saved, is not
+  seen (`checked` says so).
 - **secret_typed**: the agent typed a value the task lists under `secrets`.
 
 A flag never changes a score.
@@ -26,14 +33,15 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from app.checks.base import Probe, ProbeResult
 from app.checks.tree import leaves
 from app.core.errors import DeskLoopError
 from app.core.integrity import ExecRecord, IntegrityFlag
-from app.desktops.base import Desktop, WatchesPrograms, WatchesWrites
+from app.desktops.base import Desktop, ReadsGuestWatch, WatchesPrograms, WatchesWrites
 from app.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -229,6 +237,57 @@ def secret_flags(task: Task, typed: Iterable[tuple[int, str]]) -> list[Integrity
     ]
 
 
+SCRIPTING_AREAS = frozenset(["CONSOLE", "TEXT_EDITOR"])
+
+
+def blender_scripting_flags(
+    probes: Mapping[Probe, ProbeResult],
+) -> tuple[list[IntegrityFlag], str | None]:
+    """Blender's Python console or text editor, seen in the UI saved with a .blend
+    that scoring dumped (the `scripting` part of the blender_scene dump): a window
+    showing a console or text editor area (the Scripting workspace, or an area switched
+    to one), a console with commands in its history, a text datablock with a script.
+    Also what was looked at; None when no .blend was dumped."""
+    looked: list[str] = []
+    evidence: list[str] = []
+    for probe, result in probes.items():
+        if probe.kind != "blender_scene" or not isinstance(result.data, dict):
+            continue
+        ui = result.data.get("scripting")
+        if not isinstance(ui, dict):
+            continue
+        looked.append(probe.path)
+        for window in ui.get("windows", []):
+            areas = window.get("areas", [])
+            shown = sorted(SCRIPTING_AREAS & set(areas))
+            if shown or window.get("workspace") == "Scripting":
+                evidence.append(
+                    f"{probe.path}: saved with workspace {window.get('workspace')!r} showing "
+                    f"{', '.join(shown) or 'no console'} (areas: {', '.join(areas)})"
+                )
+        for console in ui.get("consoles", []):
+            typed = [*console.get("history", []), *console.get("input", [])]
+            lines = "; ".join(dict.fromkeys(typed))
+            evidence.append(
+                f"{probe.path}: a Python console (screen {console.get('screen')!r}) holds "
+                f"commands: {lines[:300]}{'…' if len(lines) > 300 else ''}"
+            )
+        for text in ui.get("texts", []):
+            evidence.append(
+                f"{probe.path}: text datablock {text.get('name')!r} ({text.get('lines')} lines), "
+                "a script for the text editor"
+            )
+    if not looked:
+        return [], None
+    note = f"Blender's scripting: the UI saved in {', '.join(looked)}"
+    if not evidence:
+        return [], note
+    flag = IntegrityFlag(
+        "console", "Blender's Python console or text editor was used", tuple(evidence)
+    )
+    return [flag], note
+
+
 @dataclass
 class IntegrityWatch:
     """Watches one episode from the agent's first step to scoring."""
@@ -288,8 +347,22 @@ class IntegrityWatch:
                 return
             await asyncio.sleep(self.poll_seconds)
 
-    def flags(self, typed: Sequence[tuple[int, str]]) -> tuple[list[IntegrityFlag], list[str]]:
-        """The flags and what was looked at, once the agent has ended."""
+    async def collect(self) -> None:
+        """Read what the desktop logged in the guest (VMs), once the agent has ended. A
+        failure is said in the flags' record, never an error of the episode."""
+        if isinstance(self.desktop, ReadsGuestWatch):
+            try:
+                await self.desktop.read_watch(self.task.app)
+            except DeskLoopError as exc:
+                log.warning("the guest's integrity logs were not read: %s", exc)
+
+    def flags(
+        self,
+        typed: Sequence[tuple[int, str]],
+        probes: Mapping[Probe, ProbeResult] | None = None,
+    ) -> tuple[list[IntegrityFlag], list[str]]:
+        """The flags and what was looked at, once the agent has ended and scoring has
+        run: `probes` are scoring's probe results (a .blend's dump shows its UI)."""
         since = self.started_at if self.started_at is not None else time.time()
         flags: list[IntegrityFlag] = []
         checked: list[str] = []
@@ -321,6 +394,10 @@ class IntegrityWatch:
                     ),
                 )
             )
+        if self.task.app == "blender":
+            scripting, note = blender_scripting_flags(probes or {})
+            flags += scripting
+            checked.append(note or "Blender's scripting: no .blend was read at scoring")
         if self.task.secrets:
             checked.append(f"typed text: {len(self.task.secrets)} secret value(s)")
             flags += secret_flags(self.task, typed)

@@ -55,7 +55,7 @@ from app.core.vocabulary import ErrorKind
 from app.core.windows import WindowList
 from app.desktops.base import Desktop
 from app.desktops.liveness import DesktopDied, while_alive
-from app.episode.archive import RecordingSource, keep
+from app.episode.archive import Recorded, RecordingSource, keep
 from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import (
     EndedEvent,
@@ -135,6 +135,9 @@ class EpisodeRunner(UserTurns):
         self.episode_id: int | None = None
         self.protocol: Protocol | None = None
         self._integrity: IntegrityWatch | None = None
+        self._final_reads: Recorded | None = None
+        self._phase_reads: dict[int, Recorded] = {}
+        """What each delivered phase's checks read, archived with the final state."""
 
     async def _stored(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """`call` (a store method) run on the store's thread and awaited. The time it
@@ -220,7 +223,7 @@ class EpisodeRunner(UserTurns):
                 task,
                 recording,
                 self._agent_started_at,
-                self._judge_context(),
+                recording.judged(self._judge_context()),
                 answer=protocol.returned,
             )
         except asyncio.CancelledError:
@@ -254,6 +257,7 @@ class EpisodeRunner(UserTurns):
             await self.agent.close()
         await self._record_score(episode_id, score)
         await self._archive(episode_id, recording, protocol.returned)
+        self._final_reads = recording.recorded
         await self._record_integrity(episode_id)
         await self._finish(episode_id, protocol, "finished", None, final_frame)
         return EpisodeResult(
@@ -518,9 +522,16 @@ class EpisodeRunner(UserTurns):
         if self.task.phase_tree(index) is None:
             return
         self._say(f"scoring the checks of phase {index + 1}")
+        # Through a recorder, like the final score: the archive keeps what they read.
+        recording = RecordingSource(GuestSource(self.desktop.guest))
         result = await score_phase(
-            self.task, index, self.desktop.guest, self._agent_started_at, self._judge_context()
+            self.task,
+            index,
+            recording,
+            self._agent_started_at,
+            recording.judged(self._judge_context()),
         )
+        self._phase_reads[index] = recording.recorded
         if result is not None:
             await self._stored(self.store.record_judgements, episode_id, result.judgements)
             await self._stored(
@@ -659,6 +670,7 @@ class EpisodeRunner(UserTurns):
                 self._agent_started_at,
                 self.options.archive_cap_bytes,
                 answer,
+                self._phase_reads,
             )
         except StoreError as exc:
             log.warning("episode %s: the final state was not archived: %s", episode_id, exc)
@@ -671,9 +683,11 @@ class EpisodeRunner(UserTurns):
         """Record the integrity flags beside the score (they never change it)."""
         if self._integrity is None:
             return
+        await self._integrity.collect()
         steps = await self._stored(self.store.steps, episode_id)
         typed = [(s.idx, str(s.action["text"])) for s in steps if s.action.get("kind") == "type"]
-        flags, checked = await asyncio.to_thread(self._integrity.flags, typed)
+        probes = self._final_reads.probes if self._final_reads is not None else None
+        flags, checked = await asyncio.to_thread(self._integrity.flags, typed, probes)
         await self._stored(self.store.record_flags, episode_id, flags, checked)
         if flags:
             self._say("integrity: " + "; ".join(f.summary for f in flags))

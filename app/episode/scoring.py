@@ -192,11 +192,12 @@ async def score_task(
 async def score_phase(
     task: Task,
     index: int,
-    guest: Guest,
+    guest: Guest | StateSource,
     started_at: float | None = None,
     judge: JudgeContext | None = None,
 ) -> ScoreResult | None:
-    """Score phase `index`'s optional checks on the state right now; None if it has none."""
+    """Score phase `index`'s optional checks on the state right now (or as an archive
+    kept it); None if it has none."""
     tree = task.phase_tree(index)
     if tree is None:
         return None

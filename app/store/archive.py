@@ -18,13 +18,14 @@ import json
 import re
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from app.core.errors import StoreError
 from app.core.integrity import IntegrityFlag
+from app.core.judgements import Judgement, judgement_from_raw, judgement_to_raw
 from app.core.outcomes import CheckOutcome
 from app.store.base import StoreBase
 from app.store.frames import write_atomic
@@ -60,10 +61,31 @@ class RescoreRecord:
     passed: bool
     score: float
     checks: list[CheckOutcome]
+    """The final checks, then each re-run phase's checks (their `phase` set)."""
+    phases: dict[int, tuple[bool, float]] = field(default_factory=dict)
+    """Each phase whose checks were re-run: its tree's (passed, score)."""
+    judgements: list[Judgement] = field(default_factory=list)
+    """What the judge was asked and answered in the rescore (cached answers included)."""
 
 
 def _now() -> str:
     return now_utc().isoformat()
+
+
+def _rescore(row: sqlite3.Row) -> RescoreRecord:
+    phases = json.loads(row["phases"] or "{}")
+    return RescoreRecord(
+        id=row["id"],
+        episode_id=row["episode_id"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        task_sha256=row["task_sha256"],
+        evaluator=row["evaluator"],
+        passed=bool(row["passed"]),
+        score=row["score"],
+        checks=[CheckOutcome(**c) for c in json.loads(row["checks"])],
+        phases={int(i): (bool(p["passed"]), float(p["score"])) for i, p in phases.items()},
+        judgements=[judgement_from_raw(j) for j in json.loads(row["judgements"] or "[]")],
+    )
 
 
 class Archives(StoreBase):
@@ -166,8 +188,11 @@ class Archives(StoreBase):
         passed: bool,
         score: float,
         checks: Sequence[CheckOutcome],
+        phases: dict[int, tuple[bool, float]] | None = None,
+        judgements: Sequence[Judgement] = (),
     ) -> int:
-        """Record a rescore beside the original score; returns its id."""
+        """Record a rescore beside the original score; returns its id. `phases`: the
+        re-run phases' tree results; `judgements`: what the judge answered."""
         doing = f"recording a rescore of episode {episode_id}"
         with self._write(doing) as conn:
             found = conn.execute("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)).fetchone()
@@ -175,7 +200,8 @@ class Archives(StoreBase):
                 raise StoreError(f"no episode {episode_id} in {self.path}")
             cursor = conn.execute(
                 """INSERT INTO rescores (episode_id, created_at, task_sha256, evaluator,
-                       passed, score, checks) VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                       passed, score, checks, phases, judgements)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
                     episode_id,
                     _now(),
@@ -184,6 +210,13 @@ class Archives(StoreBase):
                     int(passed),
                     score,
                     json.dumps([asdict(c) for c in checks]),
+                    json.dumps(
+                        {
+                            str(i): {"passed": p, "score": sc}
+                            for i, (p, sc) in (phases or {}).items()
+                        }
+                    ),
+                    json.dumps([judgement_to_raw(j) for j in judgements], ensure_ascii=False),
                 ),
             )
             assert cursor.lastrowid is not None
@@ -196,19 +229,7 @@ class Archives(StoreBase):
             "SELECT * FROM rescores WHERE episode_id = ? ORDER BY id",
             (episode_id,),
         )
-        return [
-            RescoreRecord(
-                id=row["id"],
-                episode_id=row["episode_id"],
-                created_at=datetime.fromisoformat(row["created_at"]),
-                task_sha256=row["task_sha256"],
-                evaluator=row["evaluator"],
-                passed=bool(row["passed"]),
-                score=row["score"],
-                checks=[CheckOutcome(**c) for c in json.loads(row["checks"])],
-            )
-            for row in rows
-        ]
+        return [_rescore(row) for row in rows]
 
     def latest_rescores(self) -> dict[int, RescoreRecord]:
         """The newest rescore of every episode that has one, by episode id."""
@@ -218,19 +239,7 @@ class Archives(StoreBase):
                JOIN (SELECT episode_id, MAX(id) AS id FROM rescores GROUP BY episode_id) m
                  ON r.id = m.id""",
         )
-        return {
-            row["episode_id"]: RescoreRecord(
-                id=row["id"],
-                episode_id=row["episode_id"],
-                created_at=datetime.fromisoformat(row["created_at"]),
-                task_sha256=row["task_sha256"],
-                evaluator=row["evaluator"],
-                passed=bool(row["passed"]),
-                score=row["score"],
-                checks=[CheckOutcome(**c) for c in json.loads(row["checks"])],
-            )
-            for row in rows
-        }
+        return {row["episode_id"]: _rescore(row) for row in rows}
 
     # -- integrity flags -------------------------------------------------------
 

@@ -481,6 +481,22 @@ def _v15(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0016_rescore_phases_judgements")
+def _v16(db: Database) -> None:
+    # A rescore re-runs the phases' checks on what their archive kept at each delivery
+    # and asks the judge again on the archived frame and files (issue 17): each phase's
+    # tree result ({"0": {"passed": bool, "score": float}}, JSON) and the judgements
+    # (as app.store.records.judgement_raw writes them) beside the rescore's checks.
+    # NULL for rescores recorded before.
+    db.execute(
+        "ALTER TABLE rescores ADD COLUMN phases TEXT CHECK (phases IS NULL OR json_valid(phases))"
+    )
+    db.execute(
+        "ALTER TABLE rescores ADD COLUMN judgements TEXT"
+        " CHECK (judgements IS NULL OR json_valid(judgements))"
+    )
+
+
 def migrate(db: Database) -> None:
     """Apply pending migrations, in order, all in one IMMEDIATE transaction.
 

@@ -251,6 +251,39 @@ def world(scene):
     return out
 
 
+def scripting():
+    """Traces of Blender's own scripting in the saved file's UI (the integrity flags,
+    app/episode/integrity.py): the Python console is an area of the main window, not a
+    window, so no title shows it; its history and the screens the windows show are
+    saved with the file."""
+    windows = []
+    for wm in bpy.data.window_managers:
+        for win in wm.windows:
+            screen = win.screen
+            windows.append(
+                {
+                    "workspace": win.workspace.name if win.workspace is not None else None,
+                    "areas": [a.type for a in screen.areas] if screen is not None else [],
+                }
+            )
+    consoles = []
+    for screen in bpy.data.screens:
+        for area in screen.areas:
+            for space in area.spaces:
+                if space.type != "CONSOLE":
+                    continue
+                history = [line.body for line in space.history if line.body.strip()]
+                typed = [line.body for line in space.scrollback if line.type == "INPUT"]
+                if history or typed:
+                    consoles.append({"screen": screen.name, "history": history, "input": typed})
+    texts = [
+        {"name": t.name, "lines": len(t.lines), "chars": len(t.as_string())}
+        for t in bpy.data.texts
+        if t.as_string().strip()
+    ]
+    return {"windows": windows, "consoles": consoles, "texts": texts}
+
+
 def main():
     out_path = sys.argv[sys.argv.index("--") + 1]
     scene = bpy.context.scene
@@ -284,6 +317,7 @@ def main():
         "materials": [material(m) for m in bpy.data.materials if m.users > 0],
         "world": world(scene),
         "scene_fcurves": fcurves(scene),
+        "scripting": scripting(),
     }
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(dump, f, sort_keys=True)
