@@ -24,6 +24,7 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "gimp-badge-interactive",
         "gimp-launch-poster",
         "gimp-shop-print-l3",
+        "dc-gimp-city-night-run-cover",  # file_size
     ),
     "blender": (
         "blender-add-sphere",
@@ -32,6 +33,12 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "blender-subdivide-interactive",
         "blender-product-shot",
         "blender-studio-look",
+        # The checks only these bring (the test_library.py rule):
+        "dc-blender-bottle-deliveries",  # blender_world_texture, image_has_alpha
+        "dc-blender-ground-textures",  # blender_texture_link
+        "dc-blender-hide-sphere",  # blender_visibility
+        "blender-title-card-l3",  # blender_text, blender_constraint
+        "blender-snowfall-l3",  # blender_particles
     ),
     "kdenlive": (
         "kdenlive-first-clip",
@@ -48,6 +55,7 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "web-tagger-drafts-answer",
         "web-photostore-drop-interactive",
         "web-photostore-campaign-l3",
+        "web-studio-interview-series-l3-interactive",
     ),
 }
 

@@ -3,6 +3,7 @@ for these tests) become DeskLoop tasks that load, with the phase triggers shifte
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -195,3 +196,153 @@ def test_cli_reports_each_file_and_exits_1_when_one_is_not_importable(
     assert "2 imported, 1 imported with manual steps left, 2 not importable" in printed
     assert "  manual: " in printed and "not importable  " in printed
     assert main(["tasks", "validate", str(out)]) == 0
+
+
+def test_include_exclude_over_a_file_listing_becomes_file_checks() -> None:
+    """DeskCraft's interactive Blender tasks check their deliveries with a shell loop
+    printing EXISTS:/MISSING: per file; both halves of the rule name the same files."""
+    listing = {
+        "type": "vm_command_line",
+        "command": "for p in /home/user/Documents/a.png /home/user/Documents/b.blend; do"
+        ' if [ -f "$p" ]; then echo "EXISTS:$p"; else echo "MISSING:$p"; fi; done',
+        "shell": True,
+    }
+    rules = {
+        "include": ["EXISTS:/home/user/Documents/a.png", "EXISTS:/home/user/Documents/b.blend"],
+        "exclude": ["MISSING:/home/user/Documents/a.png", "MISSING:/home/user/Documents/b.blend"],
+    }
+    leaves = map_evaluator("check_include_exclude", listing, {"rules": rules})
+    assert leaves == [
+        {"check": "file_exists", "path": "~/Documents/a.png"},
+        {"check": "file_exists", "path": "~/Documents/b.blend"},
+    ]
+    gone = map_evaluator(
+        "check_include_exclude", listing, {"rules": {"include": ["MISSING:/home/user/x.tmp"]}}
+    )
+    assert gone == [{"check": "file_not_exists", "path": "~/x.tmp"}]
+    # Text searched in some other command's output has no file to check.
+    with pytest.raises(Unmapped, match="not a file listing"):
+        map_evaluator(
+            "check_include_exclude",
+            {"type": "vm_command_line", "command": "ls ~/Desktop"},
+            {"rules": {"include": ["projects"]}},
+        )
+    with pytest.raises(Unmapped, match="is not an EXISTS:/MISSING: file listing"):
+        map_evaluator("check_include_exclude", listing, {"rules": {"include": ["EXISTS"]}})
+
+
+def test_a_blend_saved_by_a_newer_blender_is_a_manual_step(tmp_path: Path) -> None:
+    """DeskCraft's published scenes were saved by Blender 5 (header `BLENDER17-01v0500`),
+    which the desktops' Blender 3.4 refuses: the import must say so, not pass them on."""
+    import gzip as gz
+
+    from app.tasks.deskcraft_blender import blend_problem, blend_version
+
+    new = tmp_path / "new.blend"
+    new.write_bytes(b"BLENDER17-01v0500" + bytes(64))
+    old = tmp_path / "old.blend"
+    with gz.open(old, "wb") as f:
+        f.write(b"BLENDER-v293RENDH" + bytes(64))
+    four = tmp_path / "four.blend"
+    four.write_bytes(b"BLENDER-v402" + bytes(64))
+    assert (blend_version(new), blend_version(old), blend_version(four)) == (
+        (5, 0),
+        (2, 93),
+        (4, 2),
+    )
+    assert blend_problem(old) is None
+    assert "Blender 5.0, which the desktops' Blender 3.4 cannot open" in str(blend_problem(new))
+    assert "may not open" in str(blend_problem(four))
+    ours = ROOT / "tasks/blender/assets/cube.blend"
+    assert blend_problem(ours) is None  # zstd-compressed, saved by our Blender
+    not_blend = tmp_path / "x.blend"
+    not_blend.write_bytes(b"hello")
+    assert blend_version(not_blend) is None and blend_problem(not_blend) is None
+
+
+def test_importing_a_blender_5_scene_names_the_rebuild(repo: Path, tmp_path: Path) -> None:
+    (repo / "assets/blend/default_cube.blend").write_bytes(b"BLENDER17-01v0500" + bytes(64))
+    report = convert(DATA / "L1_blender_rename.json", repo, tmp_path / "tasks")
+    assert report.status == "manual", report.line()
+    assert any("rebuild the scene with Blender 3.4" in step for step in report.manual)
+
+
+def test_media_fills_in_files_the_repository_lacks(repo: Path, tmp_path: Path) -> None:
+    """DeskCraft's LFS media never reached its public repository: --media supplies
+    substitutes, uploaded like its own files and named in the header, not left manual."""
+    media = tmp_path / "media"
+    (media / "clips").mkdir(parents=True)
+    (media / "clips" / "missing_clip.mp4").write_bytes(b"substitute clip")
+    out = tmp_path / "tasks"
+    report = convert(DATA / "INTERACTIVE_kdenlive_profile_change.json", repo, out, media=media)
+    assert not any("missing_clip.mp4" in step for step in report.manual), report.manual
+    task = load_task(out / "kdenlive" / "deskcraft-kdenlive-ik99-profile-change-001.yaml")
+    uploads = [
+        s.model_dump(by_alias=True)["upload"]
+        for s in task.setup
+        if "upload" in s.model_dump(by_alias=True, exclude_none=True)
+    ]
+    assert {
+        "src": "assets/deskcraft/clips/missing_clip.mp4",
+        "dest": "~/Videos/missing_clip.mp4",
+    } in [{"src": u["src"], "dest": u["dest"]} for u in uploads]
+    assert (out / "kdenlive/assets/deskcraft/clips/missing_clip.mp4").read_bytes() == (
+        b"substitute clip"
+    )
+    header = (out / "kdenlive" / "deskcraft-kdenlive-ik99-profile-change-001.yaml").read_text()
+    assert "# NOTE: asset https://example.invalid/media/missing_clip.mp4 is not in" in header
+    # Without --media the same file is a manual step, as before.
+    again = convert(DATA / "INTERACTIVE_kdenlive_profile_change.json", repo, tmp_path / "plain")
+    assert any("missing_clip.mp4 is not in" in step for step in again.manual)
+
+
+def test_a_photo_with_an_icc_profile_opened_at_launch_is_a_manual_step(
+    repo: Path, tmp_path: Path
+) -> None:
+    """GIMP asks whether to convert an embedded ICC profile before it shows the image, so
+    the setup's wait for the image window would time out (DeskCraft's photos have one)."""
+    from PIL import Image
+
+    from app.tasks.deskcraft_gimp import has_icc_profile
+
+    (repo / "assets" / "jpg").mkdir(parents=True)
+    photo = repo / "assets" / "jpg" / "photo.jpg"
+    Image.new("RGB", (8, 8), "red").save(photo, icc_profile=b"not really a profile")
+    plain = tmp_path / "plain.jpg"
+    Image.new("RGB", (8, 8), "red").save(plain)
+    assert has_icc_profile(photo) and not has_icc_profile(plain)
+    assert not has_icc_profile(tmp_path)  # not an image at all
+    source = tmp_path / "L1_gimp_icc.json"
+    source.write_text(
+        json.dumps(
+            {
+                "id": "icc00001-L1",
+                "snapshot": "gimp",
+                "instruction": "Flip the photo.",
+                "config": [
+                    {
+                        "type": "upload_file",
+                        "parameters": {
+                            "files": [
+                                {
+                                    "local_path": "assets/jpg/photo.jpg",
+                                    "path": "/home/user/photo.jpg",
+                                }
+                            ]
+                        },
+                    },
+                    {
+                        "type": "launch",
+                        "parameters": {"command": ["gimp", "/home/user/photo.jpg"]},
+                    },
+                ],
+                "evaluator": {
+                    "func": "check_7b7617bd_recent_files",
+                    "result": {"type": "gimp_config_file", "file_name": "gimprc"},
+                    "expected": {"type": "rule", "rules": {"key": "max-recent-files", "value": 5}},
+                },
+            }
+        )
+    )
+    report = convert(source, repo, tmp_path / "tasks")
+    assert any("GIMP opens ~/photo.jpg at launch" in step for step in report.manual), report.manual

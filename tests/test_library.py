@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from app.tasks.loader import load_task, task_files
-from app.tasks.proofs import task_kind
+from app.tasks.proofs import read_proof, task_kind
 from tests.library_sample import SAMPLE, TASKS
 
 
@@ -45,6 +45,15 @@ def _triggers(trigger: Any, found: set[str]) -> set[str]:
 
 def _library() -> dict[str, dict[str, Any]]:
     return {path.stem: yaml.safe_load(path.read_text()) for path in task_files(TASKS)}
+
+
+def test_every_task_has_a_current_proof() -> None:
+    unproven = []
+    for path in task_files(TASKS):
+        status = read_proof(load_task(path))
+        if status.state != "proven":
+            unproven.append(f"{status.task.id}: {status.state}: {status.detail}")
+    assert not unproven, "\n".join(unproven)
 
 
 def test_the_sample_holds_every_cell_check_and_trigger_of_the_library() -> None:

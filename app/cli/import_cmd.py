@@ -24,10 +24,13 @@ def cmd_import_deskcraft(args: argparse.Namespace) -> int:
     if not repo.is_dir():
         print_err(f"--repo {repo}: not a folder (a local copy of DeskCraft's repository)")
         return 2
+    if args.media is not None and not args.media.is_dir():
+        print_err(f"--media {args.media}: not a folder")
+        return 2
     counts = {"imported": 0, "manual": 0, "not importable": 0}
     taken: dict[str, Path] = {}
     for source in _sources(args.paths):
-        report = convert(source, repo, args.out, taken)
+        report = convert(source, repo, args.out, taken, args.media)
         counts[report.status] += 1
         print(report.line())
     print(
@@ -54,6 +57,12 @@ def register(tsub: Any) -> None:
         type=Path,
         required=True,
         help="a local copy of DeskCraft's repository (its assets/ are taken from there)",
+    )
+    dc.add_argument(
+        "--media",
+        type=Path,
+        help="substitutes for files the repository copy lacks (its unpublished Git LFS "
+        "objects): a folder laid out like its assets/ (glb/model.glb) or holding them by name",
     )
     dc.add_argument(
         "--out", type=Path, default=Path("tasks"), help="where tasks are written (default: tasks)"

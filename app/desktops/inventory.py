@@ -248,7 +248,8 @@ async def _interrupt(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError):
         proc.send_signal(signal.SIGTERM)
     try:
-        await asyncio.wait_for(proc.wait(), 20.0)
+        async with asyncio.timeout(20.0):
+            await proc.wait()
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

@@ -482,7 +482,8 @@ class LocalDesktop(VncScreen):
                 session.port = port
                 return
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), 5.0)
+                async with asyncio.timeout(5.0):
+                    await proc.wait()
             output = log_tail(log_path, log_start)
             if "Address already in use" not in output:
                 raise DesktopError(
@@ -527,12 +528,14 @@ class LocalDesktop(VncScreen):
             session.watch.stop()
             if session.vnc is not None:
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(session.vnc.close(), 2.0)
+                    async with asyncio.timeout(2.0):
+                        await session.vnc.close()
             await asyncio.to_thread(reaper.kill_marked, session.marker)
             await asyncio.to_thread(reaper.remove_session_dir, session.dir)
             for proc in session.children:
                 with contextlib.suppress(TimeoutError, ProcessLookupError):
-                    await asyncio.wait_for(proc.wait(), 2.0)
+                    async with asyncio.timeout(2.0):
+                        await proc.wait()
             if session.reaper is not None:
                 await _stop_reaper(session.reaper)
         self._state = state
@@ -543,9 +546,11 @@ async def _stop_reaper(proc: asyncio.subprocess.Process) -> None:
     if proc.stdin is not None:
         proc.stdin.close()
     try:
-        await asyncio.wait_for(proc.wait(), 5.0)
+        async with asyncio.timeout(5.0):
+            await proc.wait()
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), 2.0)
+            async with asyncio.timeout(2.0):
+                await proc.wait()

@@ -163,7 +163,8 @@ class LocalGuest:
             raise GuestError(f"cannot launch {args[0]!r} in the local desktop: {exc}") from exc
         self._launched.append(proc)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(proc.wait()), LAUNCH_EXIT_WATCH)
+            async with asyncio.timeout(LAUNCH_EXIT_WATCH):
+                await asyncio.shield(proc.wait())
         if proc.returncode is not None and proc.returncode != 0:
             output = log_tail(log_path) or "no output"
             # The output, not the log's path: the log goes with the session.
@@ -230,7 +231,8 @@ class LocalGuest:
 
     async def _bounded(self, what: str, work: Callable[[], _T]) -> _T:
         try:
-            return await asyncio.wait_for(asyncio.to_thread(work), FILE_TIMEOUT)
+            async with asyncio.timeout(FILE_TIMEOUT):
+                return await asyncio.to_thread(work)
         except TimeoutError:
             raise GuestError(f"{what} in the local desktop took over {FILE_TIMEOUT:g} s") from None
 
@@ -346,4 +348,5 @@ async def _kill_group(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(proc.wait(), 5.0)
+        async with asyncio.timeout(5.0):
+            await proc.wait()

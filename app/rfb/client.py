@@ -182,7 +182,8 @@ class VNCClient:
         if remaining <= 0:
             return False
         try:
-            await asyncio.wait_for(asyncio.shield(self._update_signal), remaining)
+            async with asyncio.timeout(remaining):
+                await asyncio.shield(self._update_signal)
         except TimeoutError:
             return False
         self.check_open()
@@ -203,7 +204,8 @@ class VNCClient:
         self.check_open()
         try:
             self._writer.write(data)
-            await asyncio.wait_for(self._writer.drain(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._writer.drain()
         except TimeoutError:
             raise VNCError(
                 f"VNC server {self.where} did not accept input within {timeout:g} s"
@@ -282,7 +284,8 @@ class VNCClient:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._reader_task
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._writer.wait_closed(), 1.0)
+            async with asyncio.timeout(1.0):
+                await self._writer.wait_closed()
 
 
 # -------------------------------------------------------------------- connecting

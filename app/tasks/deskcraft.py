@@ -33,7 +33,9 @@ from typing import Any, Literal
 import yaml
 
 from app.core.errors import TaskError
+from app.tasks.deskcraft_blender import blend_problem
 from app.tasks.deskcraft_checks import Unmapped, guest_path, map_evaluator
+from app.tasks.deskcraft_gimp import has_icc_profile
 from app.tasks.loader import load_task
 
 APPS = ("gimp", "blender", "kdenlive")
@@ -134,6 +136,11 @@ class _Conversion:
     folder: Path
     app: str
     manual: list[str]
+    media: Path | None = None
+    """A folder of substitutes for files the repository copy lacks (its unpublished
+    Git LFS objects), laid out like its assets/ folder or found by file name."""
+    notes: list[str] = field(default_factory=list)
+    """What the task file's header says besides its manual steps (substitutes used)."""
     assets: dict[str, Path] = field(default_factory=dict)
     """Asset name in the task folder → the file in the repository copy."""
 
@@ -155,20 +162,48 @@ class _Conversion:
             source = matches[0] if matches else None
         wanted = local or url or "?"
         if source is None:
-            self.manual.append(f"asset {wanted} is not in {self.repo}: provide it")
-            return None
+            found = self._substitute(wanted)
+            if found is None:
+                self.manual.append(f"asset {wanted} is not in {self.repo}: provide it")
+                return None
+            source, relative = found
+            self.notes.append(f"asset {wanted} is not in {self.repo}: substitute {source}")
+        else:
+            relative = source.relative_to(self.repo.resolve()).as_posix()
         # Every task of an app shares its assets/ folder: keep the repository's own path
         # under it, so two DeskCraft files of one name never overwrite each other.
-        relative = source.relative_to(self.repo.resolve()).as_posix()
         name = "assets/deskcraft/" + relative.removeprefix("assets/")
         self.assets[name] = source
+        if source.suffix == ".blend":
+            problem = blend_problem(source)
+            if problem:
+                self.manual.append(f"asset {wanted}: {problem}")
         return name
+
+    def _substitute(self, wanted: str) -> tuple[Path, str] | None:
+        """A file for `wanted` in --media: at its repository path less `assets/`
+        (`glb/model.glb`), else the first of its file name anywhere under --media; with
+        the repository-style path it is stored under."""
+        if self.media is None:
+            return None
+        root = self.media.resolve()
+        name = wanted.rstrip("/").rsplit("/", 1)[-1]
+        rest = wanted.removeprefix("assets/") if "://" not in wanted else name
+        direct = (root / rest).resolve()
+        if direct.is_relative_to(root) and direct.is_file():
+            return direct, "assets/" + rest
+        matches = sorted(p.resolve() for p in root.rglob(name) if p.is_file())
+        matches = [p for p in matches if p.is_relative_to(root)]
+        if not matches:
+            return None
+        return matches[0], "assets/" + matches[0].relative_to(root).as_posix()
 
     def setup(self, config: Any) -> list[Any]:
         steps: list[Any] = []
         if not isinstance(config, list):
             return steps
         launched = False
+        uploaded: dict[str, Path] = {}
         for index, item in enumerate(config):
             kind = item.get("type") if isinstance(item, dict) else None
             params = item.get("parameters", {}) if isinstance(item, dict) else {}
@@ -185,6 +220,7 @@ class _Conversion:
                     src = self.asset(entry.get("local_path"), entry.get("url"))
                     if src is not None:
                         steps.append({"upload": {"src": src, "dest": dest}})
+                        uploaded[dest] = self.assets[src]
             elif kind == "launch":
                 command = params.get("command")
                 argv = command if isinstance(command, list) else str(command).split()
@@ -192,7 +228,16 @@ class _Conversion:
                 if program != self.app:
                     self.manual.append(f"config[{index}]: launch {argv!r} is not {self.app}")
                     continue
-                steps.append({"launch": [*LAUNCH[self.app], *map(guest_path, argv[1:])]})
+                opened = [guest_path(a) for a in argv[1:]]
+                if self.app == "gimp":
+                    self.manual.extend(
+                        f"config[{index}]: GIMP opens {dest} at launch, and it has an ICC "
+                        "profile: GIMP asks whether to convert it before showing the image, "
+                        "so the window the setup waits for never comes; strip the profile"
+                        for dest in opened
+                        if dest in uploaded and has_icc_profile(uploaded[dest])
+                    )
+                steps.append({"launch": [*LAUNCH[self.app], *opened]})
                 steps.append({"wait_window": dict(WAIT[self.app])})
                 launched = True
             elif kind == "sleep":
@@ -269,12 +314,17 @@ def _phases(raw: list[Any], manual: list[str]) -> tuple[str, list[dict[str, Any]
 
 
 def convert(
-    source: Path, repo: Path, out: Path, taken: dict[str, Path] | None = None
+    source: Path,
+    repo: Path,
+    out: Path,
+    taken: dict[str, Path] | None = None,
+    media: Path | None = None,
 ) -> ImportReport:
     """Convert one DeskCraft file into `out/<app>/<id>.yaml` (+ its assets).
 
     `taken`: the ids already written in this import, with their source files; a second
     file of the same id is not importable rather than written over the first.
+    `media`: substitutes for files `repo` lacks (see `_Conversion.media`).
     """
     try:
         raw = json.loads(source.read_text(encoding="utf-8"))
@@ -287,7 +337,7 @@ def convert(
         app = _app(raw)
         ident = task_id(raw["id"], app)
         folder = out / app
-        work = _Conversion(repo, folder, app, manual)
+        work = _Conversion(repo, folder, app, manual, media)
         if raw.get("phases"):
             instruction, phases = _phases(raw["phases"], manual)
         elif isinstance(raw.get("instruction"), str) and raw["instruction"].strip():
@@ -324,6 +374,7 @@ def convert(
         )
     path = folder / f"{ident}.yaml"
     header = [f"# Imported from DeskCraft {source.name} (id {raw['id']})."]
+    header += [f"# NOTE: {note}" for note in work.notes]
     header += [f"# MANUAL: {step}" for step in manual]
     folder.mkdir(parents=True, exist_ok=True)
     for name, file in work.assets.items():

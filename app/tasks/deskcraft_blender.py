@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
 import re
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 from app.tasks.deskcraft_rules import Leaf, Mapper, Rules, Unmapped, one_object, take
@@ -308,3 +312,56 @@ def exists(path: str, rules: Rules) -> list[Leaf]:
     if "name" not in taken and "name_regex" not in taken:
         raise Unmapped("it names no object")
     return [{"check": "blender_object", "path": path, **taken}]
+
+
+# --- start scenes: can the desktops' Blender open them? ---------------------------
+
+DESKTOP_BLENDER = (3, 4)
+"""The Blender of DeskLoop's desktops (Debian 12's 3.4). A .blend saved by a newer
+major version may not open in it."""
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_HEADER = re.compile(rb"BLENDER(?:[-_][vV](\d)(\d\d)|\d\d-\d\d[vV](\d\d)(\d\d))")
+
+
+def blend_version(path: Path) -> tuple[int, int] | None:
+    """The Blender version that saved a .blend, from its header: plain, gzip or Zstandard
+    compressed (that one through the `zstd` program; None when it is not installed or the
+    header is not a Blender one). Old headers read `BLENDER-v304`, Blender 5's
+    `BLENDER17-01v0500`."""
+    head = path.open("rb").read(4)
+    try:
+        if head[:2] == b"\x1f\x8b":
+            with gzip.open(path, "rb") as f:
+                data = f.read(32)
+        elif head == _ZSTD_MAGIC:
+            if shutil.which("zstd") is None:
+                return None
+            out = subprocess.run(
+                ["zstd", "-dc", str(path)], capture_output=True, timeout=60, check=False
+            ).stdout
+            data = out[:32]
+        else:
+            data = path.open("rb").read(32)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = _HEADER.match(data)
+    if found is None:
+        return None
+    major, minor = (found.group(1), found.group(2)) if found.group(1) else found.group(3, 4)
+    return int(major), int(minor)
+
+
+def blend_problem(path: Path) -> str | None:
+    """Why the desktops' Blender cannot open this .blend, or None when it can (or its
+    version cannot be read: then nothing is claimed)."""
+    version = blend_version(path)
+    if version is None or version[0] <= DESKTOP_BLENDER[0]:
+        return None
+    ours = f"{DESKTOP_BLENDER[0]}.{DESKTOP_BLENDER[1]}"
+    # Measured: Blender 3.4 refuses Blender 5's files ("not a blend file"); a 4.x file
+    # may open with a warning and lose what 3.4 does not know.
+    can = "cannot" if version[0] >= 5 else "may not"
+    return (
+        f"saved by Blender {version[0]}.{version[1]}, which the desktops' Blender {ours} "
+        f"{can} open: rebuild the scene with Blender {ours}"
+    )

@@ -118,6 +118,8 @@ def guest_path(path: str) -> str:
 
 def map_evaluator(func: str, result: Any, expected: Any) -> list[Leaf]:
     """The DeskLoop leaves for one DeskCraft evaluator; Unmapped says why there are none."""
+    if func == "check_include_exclude":
+        return _files_listed(result, expected)
     mapper = MAPPERS.get(func)
     if mapper is None:
         raise Unmapped(f"evaluator {func} has no DeskLoop check")
@@ -137,6 +139,42 @@ def map_evaluator(func: str, result: Any, expected: Any) -> list[Leaf]:
         raise Unmapped(
             f"evaluator {func}: its rules are not in the expected shape ({exc})"
         ) from None
+
+
+_LISTED = re.compile(r"(EXISTS|MISSING):(/\S+)")
+
+
+def _files_listed(result: Any, expected: Any) -> list[Leaf]:
+    """`check_include_exclude` looks for strings in a command's output. DeskCraft's
+    interactive Blender tasks use it over a shell loop that prints `EXISTS:<path>` or
+    `MISSING:<path>` for each delivered file: that maps to file checks. Any other use
+    (text in `ls`, a settings dump) has no file to read, so it stays unmapped."""
+    command = result.get("command") if isinstance(result, dict) else None
+    rules = expected.get("rules") if isinstance(expected, dict) else None
+    if not isinstance(command, str) or "EXISTS:" not in command or not isinstance(rules, dict):
+        raise Unmapped(
+            "evaluator check_include_exclude reads a command's output, not a file listing "
+            "DeskLoop can check"
+        )
+    leaves: list[Leaf] = []
+    for key, wanted in (("include", True), ("exclude", False)):
+        for item in rules.get(key) or []:
+            found = _LISTED.fullmatch(str(item))
+            if found is None:
+                raise Unmapped(
+                    f"evaluator check_include_exclude: {key} {item!r} is not an "
+                    "EXISTS:/MISSING: file listing"
+                )
+            exists = (found.group(1) == "EXISTS") == wanted
+            leaf: Leaf = {
+                "check": "file_exists" if exists else "file_not_exists",
+                "path": guest_path(found.group(2)),
+            }
+            if leaf not in leaves:
+                leaves.append(leaf)
+    if not leaves:
+        raise Unmapped("evaluator check_include_exclude lists no files")
+    return leaves
 
 
 def _getter(result: Any) -> str:

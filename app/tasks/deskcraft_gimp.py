@@ -9,6 +9,9 @@ are mapped with `OUTPUT_IS_EXPECTED` (the checked path is the expected getter's)
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
 
 from app.tasks.deskcraft_rules import Leaf, Rules, take
 
@@ -33,3 +36,13 @@ def white_to_alpha(path: str, rules: Rules) -> list[Leaf]:
     take(rules, {})
     # The white background became transparent: some pixels must be, not just an alpha channel.
     return [{"check": "image_has_alpha", "path": path, "min_transparent": 0.05}]
+
+
+def has_icc_profile(path: Path) -> bool:
+    """Whether an image file embeds an ICC profile. GIMP 2.10 opens such a file with a
+    "Convert to RGB Working Space?" dialog first (measured on DeskCraft's photos)."""
+    try:
+        with Image.open(path) as image:
+            return bool(image.info.get("icc_profile"))
+    except (OSError, UnidentifiedImageError):
+        return False

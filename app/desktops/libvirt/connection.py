@@ -138,7 +138,8 @@ class DomainWatch:
                     f"not {' or '.join(states)} after {timeout:g} s"
                 )
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await self._changed.wait()
 
     def _lifecycle(
         self, _conn: libvirt.virConnect, _dom: libvirt.virDomain, event: int, _detail: int, _o: Any

@@ -391,7 +391,8 @@ class LibvirtDesktop(VncScreen):
         if self._clock_task is not None:
             # A libvirt call in a worker thread: let it finish rather than race a stop.
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(self._clock_task), 10.0)
+                async with asyncio.timeout(10.0):
+                    await asyncio.shield(self._clock_task)
             self._clock_task = None
         await self._link.detach()
 

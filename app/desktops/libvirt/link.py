@@ -166,4 +166,5 @@ class GuestLink:
     async def _close_vnc(self) -> None:
         if self.vnc is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.vnc.close(), 2.0)
+                async with asyncio.timeout(2.0):
+                    await self.vnc.close()
