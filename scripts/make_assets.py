@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -152,6 +153,121 @@ def launch() -> Image.Image:
     return _sample("rocket")
 
 
+def icon() -> Image.Image:
+    """256×256 app icon: a rounded tile with a paper plane, for scaling down."""
+    image = Image.new("RGB", (256, 256), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((8, 8, 248, 248), radius=48, fill=(40, 110, 210))
+    draw.rounded_rectangle((8, 150, 248, 248), radius=48, fill=(25, 80, 170))
+    draw.rectangle((8, 150, 248, 200), fill=(25, 80, 170))
+    draw.polygon([(50, 120), (210, 50), (150, 200), (120, 140)], fill=(250, 250, 250))
+    draw.polygon([(120, 140), (210, 50), (135, 165)], fill=(200, 215, 235))
+    return image
+
+
+def lake() -> Image.Image:
+    """400×300 photo of a lake's reflection, taken upside down: water on top, the
+    sky (and the sun, on the left) at the bottom."""
+    upright = _gradient(400, 300, (120, 170, 230), (230, 240, 250))
+    draw = ImageDraw.Draw(upright)
+    draw.ellipse((40, 30, 100, 90), fill=(250, 210, 60))
+    draw.polygon([(0, 170), (120, 70), (230, 170)], fill=(90, 110, 130))
+    draw.polygon([(150, 170), (290, 90), (400, 170)], fill=(70, 90, 110))
+    draw.rectangle((0, 170, 400, 300), fill=(40, 90, 120))
+    draw.rectangle((300, 200, 360, 215), fill=(200, 60, 40))
+    return upright.transpose(Image.Transpose.FLIP_TOP_BOTTOM)
+
+
+def _film_scene() -> Image.Image:
+    """400×300 positive of the film scan: sky, a red house on green grass."""
+    image = Image.new("RGB", (400, 300), (140, 190, 235))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 200, 400, 300), fill=(70, 150, 60))
+    draw.rectangle((80, 120, 220, 220), fill=(190, 50, 40))
+    draw.polygon([(70, 120), (150, 60), (230, 120)], fill=(90, 50, 30))
+    draw.rectangle((135, 170, 165, 220), fill=(60, 40, 30))
+    draw.ellipse((300, 30, 360, 90), fill=(250, 220, 90))
+    return image
+
+
+def negative() -> Image.Image:
+    """400×300 scan of a colour film negative: the film scene with its colours inverted."""
+    return Image.eval(_film_scene(), lambda v: 255 - v)
+
+
+def web_banner() -> Image.Image:
+    """600×200 web site banner."""
+    image = _gradient(600, 200, (20, 40, 90), (60, 140, 200))
+    draw = ImageDraw.Draw(image)
+    draw.text((40, 60), "Spring Workshop", font=_font(52), fill=(255, 255, 255))
+    draw.ellipse((470, 40, 570, 140), fill=(250, 190, 50))
+    draw.rectangle((40, 140, 300, 150), fill=(250, 190, 50))
+    return image
+
+
+def faded() -> Image.Image:
+    """360×240 photo of coffee, faded: its tones squeezed into a narrow grey band."""
+    small = _sample("coffee").resize((360, 240), Image.Resampling.LANCZOS)
+    return small.point(lambda v: 95 + round(v * 0.3))
+
+
+def logo() -> Image.Image:
+    """320×200 logo drawn on a plain white background (to be made transparent)."""
+    image = Image.new("RGB", (320, 200), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    draw.ellipse((30, 40, 150, 160), fill=(220, 60, 40))
+    draw.rectangle((70, 80, 110, 120), fill=(255, 255, 255))
+    draw.text((170, 70), "Kiln", font=_font(48), fill=(30, 30, 60))
+    draw.text((172, 125), "ceramics", font=_font(22), fill=(30, 30, 60))
+    return image
+
+
+def old_scan() -> Image.Image:
+    """The scanner's picture of an old print: the cameraman photo (192×192), faded
+    and yellowed, lying on its side (turned clockwise), inside a white 24 px border."""
+    photo = _sample("camera").resize((192, 192), Image.Resampling.LANCZOS)
+    faded_grey = photo.convert("L").point(lambda v: 70 + round(v * 0.45))
+    sepia = Image.merge(
+        "RGB",
+        [faded_grey.point(lambda v, g=g: min(255, round(v * g))) for g in (1.12, 1.0, 0.78)],
+    )
+    return _framed(sepia.transpose(Image.Transpose.ROTATE_270), 24, (255, 255, 255))
+
+
+def signature() -> Image.Image:
+    """300×120 scanned signature: dark blue ink strokes on plain white paper."""
+    image = Image.new("RGB", (300, 120), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    ink = (20, 40, 120)
+    draw.line([(20, 80), (45, 30), (60, 85), (80, 35), (95, 80)], fill=ink, width=5, joint="curve")
+    draw.arc((100, 40, 150, 90), 0, 360, fill=ink, width=5)
+    draw.line([(150, 65), (175, 40), (185, 85), (215, 45), (240, 75)], fill=ink, width=5)
+    draw.line([(30, 98), (270, 92)], fill=ink, width=3)
+    return image
+
+
+def page_scan() -> Image.Image:
+    """384×191 scan of a printed page (scikit-image's `page`), fed in upside down."""
+    return _sample("page").transpose(Image.Transpose.ROTATE_180)
+
+
+def sticker() -> Image.Image:
+    """360×300 drawing of a smiling star for a chat sticker, small in the middle of a
+    plain white sheet."""
+    image = Image.new("RGB", (360, 300), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    points = []
+    for i in range(10):
+        radius = 80 if i % 2 == 0 else 36
+        angle = math.pi / 2 + i * math.pi / 5
+        points.append((180 + radius * math.cos(angle), 160 - radius * math.sin(angle)))
+    draw.polygon(points, fill=(250, 200, 30), outline=(200, 120, 20))
+    draw.ellipse((160, 140, 170, 152), fill=(40, 30, 20))
+    draw.ellipse((190, 140, 200, 152), fill=(40, 30, 20))
+    draw.arc((165, 150, 195, 175), 20, 160, fill=(40, 30, 20), width=3)
+    return image
+
+
 ASSETS: dict[Path, Callable[[], Image.Image]] = {
     GIMP_ASSETS / "photo.png": photo,
     GIMP_ASSETS / "poster.png": poster,
@@ -165,6 +281,16 @@ ASSETS: dict[Path, Callable[[], Image.Image]] = {
     GIMP_ASSETS / "shop-cat.png": shop_cat,
     GIMP_ASSETS / "shop-rocket.png": shop_rocket,
     GIMP_ASSETS / "launch.png": launch,
+    GIMP_ASSETS / "icon.png": icon,
+    GIMP_ASSETS / "lake.png": lake,
+    GIMP_ASSETS / "negative.png": negative,
+    GIMP_ASSETS / "web-banner.png": web_banner,
+    GIMP_ASSETS / "faded.png": faded,
+    GIMP_ASSETS / "logo.png": logo,
+    GIMP_ASSETS / "old-scan.png": old_scan,
+    GIMP_ASSETS / "signature.png": signature,
+    GIMP_ASSETS / "page-scan.png": page_scan,
+    GIMP_ASSETS / "sticker.png": sticker,
 }
 
 

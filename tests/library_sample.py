@@ -22,6 +22,7 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "gimp-grayscale-export",
         "gimp-web-portrait",
         "gimp-badge-interactive",
+        "gimp-lake-flip-fix",  # L1 interactive
         "gimp-launch-poster",
         "gimp-shop-print-l3",
         "dc-gimp-city-night-run-cover",  # file_size
