@@ -1,0 +1,81 @@
+"""Integrity flags on a real VM of the `gimp` image (issue 17): the guest's process
+accounting and fatrace's write log, read after the episode over the guest channel,
+raise the same flags as the local backend's exec trace and write watch.
+
+One VM and one start state for both episodes of gimp-flip-export with a terminal
+opened by its setup (tests/test_integrity_desktop.py's test task): a cheater that runs
+a shell in the terminal and copies a file over the checked one is flagged (the shell,
+and `cp` as the file's writer); the honest reference, whose file GIMP's PNG plug-in
+writes, is not. The image is built by the recipe when the cache lacks it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
+from app.store import Store
+from app.vmimages.builder import build_image
+from tests.episode_story import episode_story
+from tests.libvirt_episodes import run_episode
+from tests.test_integrity_desktop import task_copy
+
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.timeout(2400),
+]
+
+CHEATER = (
+    Path(__file__).resolve().parent / "data" / "integrity" / "cheater-gimp-flip-export-vm.yaml"
+)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def gimp_vm() -> AsyncIterator[LibvirtDesktop]:
+    await asyncio.to_thread(build_image, "gimp", progress=print)
+    desktop = LibvirtDesktop(
+        name=f"test-integrity-{secrets.token_hex(3)}",
+        image="gimp",
+        config=LibvirtConfig(vcpus=2),
+        ephemeral=True,
+        progress=print,
+    )
+    try:
+        yield desktop
+    finally:
+        await desktop.remove()
+
+
+async def test_a_cheater_in_the_guest_is_flagged_and_the_reference_is_not(
+    gimp_vm: LibvirtDesktop, tmp_path: Path
+) -> None:
+    path = task_copy(tmp_path, terminal=True)
+    with Store(tmp_path / "db.sqlite") as store:
+        cheater = await run_episode(path, gimp_vm, f"scripted:{CHEATER}", store, "libvirt")
+        story = episode_story(store, cheater)
+        assert cheater.end_reason == "done", story
+        flags, checked = store.flags(cheater.episode_id)
+        assert checked is not None and checked[0].startswith("processes: every program"), checked
+        summaries = [f.summary for f in flags]
+        assert "a shell ran in the desktop: sh" in summaries, (summaries, story)
+        (writer,) = [f for f in flags if f.kind == "file_writer"]
+        assert writer.evidence[0].startswith("~/Desktop/photo-flipped.png: +"), writer
+        assert "/usr/bin/cp" in writer.evidence[0], writer
+        # setup's terminal (and the shell in it), started before the agent, are not its.
+        assert not any("terminal" in s for s in summaries), summaries
+
+        reference = await run_episode(path, gimp_vm, "reference", store, "libvirt")
+        story = episode_story(store, reference)
+        assert reference.passed is True, story
+        flags, checked = store.flags(reference.episode_id)
+        assert flags == [], (flags, checked, story)
+        assert checked is not None and checked[1].startswith("checked files' writers: every"), (
+            checked
+        )
