@@ -58,7 +58,7 @@ def test_deskloops_commands_and_roots_are_left_out_and_names_resolved() -> None:
         ["/usr/lib/gimp/2.0/plug-ins/file-png/file-png"], ["/usr/bin/sh", "/usr/bin/cp"]
     )
     writes = parse_writes(
-        "2011.250000 cp(31): W /home/user/Desktop/photo-flipped.png\n"
+        "2011.250000 cp(31): W   /home/user/Desktop/photo-flipped.png\n"
         "2013.500000 file-png(50): CW /home/user/Desktop/photo-flipped.png\n"
         "garbage line\n"
     )

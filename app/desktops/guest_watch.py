@@ -117,7 +117,7 @@ class WriteEvent:
 
 
 def parse_writes(text: str) -> list[WriteEvent]:
-    """fatrace's `-tt` lines: `1733131234.123456 comm(1234): W /path`."""
+    """fatrace's `-tt` lines: `1733131234.123456 comm(1234): W   /path`."""
     events = []
     for line in text.splitlines():
         head, sep, path = line.partition(": ")
@@ -125,7 +125,9 @@ def parse_writes(text: str) -> list[WriteEvent]:
             continue
         stamp, _, who = head.partition(" ")
         name, _, pid = who.rpartition("(")
+        # The kinds are padded to a column: `W   /path`, `CWO /path`.
         kinds, _, target = path.partition(" ")
+        target = target.lstrip(" ")
         if "W" not in kinds or not target or not pid.endswith(")"):
             continue
         try:
