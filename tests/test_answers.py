@@ -137,6 +137,8 @@ def test_the_model_agent_sends_an_answer_with_done() -> None:
 def test_the_environment_carries_an_answer_in_the_text_field() -> None:
     kind = 7  # done, in app.env.spaces' fixed order
     assert parse_action(from_space({"kind": kind, "text": ""})) == Done()
-    assert parse_action(from_space({"kind": kind, "text": "2"})) == Done(answer="2")
+    # Text that is JSON is that value, as a person's typed answer is read.
+    assert parse_action(from_space({"kind": kind, "text": "2"})) == Done(answer=2)
+    assert parse_action(from_space({"kind": kind, "text": '"2"'})) == Done(answer="2")
     assert to_space(Done(answer=[1, 2]))["text"] == "[1, 2]"
     assert to_space(Done())["text"] == ""

@@ -23,6 +23,7 @@ from app.store import Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
 from tests.episode_story import episode_story
+from tests.library_sample import sample_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 BLENDER_TASKS = sorted((ROOT / "tasks" / "blender").glob("*.yaml"))
@@ -42,7 +43,7 @@ def _why(result: EpisodeResult) -> str:
 
 
 @pytest.mark.desktop
-@pytest.mark.parametrize("task_path", BLENDER_TASKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("task_path", sample_paths("blender"), ids=lambda p: p.stem)
 async def test_reference_solution_scores_one(task_path: Path, tmp_path: Path) -> None:
     with Store(tmp_path / "db.sqlite") as store:
         result = await run(task_path, "reference", store)
@@ -56,7 +57,7 @@ async def test_reference_solution_scores_one(task_path: Path, tmp_path: Path) ->
 
 
 @pytest.mark.desktop
-@pytest.mark.parametrize("task_path", BLENDER_TASKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("task_path", sample_paths("blender"), ids=lambda p: p.stem)
 async def test_null_agent_scores_zero(task_path: Path, tmp_path: Path) -> None:
     with Store(tmp_path / "db.sqlite") as store:
         result = await run(task_path, "null", store)

@@ -1,4 +1,5 @@
-"""`deskloop episodes note|tag`, `episodes list --tag` and the note in `episodes show`."""
+"""`deskloop episodes note|tag`, `episodes list --tag`, and what `episodes show` adds:
+the note, and who took each step."""
 
 from __future__ import annotations
 
@@ -39,3 +40,21 @@ def test_notes_and_tags_from_the_command_line(
     assert main([*base, "note", "42", "x"]) == 2
     err = capsys.readouterr().err
     assert "no episode 42" in err and str(db) in err
+
+
+def test_episodes_show_marks_the_steps_the_person_took(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_store import new_episode, step
+
+    db = tmp_path / "d.db"
+    with Store(db) as store:
+        episode = new_episode(store)
+        step(store, episode, 0, description="key(ctrl+s)")
+        step(store, episode, 1, description="click(10, 20)", actor="person")
+    assert main(["--db", str(db), "episodes", "show", str(episode)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    agent = next(line for line in lines if "key(ctrl+s)" in line)
+    person = next(line for line in lines if "click(10, 20)" in line)
+    assert "person" not in agent
+    assert person.split()[:2] == ["1", "person"], person

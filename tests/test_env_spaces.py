@@ -72,6 +72,15 @@ def test_spaces_follow_the_desktop_size_and_the_step_budget(tmp_path: Path) -> N
         assert not env.observation_space.contains({**obs, "messages": list(obs["messages"])})
 
 
+@pytest.mark.parametrize("answer", [None, 2, "2", "blue", " padded", ["a", 1], {"n": 2}, "null"])
+def test_a_done_answer_survives_the_text_field_exactly(answer: Any) -> None:
+    form = to_space(Done(answer=answer))
+    assert parse_action(from_space(form)) == Done(answer=answer)
+    # What a policy writes by hand reads as a person's typed answer does.
+    assert parse_action(from_space({**form, "text": "2"})) == Done(answer=2)
+    assert parse_action(from_space({**form, "text": "a cat"})) == Done(answer="a cat")
+
+
 @pytest.mark.parametrize("action", ACTIONS, ids=lambda a: type(a).__name__)
 def test_each_action_has_a_form_in_the_space(action: Action) -> None:
     space = action_space(640, 400)

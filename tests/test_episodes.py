@@ -29,6 +29,7 @@ from app.store import Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
 from tests.episode_story import episode_story
+from tests.library_sample import sample_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 GIMP_TASKS = sorted((ROOT / "tasks" / "gimp").glob("*.yaml"))
@@ -45,7 +46,7 @@ async def run(task_path: Path, agent_spec: str, store: Store) -> EpisodeResult:
         return await runner.run()
 
 
-@pytest.mark.parametrize("task_path", GIMP_TASKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("task_path", sample_paths("gimp"), ids=lambda p: p.stem)
 async def test_reference_solution_scores_one(task_path: Path, tmp_path: Path) -> None:
     with Store(tmp_path / "db.sqlite") as store:
         result = await run(task_path, "reference", store)
@@ -69,7 +70,7 @@ async def test_reference_solution_scores_one(task_path: Path, tmp_path: Path) ->
         assert store.get_archive(result.episode_id) is not None
 
 
-@pytest.mark.parametrize("task_path", GIMP_TASKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("task_path", sample_paths("gimp"), ids=lambda p: p.stem)
 async def test_null_agent_scores_zero(task_path: Path, tmp_path: Path) -> None:
     with Store(tmp_path / "db.sqlite") as store:
         result = await run(task_path, "null", store)

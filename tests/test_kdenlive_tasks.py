@@ -17,6 +17,7 @@ from app.store import Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
 from tests.episode_story import episode_story
+from tests.library_sample import sample_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 KDENLIVE_TASKS = sorted((ROOT / "tasks" / "kdenlive").glob("*.yaml"))
@@ -43,7 +44,7 @@ def test_the_library_has_every_level_and_trigger() -> None:
         assert word in triggers, f"no interactive Kdenlive task uses {word}"
 
 
-@pytest.mark.parametrize("task_path", KDENLIVE_TASKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("task_path", sample_paths("kdenlive"), ids=lambda p: p.stem)
 async def test_reference_solution_scores_one(task_path: Path, tmp_path: Path) -> None:
     with Store(tmp_path / "db.sqlite") as store:
         result = await run(task_path, "reference", store)
@@ -55,7 +56,7 @@ async def test_reference_solution_scores_one(task_path: Path, tmp_path: Path) ->
         assert all(p.status == "delivered" for p in phases)
 
 
-@pytest.mark.parametrize("task_path", KDENLIVE_TASKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("task_path", sample_paths("kdenlive"), ids=lambda p: p.stem)
 async def test_null_agent_scores_zero(task_path: Path, tmp_path: Path) -> None:
     with Store(tmp_path / "db.sqlite") as store:
         result = await run(task_path, "null", store)

@@ -348,3 +348,27 @@ async def test_killing_xvnc_mid_episode_ends_it_within_5_s(tmp_path: Path) -> No
         # agent never answered) is the episode's final frame.
         assert episode.final_frame is not None and episode.final_frame.endswith("/00000.png")
         assert store.frame_path(episode.final_frame).is_file()
+
+
+@pytest.mark.desktop
+async def test_a_launch_of_a_program_the_desktop_lacks_is_the_tasks_error(
+    tmp_path: Path,
+) -> None:
+    """Not a desktop error: a fresh desktop would fail the same way, so a batch does not
+    retry it (app.batch.retry)."""
+    from app.batch.retry import is_retried
+
+    text = XTERM_ONLY_TASK.replace("launch: [xterm]", "launch: [no-such-editor, --new]")
+    task = load_task(write_task(tmp_path, text, "xterm-only"))
+    with Store(tmp_path / "db.sqlite") as store:
+        async with LocalDesktop() as desktop:
+            runner = EpisodeRunner(
+                task, desktop, NullAgent(), SimulatedUser(), store, backend="local"
+            )
+            result = await asyncio.wait_for(runner.run(), 120.0)
+        assert result.status == "error" and result.error_kind == "task", result.error
+        assert result.error is not None
+        assert "setup[0]: launch: 'no-such-editor' is not a program on the local desktop" in (
+            result.error
+        )
+        assert not is_retried(result.status, result.error_kind)

@@ -20,6 +20,7 @@ from app.episode.verify import judge, reference_kind, verify_tasks
 from app.store import Store
 from app.tasks.loader import load_task, task_files
 from tests.check_outcomes import outcome
+from tests.library_sample import sample_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 GIMP_TASKS = task_files(ROOT / "tasks" / "gimp")
@@ -62,7 +63,7 @@ def test_reference_kinds_are_read_from_the_reference_files() -> None:
 
 
 @pytest.mark.desktop
-@pytest.mark.parametrize("task_path", GIMP_TASKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("task_path", sample_paths("gimp"), ids=lambda p: p.stem)
 async def test_untouched_start_state_scores_zero(task_path: Path, tmp_path: Path) -> None:
     task = load_task(task_path)
     with Store(tmp_path / "db.sqlite") as store:

@@ -20,6 +20,7 @@ from app.tasks.loader import load_task
 from app.tasks.model import OpenPageStep
 from app.users.simulated import SimulatedUser
 from tests.episode_story import episode_story
+from tests.library_sample import sample_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 WEB_TASKS = sorted((ROOT / "tasks" / "web").glob("*.yaml"))
@@ -50,7 +51,7 @@ def test_the_library_has_every_level_and_interactive_tasks() -> None:
 # scores 1; the null agent (DONE at once) and the untouched start (FAIL before any
 # action, so no phase is delivered) score 0.
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("task_path", WEB_TASKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("task_path", sample_paths("web"), ids=lambda p: p.stem)
 async def test_each_task_is_proven(task_path: Path, mode: Mode, tmp_path: Path) -> None:
     with Store(tmp_path / "db.sqlite") as store:
         result = await run(task_path, mode, store)

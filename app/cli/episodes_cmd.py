@@ -110,7 +110,10 @@ def cmd_show(args: argparse.Namespace) -> int:
             f"settle {s.settle_seconds * 1000:.0f} ms"
         )
         err = f"  REJECTED: {s.error}" if s.error else ""
-        print(f"  {s.idx:>3}  {s.description:<40} {timing}{_agent_note(s.agent_info)}{err}")
+        # Steps the person took over the desktop for are marked; the agent's are not.
+        who = "person " if s.actor == "person" else ""
+        what = f"{who}{s.description}"
+        print(f"  {s.idx:>3}  {what:<40} {timing}{_agent_note(s.agent_info)}{err}")
     print_checks(checks, e)
     print_judgements(judgements)
     print_flags(flags, checked)

@@ -1,8 +1,9 @@
-"""`deskloop tasks list|show|validate|verify|import`."""
+"""`deskloop tasks list|show|validate|verify|proofs|import|audit`."""
 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if unknown or not modes:
         print_err(f"--modes: unknown {', '.join(unknown) or 'empty list'}; use {','.join(MODES)}")
         return 2
+    if args.record and set(modes) != set(MODES):
+        print_err(f"--record needs all three runs: --modes {','.join(MODES)}")
+        return 2
     tasks = []
     invalid: list[str] = []
     for target in args.paths or [args.tasks_dir]:
@@ -162,7 +166,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     with open_store(args.db) as store:
         verdicts = run_async(
-            verify_tasks(tasks, store, args.backend, modes, None if args.json else progress)
+            verify_tasks(
+                tasks, store, args.backend, modes, None if args.json else progress, args.record
+            )
         )
     ok = not invalid and all(v.ok for v in verdicts)
     if args.json:
@@ -218,6 +224,77 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def cmd_proofs(args: argparse.Namespace) -> int:
+    import json
+
+    from app.tasks.loader import load_task, task_files
+    from app.tasks.proofs import APPS, KINDS, LEVELS, cell_counts, read_proof
+
+    statuses = []
+    invalid: list[str] = []
+    for target in args.paths or [args.tasks_dir]:
+        for path in task_files(target):
+            try:
+                statuses.append(read_proof(load_task(path)))
+            except DeskLoopError as exc:
+                invalid.append(str(exc))
+    counts = cell_counts(statuses)
+    proven = sum(1 for s in statuses if s.state == "proven")
+    short = [cell for cell, n in counts.items() if n < args.min_per_cell]
+    unproven = [s for s in statuses if s.state != "proven"]
+    ok = not invalid and not unproven and not short and proven >= args.min_total
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "ok": ok,
+                    "proven": proven,
+                    "tasks": [
+                        {"task": s.task.id, "state": s.state, "detail": s.detail} for s in statuses
+                    ],
+                    "cells": [
+                        {"app": a, "level": lv, "kind": k, "proven": n}
+                        for (a, lv, k), n in sorted(counts.items())
+                    ],
+                    "invalid": invalid,
+                }
+            )
+        )
+        return 0 if ok else 1
+    for problem in invalid:
+        print_err(f"invalid task:\n{problem}")
+    if args.verbose:
+        table(
+            ["task", "app", "level", "proof", "evaluator"],
+            [[s.task.id, s.task.app, s.task.level, s.state, s.evaluator] for s in statuses],
+        )
+        print()
+    print("proven tasks by app, level and kind (standard / interactive):")
+    table(
+        ["app", *LEVELS],
+        [
+            [
+                app,
+                *(
+                    f"{counts[(app, lv, KINDS[0])]} / {counts[(app, lv, KINDS[1])]}"
+                    for lv in LEVELS
+                ),
+            ]
+            for app in APPS
+        ],
+    )
+    for status in unproven:
+        print(f"  {status.task.id}: {status.state}: {status.detail}")
+    evaluators = Counter(s.evaluator for s in statuses if s.state == "proven")
+    print(
+        f"\n{proven} of {len(statuses)} tasks proven"
+        + (f"; {len(short)} cells under {args.min_per_cell}" if short else "")
+        + (f"; the library needs {args.min_total}" if proven < args.min_total else "")
+        + (f"; proofs by {len(evaluators)} evaluator versions" if len(evaluators) > 1 else "")
+    )
+    return 0 if ok else 1
+
+
 def register(sub: Any) -> None:
     tasks = sub.add_parser("tasks", help="list, show and validate tasks")
     tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
@@ -250,6 +327,26 @@ def register(sub: Any) -> None:
         help="which runs to do, comma-separated (default: reference,null,untouched)",
     )
     tvf.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    tvf.add_argument(
+        "--record",
+        action="store_true",
+        help="write each proven task's proof to <task folder>/proofs/<id>.json (the ledger "
+        "that `tasks proofs` and the test suite read)",
+    )
     tvf.set_defaults(func=cmd_verify)
+    tp = tsub.add_parser(
+        "proofs",
+        help="the proof ledger: which tasks are proven, stale or unproven, per app/level/kind",
+        description="Read each task's proof (written by `tasks verify --record`) and say "
+        "whether it is current: a proof is bound to the task file, its start state (setup "
+        "and the assets it loads) and its reference. Exit 1 if a task is not proven, a cell "
+        "holds fewer than --min-per-cell proven tasks or the library fewer than --min-total.",
+    )
+    tp.add_argument("paths", nargs="*", type=Path, help="files or folders (default: tasks)")
+    tp.add_argument("--min-per-cell", type=int, default=0, metavar="N")
+    tp.add_argument("--min-total", type=int, default=0, metavar="N")
+    tp.add_argument("-v", "--verbose", action="store_true", help="one line per task")
+    tp.add_argument("--json", action="store_true", help="print one JSON object")
+    tp.set_defaults(func=cmd_proofs)
     import_cmd.register(tsub)
     register_audit(tsub)

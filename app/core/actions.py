@@ -167,6 +167,16 @@ def answer_text(answer: Any) -> str:
     return json.dumps(answer, ensure_ascii=False, sort_keys=True)
 
 
+def answer_to_text(answer: Any) -> str:
+    """The text that `answer_from_text` reads back as `answer`, exactly: text that
+    would read as another JSON value ("2", "true") is written as a JSON string
+    ('"2"'), anything else that is not text as JSON. For channels that carry only text
+    (app.env's action space)."""
+    if isinstance(answer, str) and answer_from_text(answer) == answer:
+        return answer
+    return json.dumps(answer, ensure_ascii=False, sort_keys=True)
+
+
 def answer_from_text(text: str) -> Any:
     """A DONE's answer given as text only (UI-TARS's `finished(content=...)`, Qwen's
     `answer`, a string in pyautogui code, what a person types): text that is a JSON

@@ -16,7 +16,9 @@ Action (a `Dict`; every field is always present, each kind reads only its own):
     count    Discrete(3, start=1): single, double, triple click
     dy       Discrete(21, start=-10): scroll notches, positive down (0 is rejected)
     text     text of type, the combo of key ("ctrl+s"), the question of ask, the
-             reason of fail, the answer of done (empty: a DONE without one)
+             reason of fail, the answer of done (empty: a DONE without one; text that
+             is JSON is that value, "2" the number 2 and '"2"' the text 2, as a
+             person's typed answer is read)
     seconds  Box float32 (), 0..120: how long wait waits
 
 Why a Dict of Discrete, MultiDiscrete, Box and Text rather than one Text of the
@@ -61,7 +63,8 @@ from app.core.actions import (
     Action,
     action_fields,
     action_kind,
-    answer_text,
+    answer_from_text,
+    answer_to_text,
 )
 from app.core.errors import ActionError
 from app.core.keys import char_keysym
@@ -200,6 +203,10 @@ def from_space(raw: Mapping[str, Any], where: str = "env action") -> dict[str, A
             if not 0 <= button < len(BUTTONS):
                 raise ActionError(f"{where}: button must be 0..{len(BUTTONS) - 1}, got {button}")
             explicit[field.name] = BUTTONS[button]
+        elif field.name == "answer":
+            # Text is the space's only carrier: read as the people and the text-only
+            # model families' answers are ("2" the number, '"2"' the text 2).
+            explicit[field.name] = answer_from_text(_text(value, where))
         elif source == "text":
             explicit[field.name] = _text(value, where)
         elif source == "seconds":
@@ -225,7 +232,7 @@ def to_space(action: Action) -> dict[str, Any]:
     for name, value in asdict(action).items():
         source, coordinate = _SOURCES[name]
         if name == "answer":
-            out[source] = "" if value is None else answer_text(value)
+            out[source] = "" if value is None else answer_to_text(value)
             continue
         if coordinate is not None:
             out[source][coordinate] = value

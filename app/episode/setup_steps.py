@@ -77,6 +77,8 @@ async def run_setup(
         DesktopDied: the desktop died during a step; the message names the task file,
             the step, what died and how far into the step.
         DesktopError: a step failed; the message names the task file and the step.
+        TaskError: the task asks for what no desktop of its image can do (an asset
+            outside its folder, a `launch` of a program the desktop does not have).
     """
     seen = seen if seen is not None else LastSeen()
     scale = desktop.info().time_scale
@@ -125,7 +127,19 @@ async def _run_step(
     elif isinstance(step, LaunchStep):
         if progress:
             progress(f"launch {' '.join(step.launch)}")
-        await guest.launch(list(step.launch))
+        try:
+            await guest.launch(list(step.launch))
+        except GuestError as exc:
+            if await _on_path(desktop, step.launch[0]) is False:
+                # The task's own mistake (or an image without its app): a fresh desktop
+                # of the same image would fail the same way, so it is no desktop error
+                # and a batch does not retry it.
+                info = desktop.info()
+                raise TaskError(
+                    f"{where}: launch: {step.launch[0]!r} is not a program on the "
+                    f"{info.backend} desktop {info.name} ({exc})"
+                ) from exc
+            raise
     elif isinstance(step, WaitWindowStep):
         spec = step.wait_window
         scale = desktop.info().time_scale
@@ -156,6 +170,15 @@ async def _run_step(
         if progress:
             progress(f"sleep {step.sleep:g}s")
         await asyncio.sleep(step.sleep)
+
+
+async def _on_path(desktop: Desktop, program: str) -> bool | None:
+    """Whether `program` is a program the desktop can run (None: it cannot tell)."""
+    try:
+        result = await desktop.guest.run(["which", "--", program], timeout=10.0)
+    except GuestError:
+        return None
+    return result.returncode == 0
 
 
 def _web_guest(desktop: Desktop) -> HostsWebPages:

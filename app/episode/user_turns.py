@@ -6,14 +6,14 @@ from its loop; the waits for the person are off the time budget (`PersonWaits`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable
 from typing import TypeVar
 
 from app.core.actions import Action, Ask, Done
-from app.core.conversation import Message
 from app.episode.control import EpisodeControl
-from app.episode.events import PhaseEvent, RunnerEvent, WaitingEvent
+from app.episode.events import PhaseEvent, WaitingEvent
 from app.episode.protocol import Outcome, Protocol, Reply
+from app.episode.records import EpisodeRecords
 from app.episode.waits import PersonWaits
 from app.users.person import PersonReply, PersonUser
 from app.users.simulated import User
@@ -25,7 +25,7 @@ class Aborted(Exception):
     """The person aborted the episode."""
 
 
-class UserTurns:
+class UserTurns(EpisodeRecords):
     """The runner's methods for the user's turns (a mixin of `EpisodeRunner`)."""
 
     user: User
@@ -33,12 +33,6 @@ class UserTurns:
     waits: PersonWaits
 
     # Provided by EpisodeRunner.
-    def _emit(self, event: RunnerEvent) -> None:
-        raise NotImplementedError
-
-    def _say(self, text: str) -> None:
-        raise NotImplementedError
-
     def _elapsed(self, started: float, now: float | None = None) -> float:
         raise NotImplementedError
 
@@ -47,11 +41,6 @@ class UserTurns:
 
     async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
         """Await a simulated user's reply, unless the person aborts first."""
-        raise NotImplementedError
-
-    async def _record_messages(
-        self, episode_id: int, messages: Iterable[Message], delivered: int | None = None
-    ) -> None:
         raise NotImplementedError
 
     async def _apply_outcome(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from app.agents.base import Agent, AgentContext, Observation
@@ -29,9 +30,11 @@ from app.core.actions import Action, Fail
 from app.core.errors import AgentError, DeskLoopError
 from app.episode.events import EpisodeResult
 from app.episode.launch import launch
+from app.episode.scoring import evaluator_version
 from app.store import Store
 from app.tasks.loader import resolve_asset
 from app.tasks.model import Task
+from app.tasks.proofs import write_proof
 
 Mode = Literal["reference", "null", "untouched"]
 MODES: tuple[Mode, ...] = ("reference", "null", "untouched")
@@ -65,6 +68,8 @@ class RunVerdict:
     episode_id: int | None
     score: float | None
     seconds: float
+    passed: bool | None = None
+    steps: int = 0
 
 
 @dataclass
@@ -136,7 +141,10 @@ async def verify_run(
     # A fresh desktop of the task's image, closed when the episode ends.
     result = await launch(task, store, backend=backend, agent=agent, progress=progress).run()
     ok, reason = judge(mode, result)
-    return RunVerdict(mode, ok, reason, result.episode_id, result.score, time.monotonic() - started)
+    seconds = time.monotonic() - started
+    return RunVerdict(
+        mode, ok, reason, result.episode_id, result.score, seconds, result.passed, result.steps
+    )
 
 
 async def verify_tasks(
@@ -145,8 +153,14 @@ async def verify_tasks(
     backend: str = "local",
     modes: Sequence[Mode] = MODES,
     progress: Callable[[str], None] | None = None,
+    record: bool = False,
 ) -> list[TaskVerdict]:
-    """Verify each task in turn (one desktop at a time: the host is shared)."""
+    """Verify each task in turn (one desktop at a time: the host is shared).
+
+    With `record`, each task whose three runs all come out as they must gets its proof
+    written to the ledger (`app.tasks.proofs`) as soon as it is proven, so a long run
+    that is cut off keeps what it proved.
+    """
     verdicts: list[TaskVerdict] = []
     for n, task in enumerate(tasks, 1):
         verdict = TaskVerdict(task, reference_kind(task))
@@ -163,7 +177,31 @@ async def verify_tasks(
                 mark = "ok" if run.ok else "FAILED"
                 progress(f"{where}: {mark} — {run.reason} ({run.seconds:.1f} s)")
         verdicts.append(verdict)
+        if record and verdict.ok and {r.mode for r in verdict.runs} == set(MODES):
+            path = record_proof(verdict, backend)
+            if progress is not None:
+                progress(f"[{n}/{len(tasks)}] {task.id}: proof recorded in {path}")
     return verdicts
+
+
+def record_proof(verdict: TaskVerdict, backend: str) -> Path:
+    """Write the ledger entry of a proven task; returns its path."""
+    runs: dict[str, dict[str, Any]] = {
+        run.mode: {
+            "passed": run.passed,
+            "score": run.score,
+            "steps": run.steps,
+            "seconds": round(run.seconds, 1),
+        }
+        for run in verdict.runs
+    }
+    return write_proof(
+        verdict.task,
+        reference_kind=verdict.reference_kind,
+        evaluator=evaluator_version(),
+        backend=backend,
+        runs=runs,
+    )
 
 
 def verdict_json(verdict: TaskVerdict) -> dict[str, Any]:

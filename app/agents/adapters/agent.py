@@ -29,14 +29,11 @@ from app.agents.adapters.config import AdapterConfig
 from app.agents.adapters.coords import CoordinateContract
 from app.agents.adapters.openai_cua import OpenAICUAFamily
 from app.agents.base import AgentContext, Observation
+from app.agents.endpoint_agent import EndpointAgent
 from app.core.actions import Action, describe_action
 from app.core.errors import (
     ActionError,
     AgentError,
-    AgentRefused,
-    AgentUnavailable,
-    EndpointRefused,
-    EndpointUnavailable,
     MalformedAction,
 )
 from app.endpoints.client import Completion, EndpointClient
@@ -63,7 +60,7 @@ def encode_png(pixels: npt.NDArray[np.uint8], size: tuple[int, int]) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-class AdapterAgent:
+class AdapterAgent(EndpointAgent[AdapterConfig]):
     """An `Agent` speaking one model family's native format (`AdapterConfig.adapter`)."""
 
     def __init__(
@@ -98,23 +95,6 @@ class AdapterAgent:
                 transport=self._transport,
                 key_header=self.family.key_header,
             )
-
-    async def close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
-
-    def step_info(self) -> dict[str, Any] | None:
-        return self._info
-
-    def endpoint_failed(self) -> AgentUnavailable | None:
-        failing = self._client.failing if self._client is not None else None
-        if failing is None:
-            return None
-        return AgentUnavailable(
-            f"{self.config.endpoint_name} {self.config.base_url} had not answered when the "
-            f"time budget ran out; last: {failing}"
-        )
 
     async def decide(self, observation: Observation) -> Action:
         if self._client is None or self._context is None:
@@ -189,12 +169,7 @@ class AdapterAgent:
 
     async def _post(self, body: dict[str, Any]) -> Completion:
         assert self._client is not None
-        try:
-            return await self._client.post(self.family.path, body, self.family.headers())
-        except EndpointUnavailable as exc:
-            raise AgentUnavailable(exc.message) from exc
-        except EndpointRefused as exc:
-            raise AgentRefused(exc.message) from exc
+        return await self.call(self._client.post(self.family.path, body, self.family.headers()))
 
     def _rejected(self, exc: MalformedAction | ActionError) -> MalformedAction:
         rejected = exc if isinstance(exc, MalformedAction) else MalformedAction(str(exc))

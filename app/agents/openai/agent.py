@@ -10,24 +10,17 @@ from typing import Any
 import httpx
 
 from app.agents.base import AgentContext, Observation
+from app.agents.endpoint_agent import EndpointAgent
 from app.agents.openai.answer import read_answer
 from app.agents.openai.config import OpenAIConfig
 from app.agents.openai.prompt import Turn, request_messages, tool_definitions
 from app.agents.openai.screen import Scaler, encode_screenshot, fit_size
 from app.core.actions import Action, describe_action
-from app.core.errors import (
-    ActionError,
-    AgentError,
-    AgentRefused,
-    AgentUnavailable,
-    EndpointRefused,
-    EndpointUnavailable,
-    MalformedAction,
-)
+from app.core.errors import ActionError, AgentError, MalformedAction
 from app.endpoints.client import Completion, EndpointClient
 
 
-class OpenAIAgent:
+class OpenAIAgent(EndpointAgent[OpenAIConfig]):
     """An `Agent` backed by an OpenAI-compatible /chat/completions endpoint."""
 
     def __init__(
@@ -56,22 +49,8 @@ class OpenAIAgent:
         if self._client is None:
             self._client = EndpointClient(self.config, transport=self._transport)
 
-    async def close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
-
-    def step_info(self) -> dict[str, Any] | None:
-        return self._info
-
-    def endpoint_failed(self) -> AgentUnavailable | None:
-        failing = self._client.failing if self._client is not None else None
-        if failing is None:
-            return None
-        return AgentUnavailable(
-            f"{self.config.endpoint_name} {self.config.url} had not answered when the "
-            f"time budget ran out; last: {failing}"
-        )
+    def endpoint_address(self) -> str:
+        return self.config.url
 
     async def decide(self, observation: Observation) -> Action:
         if self._client is None or self._context is None:
@@ -115,12 +94,7 @@ class OpenAIAgent:
         extra: dict[str, Any] = {}
         if self.config.tool_mode == "tools":
             extra = {"tools": tool_definitions(), "tool_choice": "auto"}
-        try:
-            return await self._client.complete(messages, **extra)
-        except EndpointUnavailable as exc:
-            raise AgentUnavailable(exc.message) from exc
-        except EndpointRefused as exc:
-            raise AgentRefused(exc.message) from exc
+        return await self.call(self._client.complete(messages, **extra))
 
     def _rejected(self, observation: Observation, exc: MalformedAction) -> MalformedAction:
         self._history.append(Turn(observation.steps_taken, "(rejected answer)", exc.message))

@@ -171,7 +171,7 @@ One recorded episode.
         if e.error:
             head.append(f"\n{e.error}", "red")
         if e.final_windows is not None:
-            # One line: the head is three lines high.
+            # One line: the head grows to six lines, then scrolls.
             windows = "; ".join(w.describe() for w in e.final_windows.windows) or "none"
             head.append(f"\nwindows open at the end: {windows}", "dim")
         if self.flags:
@@ -190,6 +190,9 @@ One recorded episode.
             if isinstance(item, StepRecord):
                 total = item.agent_seconds + item.act_seconds + item.settle_seconds
                 what = Text(item.description)
+                if item.actor == "person":
+                    # A take-over: the person acted, not the agent (steps.actor).
+                    what = Text("person: ", "bold green") + what
                 if item.error:
                     what.append(f" — {item.error}", "red")
                 table.add_row(str(item.idx), f"{total:.1f}", what, key=key)
@@ -250,7 +253,8 @@ One recorded episode.
         elif item is None:
             caption.update("final state of the desktop (what the checks scored)")
         if step is not None and item is step:
-            caption.update(Text(f"step {step.idx}: {action_caption(step)}"))
+            by = "the person (take-over)" if step.actor == "person" else "the agent"
+            caption.update(Text(f"step {step.idx}, by {by}: {action_caption(step)}"))
         frame = step.frame if step is not None else self.episode.final_frame
         point = action_point(step.action) if step is not None and item is step else None
         if frame is None:

@@ -1,0 +1,50 @@
+// Mock data for the studio booking calendar: rooms, gear, people and the week of
+// bookings the calendar starts with (reset() returns to it). Week 0 is the week of
+// Monday 7 December 2026; `day` is 0 (Mon) to 4 (Fri); times are minutes after midnight.
+window.STUDIO = {
+  firstMonday: "2026-12-07",
+  rooms: [
+    { id: "studioA", name: "Studio A", short: "Studio A", note: "Main stage, 120 m²" },
+    { id: "studioB", name: "Studio B", short: "Studio B", note: "Green screen, 60 m²" },
+    { id: "edit1", name: "Edit Suite 1", short: "Edit 1", note: "Resolve + Avid" },
+    { id: "edit2", name: "Edit Suite 2", short: "Edit 2", note: "Grading monitor" },
+    { id: "booth", name: "Podcast Booth", short: "Booth", note: "4 mics, treated" },
+  ],
+  people: [
+    { id: "maya", name: "Maya Okafor", role: "Producer" },
+    { id: "jonas", name: "Jonas Berg", role: "DoP" },
+    { id: "priya", name: "Priya Nair", role: "Editor" },
+    { id: "leo", name: "Leo Martins", role: "Sound" },
+    { id: "hana", name: "Hana Sato", role: "Colourist" },
+    { id: "sam", name: "Sam Ruiz", role: "Podcast host" },
+  ],
+  gear: [
+    { id: "fx6", name: "FX6 camera" },
+    { id: "a7s", name: "A7S III" },
+    { id: "lights", name: "Light kit" },
+    { id: "prompter", name: "Teleprompter" },
+    { id: "sm7b", name: "SM7B mics" },
+    { id: "h6", name: "Zoom H6" },
+  ],
+  bookings: [
+    { id: 1, title: "Team stand-up", room: "studioB", day: 0, start: 510, end: 540, person: "maya", gear: [], repeat: "weekly" },
+    { id: 2, title: "Product shoot — Alder Coffee", room: "studioA", day: 0, start: 540, end: 780, person: "jonas", gear: ["fx6", "lights"] },
+    { id: 3, title: "Harbour doc — assembly", room: "edit1", day: 0, start: 600, end: 1020, person: "priya", gear: [] },
+    { id: 4, title: "Audiobook — chapter 2", room: "booth", day: 0, start: 660, end: 750, person: "leo", gear: ["sm7b", "h6"] },
+    { id: 5, title: "Podcast: Frame Rate ep. 41", room: "booth", day: 0, start: 840, end: 930, person: "sam", gear: ["sm7b", "h6"] },
+    { id: 6, title: "Green screen — Velo ad", room: "studioB", day: 1, start: 540, end: 720, person: "jonas", gear: ["fx6", "prompter"] },
+    { id: 7, title: "Interview — Dr. Ellis", room: "studioB", day: 1, start: 660, end: 780, person: "maya", gear: ["a7s"] },
+    { id: 8, title: "VO record — Velo ad", room: "booth", day: 1, start: 600, end: 660, person: "leo", gear: ["sm7b"] },
+    { id: 9, title: "Grade — Alder Coffee", room: "edit2", day: 1, start: 780, end: 1080, person: "hana", gear: [] },
+    { id: 10, title: "Music video — The Lanterns", room: "studioA", day: 2, start: 600, end: 960, person: "jonas", gear: ["fx6", "lights"] },
+    { id: 11, title: "Harbour doc — fine cut", room: "edit1", day: 2, start: 540, end: 1020, person: "priya", gear: [] },
+    { id: 12, title: "Podcast: Frame Rate ep. 42", room: "booth", day: 2, start: 900, end: 960, person: "sam", gear: ["sm7b", "h6"] },
+    { id: 13, title: "Sound mix — Velo ad", room: "edit2", day: 3, start: 540, end: 720, person: "leo", gear: [] },
+    { id: 14, title: "Harbour doc — review", room: "edit1", day: 3, start: 600, end: 720, person: "priya", gear: [] },
+    { id: 15, title: "Guest prep — Frame Rate", room: "booth", day: 3, start: 540, end: 600, person: "sam", gear: [] },
+    { id: 16, title: "Tutorial series — Lumen", room: "studioB", day: 3, start: 780, end: 1020, person: "maya", gear: ["a7s", "prompter"] },
+    { id: 17, title: "Client review — Alder Coffee", room: "studioA", day: 4, start: 600, end: 720, person: "maya", gear: [] },
+    { id: 18, title: "Alder Coffee — edit", room: "edit1", day: 4, start: 780, end: 1020, person: "priya", gear: [] },
+    { id: 19, title: "Audiobook — chapter 3", room: "booth", day: 4, start: 660, end: 750, person: "leo", gear: ["sm7b", "h6"] },
+  ],
+};
