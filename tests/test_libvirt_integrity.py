@@ -2,7 +2,8 @@
 accounting and fatrace's write log, read after the episode over the guest channel,
 raise the same flags as the local backend's exec trace and write watch.
 
-One VM and one start state for both episodes of gimp-flip-export with a terminal
+First, on the VM's boot state, a shell started outside DeskLoop's commands and the
+file it copies are named. Then one start state for both episodes of gimp-flip-export with a terminal
 opened by its setup (tests/test_integrity_desktop.py's test task): a cheater that runs
 a shell in the terminal and copies a file over the checked one is flagged (the shell,
 and `cp` as the file's writer); the honest reference, whose file GIMP's PNG plug-in
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import pytest
 import pytest_asyncio
 
 from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
+from app.episode.integrity import is_apps_own, process_flags
 from app.store import Store
 from app.vmimages.builder import build_image
 from tests.episode_story import episode_story
@@ -51,6 +54,31 @@ async def gimp_vm() -> AsyncIterator[LibvirtDesktop]:
         yield desktop
     finally:
         await desktop.remove()
+
+
+async def test_the_guests_logs_name_programs_and_writers(gimp_vm: LibvirtDesktop) -> None:
+    # The boot state, no task: a shell started outside DeskLoop's own commands (setsid
+    # detaches it to init, as a program started from a terminal in the desktop is)
+    # copies a file; DeskLoop's commands around it are not the agent's.
+    await gimp_vm.reset()
+    guest = gimp_vm.guest
+    since = time.time()
+    await asyncio.sleep(1.5)  # the accounting's start times are whole seconds
+    await guest.launch(["sh", "-c", "cp /etc/hostname ~/copied.txt && echo copied"])
+    deadline = time.monotonic() + 120
+    while not await guest.exists("~/copied.txt"):
+        assert time.monotonic() < deadline, "the launched shell never copied the file"
+        await asyncio.sleep(1)
+    await gimp_vm.read_watch("gimp")
+    log = gimp_vm.exec_log()
+    assert log.covered, log.note
+    started = [e.describe() for e in log.records if e.time >= since - 1]
+    (flag,) = process_flags("gimp", log.records, since)
+    assert flag.summary == "a shell ran in the desktop: sh", started
+    assert not any("xdotool" in line or "timeout" in line for line in started), started
+    write = gimp_vm.last_write("~/copied.txt")
+    assert write is not None and write.program is not None, gimp_vm.writes_note
+    assert write.program.path == "/usr/bin/cp" and not is_apps_own("gimp", write.program)
 
 
 async def test_a_cheater_in_the_guest_is_flagged_and_the_reference_is_not(
