@@ -78,3 +78,7 @@ def test_deskloops_commands_and_roots_are_left_out_and_names_resolved() -> None:
     assert last is not None and last.program is not None and last.time == 2013.5
     assert is_apps_own("gimp", last.program)
     assert log.exec_log().covered
+    # A guest clock 100 s behind the host's: its times are moved onto the host's.
+    late = build_log(parse_pacct(b"".join(records)), live, writes, index, clock_offset=100.0)
+    assert [e.time for e in late.execs if e.pid == 30] == [2110.0]
+    assert late.writes[0].time == 2111.25

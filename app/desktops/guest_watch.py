@@ -22,13 +22,15 @@ What the kernel records differs from the local exec trace:
   (xdotool, the scoring probes, an oracle's program) and are left out, as the local
   trace leaves out DeskLoop's.
 - A process that forked and never exec'd (a subshell) is not a program start.
+- Times are the guest's clock, moved onto the host's by the difference of the two
+  when the logs are read (a restored guest's clock may run behind).
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from app.core.integrity import ExecLog, ExecRecord, LastWrite
@@ -193,10 +195,15 @@ def build_log(
     live: Iterable[LiveProcess],
     writes: Iterable[WriteEvent],
     index: ProgramIndex,
+    clock_offset: float = 0.0,
 ) -> GuestWatchLog:
     """The session user's program starts (DeskLoop's own commands left out) and the
-    writes, each write's pid resolved to its program where known."""
-    records = list(records)
+    writes, each write's pid resolved to its program where known. `clock_offset`
+    (host time minus the guest's) puts the guest's times on the host's clock: a
+    restored guest whose clock was not set (the guest agent is best effort) runs
+    behind by as long as its state was saved, and the flags compare with host time."""
+    records = [replace(r, start=r.start + clock_offset) for r in records]
+    writes = [replace(w, time=w.time + clock_offset) for w in writes]
     live = list(live)
     parents: dict[int, tuple[int, str]] = {}
     for r in records:

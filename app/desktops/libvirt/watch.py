@@ -59,6 +59,13 @@ class GuestWatching:
         except GuestError as exc:
             writes = b""
             self._writes_problem = f"not watched: the guest has no write log ({exc})"
+        before = time.time()
+        clock = await guest.run(["date", "+%s.%N"], timeout=30)
+        after = time.time()
+        try:
+            offset = (before + after) / 2 - float(clock.stdout_text().strip())
+        except ValueError:
+            offset = 0.0
         now = time.time()
         stat = await guest.run(["ps", "-e", "-o", "pid=,ppid=,uid=,etimes=,comm="], timeout=30)
         args = await guest.run(["ps", "-e", "-o", "pid=,args="], timeout=30)
@@ -76,6 +83,7 @@ class GuestWatching:
             parse_ps(stat.stdout_text(), args.stdout_text(), now),
             parse_writes(writes.decode("utf-8", "replace")),
             ProgramIndex(own.stdout_text().split(), on_path.stdout_text().split()),
+            offset,
         )
 
     def exec_log(self) -> ExecLog:
