@@ -171,6 +171,29 @@ def test_find_image_is_none_before_a_build(tmp_path: Path) -> None:
         require_image("base", tmp_path)
 
 
+def test_a_cached_build_of_this_recipe_is_made_current_not_rebuilt(
+    tmp_path: Path, recipes: Path
+) -> None:
+    # Two branches with different recipes share one cache: the other's build of gimp
+    # is current, this recipe's build is still in the cache under its own hash.
+    wanted = recipe_hash(get_recipe("gimp", recipes), recipes)
+    images = tmp_path / "images"
+    for digest in (wanted, "0" * 64):
+        folder = images / f"gimp-{digest[:12]}"
+        folder.mkdir(parents=True)
+        for name in ("disk.qcow2", "vmlinuz", "initrd.img"):
+            (folder / name).write_bytes(b"x")
+        manifest = {"name": "gimp", "recipe_hash": digest, "dir": folder.name}
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+    (images / "gimp.json").write_text((images / f"gimp-{'0' * 12}" / "manifest.json").read_text())
+    lines: list[str] = []
+    image = build_image("gimp", cache=tmp_path, recipes=recipes, progress=lines.append)
+    assert image.recipe_hash == wanted and image.dir.name == f"gimp-{wanted[:12]}"
+    assert find_image("gimp", tmp_path) == image
+    assert "is in the cache; made it current" in lines[0]
+    assert (images / f"gimp-{'0' * 12}").is_dir()  # the other build is left alone
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:

@@ -23,7 +23,12 @@ rm -f /var/lib/dbus/machine-id
 rm -f /etc/ssh/ssh_host_*
 
 systemctl enable systemd-networkd.service deskloop-firstboot.service \
-  deskloop-xserver.service deskloop-session.service >/dev/null 2>&1
+  deskloop-xserver.service deskloop-session.service deskloop-watch.service \
+  deskloop-writes.service >/dev/null 2>&1
+# Debian's own accounting (acct.service, to /var/log/account, root-only, rotated by
+# cron) is replaced by deskloop-watch's log, readable by the session user.
+systemctl disable acct.service >/dev/null 2>&1 || true
+systemctl mask acct.service >/dev/null 2>&1 || true
 # A quiet guest: no timers waking up the (emulated) CPU, no login prompt on the screen.
 for unit in apt-daily.timer apt-daily-upgrade.timer man-db.timer e2scrub_all.timer \
   fstrim.timer dpkg-db-backup.timer getty@tty1.service systemd-networkd-wait-online.service; do

@@ -289,6 +289,32 @@ def _newest(root: Path, pattern: str) -> Path:
     return found[-1]
 
 
+def _point_to(images_dir: Path, name: str, manifest: dict[str, Any]) -> None:
+    """Make the build `manifest` describes the current one of `name` (atomically)."""
+    pointer = images_dir / f"{name}.json"
+    partial = pointer.with_suffix(".json.partial")
+    partial.write_text(json.dumps(manifest, indent=2) + "\n")
+    partial.rename(pointer)
+
+
+def _cached_build(cache: Path, name: str, wanted: str) -> Image | None:
+    """The complete build of recipe hash `wanted` in the cache, made current; None
+    when there is none."""
+    images_dir = images_dir_of(cache)
+    folder = images_dir / f"{name}-{wanted[:12]}"
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    image = Image(name, folder, manifest)
+    if manifest.get("recipe_hash") != wanted or not (
+        image.disk.is_file() and image.kernel.is_file() and image.initrd.is_file()
+    ):
+        return None
+    _point_to(images_dir, name, manifest)
+    return find_image(name, cache)
+
+
 def build_image(
     name: str,
     *,
@@ -317,6 +343,12 @@ def build_image(
     if existing is not None and existing.recipe_hash == wanted and not force:
         say(f"image {name} is up to date ({existing.dir}); nothing to build")
         return existing
+    kept = None if force else _cached_build(cache, name, wanted)
+    if kept is not None:
+        # Another recipe's build is current (a branch with other layers built it):
+        # this recipe's own build is still in the cache, keyed by its hash.
+        say(f"image {name}: this recipe's build {kept.dir} is in the cache; made it current")
+        return kept
     if os.geteuid() != 0:
         raise ImageError(
             "building an image needs root (mmdebstrap, chroot and mounts in a private "
@@ -429,10 +461,7 @@ def build_image(
         if out_dir.exists():
             remove_tree(out_dir)
         staging.rename(out_dir)
-        pointer = images_dir / f"{name}.json"
-        partial = pointer.with_suffix(".json.partial")
-        partial.write_text(json.dumps(manifest, indent=2) + "\n")
-        partial.rename(pointer)
+        _point_to(images_dir, name, manifest)
         say(
             f"{stage}: {out_dir / 'manifest.json'} · {len(packages)} packages · "
             f"{manifest['disk_bytes'] / 2**20:.0f} MiB qcow2 · built in "

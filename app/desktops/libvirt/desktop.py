@@ -31,6 +31,7 @@ from app.desktops.libvirt.config import DEFAULT_IMAGE, LibvirtConfig, validate_n
 from app.desktops.libvirt.link import GuestLink
 from app.desktops.libvirt.machine import Machine
 from app.desktops.libvirt.states import BOOT_STATE, StartState, state_key, state_keys
+from app.desktops.libvirt.watch import GuestWatching
 from app.desktops.ssh_guest import SSHGuest, lab_key
 from app.desktops.vnc_screen import VncScreen
 from app.rfb.client import VncEndpoint, VNCSession
@@ -39,13 +40,14 @@ from app.rfb.client import VncEndpoint, VNCSession
 _DEAD_STATES = ("shut off", "crashed", "undefined")
 
 
-class LibvirtDesktop(VncScreen):
+class LibvirtDesktop(GuestWatching, VncScreen):
     """A `Desktop` that is a libvirt domain (`deskloop-NAME`).
 
     `ephemeral=True` (tests, one-off runs): `close()` removes everything. Otherwise
     `close()` only stops the domain and its start states stay for the next run;
     `remove()` deletes it all. While a process uses a desktop it holds a lock on its
-    folder, so two processes never drive one domain.
+    folder, so two processes never drive one domain. The integrity watch reads the
+    guest's process accounting and write log after an episode (`GuestWatching`).
     """
 
     backend_label = "libvirt desktop"
