@@ -64,7 +64,7 @@ def test_the_sample_holds_every_cell_check_and_trigger_of_the_library() -> None:
         assert all(library[i]["app"] == app for i in ids), app
 
     def cells(ids: set[str]) -> set[tuple[str, str, str]]:
-        out = set()
+        out: set[tuple[str, str, str]] = set()
         for i in ids:
             task = load_task(TASKS / library[i]["app"] / f"{i}.yaml")
             out.add((task.app, task.level, task_kind(task)))

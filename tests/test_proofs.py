@@ -55,7 +55,7 @@ def test_the_key_follows_the_task_its_assets_and_its_reference(folder: Path) -> 
     # A file the task does not load leaves the key alone.
     (folder / "assets" / "unrelated.txt").write_text("x")
     assert proof_key(load_task(task_file)) in keys
-    edits = [
+    edits: list[tuple[Path, Callable[[bytes], bytes]]] = [
         (task_file, lambda b: b + b"# a comment\n"),
         (folder / "assets" / "photo.png", lambda b: b + b"\0"),
         (folder / "references" / "gimp-flip-export.yaml", lambda b: b + b"# edited\n"),

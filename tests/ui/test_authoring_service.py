@@ -137,9 +137,9 @@ async def test_record_review_write_and_verify_through_the_service(tmp_path: Path
     assert [note for _, note in subgoals] == ["Now the second file", None]
     # The typed text, in order; how it splits into type() steps depends on the pauses
     # between keys, which a loaded machine stretches.
-    lines = "\n".join(subgoals[0][0])
-    typed = "".join(ast.literal_eval(t) for t in re.findall(r"type\(('(?:[^'\\]|\\.)*')\)", lines))
-    assert "echo one > ~/one.txt\n" in typed, lines
+    shown = "\n".join(subgoals[0][0])
+    typed = "".join(ast.literal_eval(t) for t in re.findall(r"type\(('(?:[^'\\]|\\.)*')\)", shown))
+    assert "echo one > ~/one.txt\n" in typed, shown
     assert "2 events" not in review.summary and "ended normally" in review.summary
     # What each sub-goal changed, from the recorder's snapshots.
     assert len(review.changed) == 2
