@@ -69,7 +69,7 @@ DESKLOOP = REPO / ".venv" / "bin" / "deskloop"
 def test_suite_file_and_task_references(tmp_path: Path) -> None:
     suite_file = tmp_path / "suite.yaml"
     suite_file.write_text(
-        f"tasks: [gimp-flip-export, '{REPO}/tasks/gimp/gimp-poster-*.yaml']\n"
+        f"tasks: [gimp-flip-export, '{REPO}/tasks/gimp/gimp-poster-re*.yaml']\n"
         "agents: [reference, null]\nrepeats: 2\n"
     )
     suite = load_suite(suite_file)
