@@ -149,7 +149,7 @@ def main() -> None:
     rates: dict[tuple[str, int, int], float | None] = {}
     warms = list(dict.fromkeys(args.warm))
     # What was run, so a table can be told apart from another run's.
-    pool = ", ".join(str(h) for h in hosts) or "default (one desktop on the default URI)"
+    pool = ", ".join(str(h) for h in hosts) or "the default URI (as many VMs as the concurrency)"
     print(
         f"task {args.task}, reference agent, {args.episodes} episodes per batch; "
         f"backends {' '.join(dict.fromkeys(args.backend))}; concurrency "
@@ -157,15 +157,17 @@ def main() -> None:
         f"libvirt pool {pool}; Ray nodes {args.ray_nodes or 'none'}"
     )
     print(f"at start: {load_average()}", flush=True)
+    ray_label = f"ray ({args.ray_nodes} nodes, local)"
+    # Ray's rows first: they take minutes, a libvirt row's first VMs much longer under
+    # emulation, and each row is printed as it ends.
+    if args.ray_nodes:
+        rates.update(ray_rates(args.task, args.episodes, args.concurrency, args.ray_nodes))
     for backend in dict.fromkeys(args.backend):
         for concurrency in args.concurrency:
             for warm in warms:
                 rates[backend, warm, concurrency] = asyncio.run(
                     one(args.task, args.episodes, concurrency, backend, hosts, warm)
                 )
-    ray_label = f"ray ({args.ray_nodes} nodes, local)"
-    if args.ray_nodes:
-        rates.update(ray_rates(args.task, args.episodes, args.concurrency, args.ray_nodes))
     print(f"\nat the end: {load_average()}")
     print("episodes/hour")
     rows = []

@@ -40,7 +40,9 @@ async def web_vm() -> AsyncIterator[LibvirtDesktop]:
     desktop = LibvirtDesktop(
         name=f"test-web-{secrets.token_hex(3)}",
         image="web",
-        config=LibvirtConfig(vcpus=2),
+        # A cold boot under software emulation on a loaded 2-core machine has taken
+        # over 7 minutes (2026-12-02, load average ~30).
+        config=LibvirtConfig(vcpus=2, boot_timeout=900.0),
         ephemeral=True,
         progress=print,
     )

@@ -113,7 +113,8 @@ class SSHGuest:
         self._launches = itertools.count(1)
         self._closed = False
         self._connecting: asyncio.Task[None] | None = None
-        self._browser = GuestBrowser(
+        # A web page's browser in the guest (app/desktops/ssh_web.py).
+        self.browser = GuestBrowser(
             lambda remote, deadline: self._exec_blocking(remote, deadline, ["chromium"]),
             self._open_stream,
             home,
@@ -344,17 +345,17 @@ class SSHGuest:
         """The guest browser's page. Never None: after a VM restore a page opened
         before the save is still there, and the first call finds it (or says that no
         browser runs in the guest)."""
-        return self._browser.page
+        return self.browser.page
 
     async def open_page(self, url: str, timeout: float = 30.0) -> WebPage:
         """Kiosk Chromium on `url` in the guest, its DevTools pipe relayed over this
         channel (app/desktops/ssh_web.py); waits for the page contract."""
         await self.connected()
-        return await self._browser.open(url, timeout)
+        return await self.browser.open(url, timeout)
 
     async def close_web(self) -> None:
         """End the DevTools relay (before the VM is saved); the browser keeps running."""
-        await self._browser.detach()
+        await self.browser.detach()
 
     # ------------------------------------------------------------ files
 

@@ -17,7 +17,8 @@ the VM, so the pipe is carried over the guest channel instead:
   No port is opened anywhere: the only way in is the lab's SSH key.
 * **Start states**: a saved VM keeps its browser, but a restore kills the guest's TCP
   state and with it any relay. So the relay is closed (and its guest side waited for)
-  before a save (`GuestBrowser.detach`), and attached again on the next page call
+  before a save (`GuestBrowser.detach`; a relay whose end was not seen in time is
+  ended by the next one, from its pids), and attached again on the next page call
   after a restore: a `GuestPage` connects its relay lazily and attaches to the
   browser's page anew. A state saved after a task's `open_page` therefore restores
   with its page, as the task's other state does.
@@ -65,7 +66,7 @@ pid=$!
 i=0
 until [ -p "/proc/$pid/fd/4" ] && [ ! -e "$d/out" ]; do
   i=$((i + 1))
-  if [ "$i" -gt 500 ] || ! kill -0 "$pid" 2>/dev/null; then
+  if [ "$i" -gt 3000 ] || ! kill -0 "$pid" 2>/dev/null; then
     echo "the browser did not start; its log: $(tail -c 600 "$log")" >&2; exit 1
   fi
   sleep 0.02
@@ -79,15 +80,21 @@ if [ -z "$p" ] || [ ! -p "/proc/$p/fd/4" ]; then
   echo "no browser is running in the guest (the task's setup has no open_page step?)" >&2
   exit 3
 fi
+# A relay that outlived its channel (a VM saved before its end was seen) would read
+# the browser's answers: end it first.
+if [ -s "$2" ]; then kill $(cat "$2") 2>/dev/null; fi
 exec 5<"/proc/$p/fd/4"
 cat <&5 &
 r=$!
 exec 5<&-
+echo "$$ $r" >"$2"
 cat >"/proc/$p/fd/3"
 kill "$r" 2>/dev/null
 wait "$r" 2>/dev/null
+rm -f "$2"
 exit 0
 """
+RELAY_PIDS = f"{CDP_DIR}/relay.pids"
 
 _CHUNK = 65536
 
@@ -201,11 +208,21 @@ class GuestBrowser:
         Raises:
             CdpError: it did not start, or the page has no contract within `timeout`.
         """
-        await self.detach()
-        self._count += 1
         # A fresh profile each time, also after a restore (when the count starts anew).
         profile = f"{self._home}/.chromium-profile-{secrets.token_hex(4)}"
-        argv = chromium_argv(url, profile, *self._screen)
+        await self.launch(chromium_argv(url, profile, *self._screen), timeout)
+        await self._wait_contract(timeout)
+        return self.page
+
+    async def launch(self, argv: list[str], timeout: float) -> None:
+        """Start `argv` (a browser's command line) detached in the guest with its fds 3
+        and 4 on the DevTools pipes, killing the one started before.
+
+        Raises:
+            CdpError: it could not be started or exited at once (its log's tail says why).
+        """
+        await self.detach()
+        self._count += 1
         log = f"{self._home}/{LOG_DIR}/chromium-{self._count:03d}.log"
         command = _bash(
             LAUNCH_SCRIPT, f"{self._home}/{CDP_DIR}", log, f"{self._home}/{PID_FILE}", *argv
@@ -213,12 +230,10 @@ class GuestBrowser:
         try:
             _out, err, code = await asyncio.to_thread(self._run, command, timeout + 5.0)
         except GuestError as exc:
-            raise CdpError(f"cannot start Chromium in {self._where}: {exc}") from exc
+            raise CdpError(f"cannot start {argv[0]} in {self._where}: {exc}") from exc
         if code != 0:
             text = err.decode("utf-8", "replace").strip() or f"exit {code}"
-            raise CdpError(f"cannot start Chromium in {self._where}: {text}")
-        await self._wait_contract(timeout)
-        return self.page
+            raise CdpError(f"cannot start {argv[0]} in {self._where}: {text}")
 
     async def _wait_contract(self, timeout: float) -> None:
         loop = asyncio.get_running_loop()
@@ -251,7 +266,7 @@ class GuestBrowser:
             self._relay = None
             if relay is not None:
                 await relay.close(5.0)
-            command = _bash(RELAY_SCRIPT, f"{self._home}/{PID_FILE}")
+            command = _bash(RELAY_SCRIPT, f"{self._home}/{PID_FILE}", f"{self._home}/{RELAY_PIDS}")
             try:
                 channel = await asyncio.to_thread(self._open_channel, command)
             except GuestError as exc:
