@@ -7,16 +7,15 @@ page again through a new relay (a restore kills the old one with the guest's TCP
 state). The image is built by the recipe when the cache lacks it (the web layer takes
 a few minutes on a cached base).
 
-Opt-in (`DESKLOOP_VM_WEB_TEST=1`) until it has been seen passing and timed: on the
-loaded machine where it was written its VM did not boot in time, and CI's 60 minutes
-are nearly spent (docs/backends.md, *Measured*). The relay it depends on is checked in
-every run by tests/test_ssh_web.py.
+On a quiet 2-core machine it takes about 110 s (cold boot 39 s, Chromium showing the
+page in about 25 s, restores under 1.5 s); on one loaded by other work (load average
+20-46) the guest starves, its boot or Chromium's network service time out, and it fails
+(docs/backends.md, *Measured*). The relay alone is checked by tests/test_ssh_web.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -35,10 +34,6 @@ pytestmark = [
     pytest.mark.desktop,
     pytest.mark.asyncio(loop_scope="module"),
     pytest.mark.timeout(1800),
-    pytest.mark.skipif(
-        os.environ.get("DESKLOOP_VM_WEB_TEST") != "1",
-        reason="opt-in (DESKLOOP_VM_WEB_TEST=1): a web VM under TCG is not yet timed for CI",
-    ),
 ]
 
 TASK = Path(__file__).resolve().parent.parent / "tasks" / "web" / "web-kanban-approve.yaml"
