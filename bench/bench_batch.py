@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import os
 import sys
 import tempfile
 import time
@@ -101,6 +102,11 @@ async def one(
     return rate
 
 
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} cores"
+
+
 def ray_rates(
     task: str, episodes: int, levels: list[int], nodes: int
 ) -> dict[tuple[str, int, int], float | None]:
@@ -142,16 +148,28 @@ def main() -> None:
         sys.exit(str(exc))
     rates: dict[tuple[str, int, int], float | None] = {}
     warms = list(dict.fromkeys(args.warm))
+    # What was run, so a table can be told apart from another run's.
+    pool = ", ".join(str(h) for h in hosts) or "the default URI (as many VMs as the concurrency)"
+    print(
+        f"task {args.task}, reference agent, {args.episodes} episodes per batch; "
+        f"backends {' '.join(dict.fromkeys(args.backend))}; concurrency "
+        f"{' '.join(map(str, args.concurrency))}; warm {' '.join(map(str, warms))}; "
+        f"libvirt pool {pool}; Ray nodes {args.ray_nodes or 'none'}"
+    )
+    print(f"at start: {load_average()}", flush=True)
+    ray_label = f"ray ({args.ray_nodes} nodes, local)"
+    # Ray's rows first: they take minutes, a libvirt row's first VMs much longer under
+    # emulation, and each row is printed as it ends.
+    if args.ray_nodes:
+        rates.update(ray_rates(args.task, args.episodes, args.concurrency, args.ray_nodes))
     for backend in dict.fromkeys(args.backend):
         for concurrency in args.concurrency:
             for warm in warms:
                 rates[backend, warm, concurrency] = asyncio.run(
                     one(args.task, args.episodes, concurrency, backend, hosts, warm)
                 )
-    ray_label = f"ray ({args.ray_nodes} nodes, local)"
-    if args.ray_nodes:
-        rates.update(ray_rates(args.task, args.episodes, args.concurrency, args.ray_nodes))
-    print("\nepisodes/hour")
+    print(f"\nat the end: {load_average()}")
+    print("episodes/hour")
     rows = []
     for backend in dict.fromkeys(args.backend):
         for warm in warms:

@@ -8,14 +8,15 @@ task's setup in each (GIMP opens with the task's image), then prints each deskto
 memory: the resident memory of its processes (found by the marker every process of a
 session carries, app/desktops/reaper.py), as RSS summed (shared libraries counted in
 every process) and as PSS (shared pages split between the processes that map them, the
-fairer share), and the fall of the host's MemAvailable divided by N. Every desktop is
-stopped at the end.
+fairer share), and the fall of the host's MemAvailable divided by N, and the load
+average (a shared machine moves the times). Every desktop is stopped at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -54,7 +55,13 @@ def say(text: str) -> None:
     print(f"  · {text}", file=sys.stderr, flush=True)
 
 
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} cores"
+
+
 async def bench(args: argparse.Namespace) -> None:
+    print(f"at start: {load_average()}")
     desktops = [LocalDesktop() for _ in range(args.concurrent)]
     before = mem_available_mib()
     try:
@@ -77,6 +84,7 @@ async def bench(args: argparse.Namespace) -> None:
             f"(max {max(pss_all):.0f}); host MemAvailable fell {taken:.0f} MiB = "
             f"{taken / args.concurrent:.0f} MiB per desktop"
         )
+        print(f"when measured: {load_average()}")
     finally:
         await asyncio.gather(*(d.close() for d in desktops), return_exceptions=True)
 

@@ -47,6 +47,9 @@ def test_shipped_recipes_are_valid() -> None:
     for needed in ("linux-image-amd64", "systemd", "openssh-server", "openbox", "xdotool"):
         assert needed in base
     assert "librsvg2-common" in read_packages("gimp")  # GIMP icons (FIELD_NOTES)
+    # Web desktops: Chromium, and the DejaVu fonts the web apps name, as on the host.
+    assert all_recipes["web"].layers == ("base", "web")
+    assert {"chromium", "fonts-dejavu-core", "fonts-dejavu-extra"} <= set(read_packages("web"))
 
 
 def test_the_session_user_gets_no_sudo() -> None:

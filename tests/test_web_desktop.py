@@ -175,7 +175,7 @@ class _NoWebDesktop:
     guest = _NoWebGuest()
 
     def info(self) -> DesktopInfo:
-        return DesktopInfo(name="vm-1", backend="libvirt", state="running", width=1280, height=800)
+        return DesktopInfo(name="box-1", backend="other", state="running", width=1280, height=800)
 
     async def frame(self, timeout: float = 5.0) -> None:
         raise DesktopError("no frames here")
@@ -188,6 +188,6 @@ class _NoWebDesktop:
 async def test_a_desktop_without_web_pages_says_so_at_open_page() -> None:
     task = load_task(START_CARD)
     with pytest.raises(
-        DesktopError, match=r"setup\[0\]: the libvirt backend cannot show web pages"
+        DesktopError, match=r"setup\[0\]: the other backend's desktops cannot show web pages"
     ):
         await run_setup(task, _NoWebDesktop())  # type: ignore[arg-type]

@@ -337,7 +337,7 @@ def register(sub: Any) -> None:
     )
     isub = image.add_subparsers(dest="image_command", metavar="ACTION", required=True)
     build = isub.add_parser("build", help="build an image (cached layers are reused)")
-    build.add_argument("name", help="base, gimp, blender, kdenlive or studio")
+    build.add_argument("name", help="base, gimp, blender, kdenlive, web or studio")
     build.add_argument("--mirror", help="Debian mirror URL (default: this host's apt sources)")
     build.add_argument("--force", action="store_true", help="rebuild even if up to date")
     build.set_defaults(func=cmd_image_build)

@@ -162,7 +162,8 @@ class SavesStartStates(Protocol):
 class HostsWebPages(Protocol):
     """A guest channel that can show a web page in a kiosk browser and reach the
     page's contract over a private DevTools channel (app/desktops/web.py). The local
-    backend's guest does; a guest without it cannot run `app: web` tasks yet."""
+    backend's guest does, and a VM's (app/desktops/ssh_web.py: the pipe relayed over
+    SSH); a guest without it cannot run `app: web` tasks."""
 
     async def open_page(self, url: str, timeout: float = 30.0) -> WebPage:
         """Start a fresh browser (closing one this guest opened before) on `url`,
@@ -175,7 +176,9 @@ class HostsWebPages(Protocol):
 
     @property
     def web_page(self) -> WebPage | None:
-        """The page `open_page` opened, or None before one was opened."""
+        """The page `open_page` opened, or None when none was. A VM's guest always
+        returns its page: one opened before a start state was saved is still there
+        after a restore, and the page's first call finds it or says there is none."""
         ...
 
 

@@ -32,6 +32,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.core.commands import CommandResult
 from app.core.errors import FileTooLarge, GuestError
+from app.desktops.cdp import WebPage
+from app.desktops.ssh_web import GuestBrowser
 
 GUEST_USER = "user"
 GUEST_HOME = "/home/user"
@@ -91,10 +93,12 @@ class SSHGuest:
         home: str = GUEST_HOME,
         where: str = "VM",
         sock_factory: Callable[[], Any] | None = None,
+        screen: tuple[int, int] = (1280, 800),
     ) -> None:
         """`sock_factory`: a new socket-like channel to the guest's sshd for each
         connection attempt (a direct-tcpip channel through a libvirt host), instead
-        of a TCP connection from here."""
+        of a TCP connection from here. `screen`: the session's size (a web page's
+        browser window fills it)."""
         self.host = host
         self.port = port
         self.user = user
@@ -109,6 +113,14 @@ class SSHGuest:
         self._launches = itertools.count(1)
         self._closed = False
         self._connecting: asyncio.Task[None] | None = None
+        # A web page's browser in the guest (app/desktops/ssh_web.py).
+        self.browser = GuestBrowser(
+            lambda remote, deadline: self._exec_blocking(remote, deadline, ["chromium"]),
+            self._open_stream,
+            home,
+            screen,
+            where,
+        )
 
     @property
     def home(self) -> str:
@@ -177,9 +189,13 @@ class SSHGuest:
                     ) from exc
                 except paramiko.AuthenticationException as exc:
                     client.close()
-                    raise GuestError(
-                        f"{self._where}: the guest refused the lab's SSH key: {exc}"
-                    ) from exc
+                    if "timeout" not in str(exc).lower():
+                        raise GuestError(
+                            f"{self._where}: the guest refused the lab's SSH key: {exc}"
+                        ) from exc
+                    # A starved guest (eight booting on two cores) answered too late:
+                    # not a refusal, so try again until the deadline.
+                    last = str(exc)
                 except (OSError, paramiko.SSHException, EOFError) as exc:
                     client.close()
                     last = str(exc) or type(exc).__name__
@@ -315,6 +331,35 @@ class SSHGuest:
         if code != 0:
             text = err.decode("utf-8", "replace").strip()
             raise GuestError(f"cannot launch {args!r} in {self._where}: {text or f'exit {code}'}")
+
+    def _open_stream(self, remote: str) -> paramiko.Channel:
+        """An exec channel running `remote`, left open for the caller to stream over."""
+        transport = self._transport()
+        try:
+            channel = transport.open_session(timeout=10.0)
+            channel.exec_command(remote)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise GuestError(f"{self._where}: cannot open an SSH channel: {exc}") from exc
+        return channel
+
+    # ------------------------------------------------------------ web pages
+
+    @property
+    def web_page(self) -> WebPage:
+        """The guest browser's page. Never None: after a VM restore a page opened
+        before the save is still there, and the first call finds it (or says that no
+        browser runs in the guest)."""
+        return self.browser.page
+
+    async def open_page(self, url: str, timeout: float = 30.0) -> WebPage:
+        """Kiosk Chromium on `url` in the guest, its DevTools pipe relayed over this
+        channel (app/desktops/ssh_web.py); waits for the page contract."""
+        await self.connected()
+        return await self.browser.open(url, timeout)
+
+    async def close_web(self) -> None:
+        """End the DevTools relay (before the VM is saved); the browser keeps running."""
+        await self.browser.detach()
 
     # ------------------------------------------------------------ files
 

@@ -186,8 +186,8 @@ def _web_guest(desktop: Desktop) -> HostsWebPages:
     if not isinstance(guest, HostsWebPages):
         backend = desktop.info().backend
         raise DesktopError(
-            f"the {backend} backend cannot show web pages yet (web tasks run on the "
-            f"local backend; see docs/backends.md)"
+            f"the {backend} backend's desktops cannot show web pages (web tasks run on "
+            f"the local backend and on libvirt VMs; see docs/backends.md)"
         )
     return guest
 

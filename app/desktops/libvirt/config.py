@@ -62,7 +62,11 @@ class LibvirtConfig:
     subnet: str = field(default_factory=lambda: os.environ.get("DESKLOOP_SUBNET", DEFAULT_SUBNET))
     cache: Path = field(default_factory=cache_dir)
     recipes: Path = RECIPES_DIR
-    boot_timeout: float = 420.0
+    boot_timeout: float = field(
+        default_factory=lambda: _env_float("DESKLOOP_BOOT_TIMEOUT") or 420.0
+    )
+    """Seconds a cold boot may take to a usable desktop; eight VMs booting at once on
+    two loaded cores under emulation need more (issue 16: over 7 minutes at load 30)."""
     restore_timeout: float = 120.0
     time_scale: float | None = field(default_factory=lambda: _env_float("DESKLOOP_TIME_SCALE"))
     """Multiplier for waits written for a native desktop; None: TCG_TIME_SCALE under

@@ -81,7 +81,9 @@ class LibvirtDesktop(GuestWatching, VncScreen):
         self.dir = self._vm.dir
         self.domain_name = self._vm.domain_name
         self._state = "stopped"
-        self._link = GuestLink(self._vm.where, self.dir / "known_hosts")
+        self._link = GuestLink(
+            self._vm.where, self.dir / "known_hosts", lambda: (self.width, self.height)
+        )
         self._clock_task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self.timings: dict[str, float] = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import paramiko
@@ -25,9 +26,16 @@ class GuestLink:
     """VNC and SSH to one desktop's domain, made anew by each `attach`: a restore
     kills the guest's old TCP state. `where` names the desktop in errors."""
 
-    def __init__(self, where: str, known_hosts: Path) -> None:
+    def __init__(
+        self,
+        where: str,
+        known_hosts: Path,
+        screen: Callable[[], tuple[int, int]] = lambda: (1280, 800),
+    ) -> None:
+        """`screen`: the desktop's size now (its record, once read, decides it)."""
         self.where = where
         self.known_hosts = known_hosts
+        self.screen = screen
         self.guest: SSHGuest | None = None
         self.vnc: VNCSession | None = None
         self.vnc_port = 0
@@ -57,6 +65,7 @@ class GuestLink:
             where=self.where,
             # On a remote host the guest's network is only reachable from there.
             sock_factory=None if host.local else lambda: host.guest_socket(ip, 22),
+            screen=self.screen(),
         )
         self.guest = guest
         await self._close_vnc()
@@ -86,6 +95,10 @@ class GuestLink:
     async def detach(self) -> None:
         """Drop both connections (the guest's SSH can be made again by `attach`)."""
         if self.guest is not None:
+            # A web page's relay ends first, and its guest side with it: a VM saved
+            # now must not keep a reader of the browser's answers (app/desktops/ssh_web.py).
+            with contextlib.suppress(GuestError):
+                await self.guest.close_web()
             self.guest.drop()
         await self._close_vnc()
         self.vnc = None
