@@ -10,8 +10,6 @@ that exported the file still scores 0.
 
 from __future__ import annotations
 
-import asyncio
-import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,15 +18,15 @@ import pytest_asyncio
 
 from app.agents.factory import make_agent
 from app.desktops.base import Desktop
-from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
+from app.desktops.libvirt import LibvirtDesktop
 from app.desktops.local import LocalDesktop
 from app.episode.events import EpisodeResult
 from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
-from app.vmimages.builder import build_image
 from tests.episode_story import episode_story
+from tests.libvirt_episodes import ephemeral_vm
 
 pytestmark = [
     pytest.mark.desktop,
@@ -41,18 +39,8 @@ TASK = Path(__file__).resolve().parent.parent / "tasks" / "gimp" / "gimp-flip-ex
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def gimp_vm() -> AsyncIterator[LibvirtDesktop]:
-    await asyncio.to_thread(build_image, "gimp", progress=print)
-    desktop = LibvirtDesktop(
-        name=f"test-gimp-{secrets.token_hex(3)}",
-        image="gimp",
-        config=LibvirtConfig(vcpus=2),
-        ephemeral=True,
-        progress=print,
-    )
-    try:
+    async with ephemeral_vm("gimp", "gimp") as desktop:
         yield desktop
-    finally:
-        await desktop.remove()
 
 
 async def _episode(desktop: Desktop, agent: str, store: Store, backend: str) -> EpisodeResult:

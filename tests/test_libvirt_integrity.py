@@ -13,7 +13,6 @@ writes, is not. The image is built by the recipe when the cache lacks it.
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,12 +20,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
+from app.desktops.libvirt import LibvirtDesktop
 from app.episode.integrity import is_apps_own, process_flags
 from app.store import Store
-from app.vmimages.builder import build_image
 from tests.episode_story import episode_story
-from tests.libvirt_episodes import run_episode
+from tests.libvirt_episodes import ephemeral_vm, run_episode
 from tests.test_integrity_desktop import task_copy
 
 pytestmark = [
@@ -42,18 +40,8 @@ CHEATER = (
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def gimp_vm() -> AsyncIterator[LibvirtDesktop]:
-    await asyncio.to_thread(build_image, "gimp", progress=print)
-    desktop = LibvirtDesktop(
-        name=f"test-integrity-{secrets.token_hex(3)}",
-        image="gimp",
-        config=LibvirtConfig(vcpus=2),
-        ephemeral=True,
-        progress=print,
-    )
-    try:
+    async with ephemeral_vm("gimp", "integrity") as desktop:
         yield desktop
-    finally:
-        await desktop.remove()
 
 
 async def test_the_guests_logs_name_programs_and_writers(gimp_vm: LibvirtDesktop) -> None:

@@ -9,20 +9,17 @@ when the cache lacks it (with the base layer cached, the kdenlive layer takes mi
 
 from __future__ import annotations
 
-import asyncio
-import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
-from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
+from app.desktops.libvirt import LibvirtDesktop
 from app.desktops.local import LocalDesktop
 from app.store import Store
-from app.vmimages.builder import build_image
 from tests.episode_story import episode_story
-from tests.libvirt_episodes import run_episode, verdicts
+from tests.libvirt_episodes import ephemeral_vm, run_episode, verdicts
 
 pytestmark = [
     pytest.mark.desktop,
@@ -35,18 +32,8 @@ TASK = Path(__file__).resolve().parent.parent / "tasks" / "kdenlive" / "kdenlive
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def kdenlive_vm() -> AsyncIterator[LibvirtDesktop]:
-    await asyncio.to_thread(build_image, "kdenlive", progress=print)
-    desktop = LibvirtDesktop(
-        name=f"test-kdenlive-{secrets.token_hex(3)}",
-        image="kdenlive",
-        config=LibvirtConfig(vcpus=2),
-        ephemeral=True,
-        progress=print,
-    )
-    try:
+    async with ephemeral_vm("kdenlive", "kdenlive") as desktop:
         yield desktop
-    finally:
-        await desktop.remove()
 
 
 async def test_kdenlive_task_on_a_vm_scores_as_on_the_local_desktop(

@@ -15,8 +15,6 @@ page in about 25 s, restores under 1.5 s); on one loaded by other work (load ave
 
 from __future__ import annotations
 
-import asyncio
-import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -26,9 +24,8 @@ import pytest_asyncio
 from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
 from app.desktops.local import LocalDesktop
 from app.store import Store
-from app.vmimages.builder import build_image
 from tests.episode_story import episode_story
-from tests.libvirt_episodes import run_episode, verdicts
+from tests.libvirt_episodes import ephemeral_vm, run_episode, verdicts
 
 pytestmark = [
     pytest.mark.desktop,
@@ -41,20 +38,11 @@ TASK = Path(__file__).resolve().parent.parent / "tasks" / "web" / "web-kanban-ap
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def web_vm() -> AsyncIterator[LibvirtDesktop]:
-    await asyncio.to_thread(build_image, "web", progress=print)
-    desktop = LibvirtDesktop(
-        name=f"test-web-{secrets.token_hex(3)}",
-        image="web",
-        # A cold boot under software emulation on a loaded 2-core machine has taken
-        # over 7 minutes (2026-12-02, load average ~30).
-        config=LibvirtConfig(vcpus=2, boot_timeout=900.0),
-        ephemeral=True,
-        progress=print,
-    )
-    try:
+    # A cold boot under software emulation on a loaded 2-core machine has taken over
+    # 7 minutes (2026-12-02, load average ~30).
+    config = LibvirtConfig(vcpus=2, boot_timeout=900.0)
+    async with ephemeral_vm("web", "web", config) as desktop:
         yield desktop
-    finally:
-        await desktop.remove()
 
 
 async def test_web_task_on_a_vm_scores_as_on_the_local_desktop(
