@@ -14,6 +14,7 @@ from app.desktops.guest_watch import (
     build_log,
     parse_pacct,
     parse_ps,
+    parse_threads,
     parse_writes,
 )
 from app.episode.integrity import is_apps_own, process_flags
@@ -82,3 +83,19 @@ def test_deskloops_commands_and_roots_are_left_out_and_names_resolved() -> None:
     late = build_log(parse_pacct(b"".join(records)), live, writes, index, clock_offset=100.0)
     assert [e.time for e in late.execs if e.pid == 30] == [2110.0]
     assert late.writes[0].time == 2111.25
+    # A write fatrace names by the thread that made it (GIMP's gmain, thread 866 of
+    # process 5) is GIMP's, not an unknown program's.
+    by_thread = parse_writes("2015.0 gmain(866): CW /home/user/Desktop/photo-flipped.png\n")
+    threaded = build_log(
+        parse_pacct(b"".join(records)),
+        live,
+        by_thread,
+        index,
+        threads=parse_threads("    5     5\n  866     5\n   12    12\n"),
+    )
+    last = threaded.last_write("/home/user/Desktop/photo-flipped.png")
+    assert last is not None and last.program is not None and last.pid == 5
+    assert is_apps_own("gimp", last.program)
+    unmapped = build_log(parse_pacct(b"".join(records)), live, by_thread, index)
+    last = unmapped.last_write("/home/user/Desktop/photo-flipped.png")
+    assert last is not None and last.program is None

@@ -190,20 +190,34 @@ def _descends_from_sshd(pid: int, parents: Mapping[int, tuple[int, str]]) -> boo
     return False
 
 
+def parse_threads(text: str) -> dict[int, int]:
+    """`ps -e -L -o lwp=,pid=`: each live thread's id → its process's id."""
+    threads: dict[int, int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and all(p.isdigit() for p in parts):
+            threads[int(parts[0])] = int(parts[1])
+    return threads
+
+
 def build_log(
     records: Iterable[AcctRecord],
     live: Iterable[LiveProcess],
     writes: Iterable[WriteEvent],
     index: ProgramIndex,
     clock_offset: float = 0.0,
+    threads: Mapping[int, int] | None = None,
 ) -> GuestWatchLog:
     """The session user's program starts (DeskLoop's own commands left out) and the
     writes, each write's pid resolved to its program where known. `clock_offset`
     (host time minus the guest's) puts the guest's times on the host's clock: a
     restored guest whose clock was not set (the guest agent is best effort) runs
-    behind by as long as its state was saved, and the flags compare with host time."""
+    behind by as long as its state was saved, and the flags compare with host time.
+    `threads` (thread id → process id) names a write's process when fatrace gave the
+    id of the thread that wrote (GIMP exports from its `gmain` thread)."""
     records = [replace(r, start=r.start + clock_offset) for r in records]
-    writes = [replace(w, time=w.time + clock_offset) for w in writes]
+    threads = threads or {}
+    writes = [replace(w, time=w.time + clock_offset, pid=threads.get(w.pid, w.pid)) for w in writes]
     live = list(live)
     parents: dict[int, tuple[int, str]] = {}
     for r in records:

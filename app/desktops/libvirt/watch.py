@@ -17,6 +17,7 @@ from app.desktops.guest_watch import (
     build_log,
     parse_pacct,
     parse_ps,
+    parse_threads,
     parse_writes,
 )
 from app.desktops.ssh_guest import SSHGuest
@@ -69,6 +70,7 @@ class GuestWatching:
         now = time.time()
         stat = await guest.run(["ps", "-e", "-o", "pid=,ppid=,uid=,etimes=,comm="], timeout=30)
         args = await guest.run(["ps", "-e", "-o", "pid=,args="], timeout=30)
+        threads = await guest.run(["ps", "-e", "-L", "-o", "lwp=,pid="], timeout=30)
         dirs = [f"/usr/lib/{app}", f"/usr/share/{app}", f"/usr/libexec/{app}"]
         # A folder the app does not have makes find exit 1; what it found still counts.
         own = await guest.run(["find", *dirs, "-type", "f", "-perm", "/111"], timeout=60)
@@ -84,6 +86,7 @@ class GuestWatching:
             parse_writes(writes.decode("utf-8", "replace")),
             ProgramIndex(own.stdout_text().split(), on_path.stdout_text().split()),
             offset,
+            parse_threads(threads.stdout_text()),
         )
 
     def exec_log(self) -> ExecLog:
