@@ -99,3 +99,15 @@ def test_deskloops_commands_and_roots_are_left_out_and_names_resolved() -> None:
     unmapped = build_log(parse_pacct(b"".join(records)), live, by_thread, index)
     last = unmapped.last_write("/home/user/Desktop/photo-flipped.png")
     assert last is not None and last.program is None
+    # A plug-in of GIMP's whose last thread to exit was gmain: the accounting names it
+    # "gmain"; it is taken for its parent's program, GIMP, and is not flagged.
+    plugin = [*records, record(60, 5, "gmain", 2015)]
+    write = parse_writes("2015.5 gmain(60): CW /home/user/Desktop/photo-flipped.png\n")
+    log = build_log(parse_pacct(b"".join(plugin)), live, write, index)
+    last = log.last_write("/home/user/Desktop/photo-flipped.png")
+    assert last is not None and last.program is not None
+    assert last.program.path == "gimp-2.10" and is_apps_own("gimp", last.program)
+    # ...while a "gmain" under the agent's shell is the shell's, and flagged as one.
+    child = record(61, 30, "gmain", 2015)
+    shell_child = build_log(parse_pacct(b"".join([*records, child])), live, [], index)
+    assert [e.path for e in shell_child.execs if e.pid == 61] == ["/usr/bin/sh"]

@@ -155,6 +155,9 @@ class ProgramIndex:
     def path(self, comm: str) -> str:
         return self._paths.get(comm, comm)
 
+    def knows(self, comm: str) -> bool:
+        return comm in self._paths
+
 
 @dataclass(frozen=True)
 class GuestWatchLog:
@@ -235,10 +238,21 @@ def build_log(
             ours[pid] = _descends_from_sshd(pid, parents)
         return not ours[pid]
 
+    # The accounting names a process by its last thread to exit: a GIMP plug-in whose
+    # GLib `gmain` thread ended last is "gmain", a name no program has. Such a process
+    # is taken for its parent's program (a plug-in for the app, a child for a shell).
+    known = {r.pid: index.path(r.comm) for r in records}
+    known.update({p.pid: index.path(p.comm) for p in live})
+
+    def path_of(r: AcctRecord) -> str:
+        if index.knows(r.comm) or r.ppid not in known:
+            return index.path(r.comm)
+        return known[r.ppid]
+
     for r in records:
         if r.forked_only or not counted(r.pid, r.uid):
             continue
-        record = ExecRecord(r.start, r.pid, index.path(r.comm), (r.comm,))
+        record = ExecRecord(r.start, r.pid, path_of(r), (r.comm,))
         execs.append(record)
         by_pid[r.pid] = record
     for p in live:
