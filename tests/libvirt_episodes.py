@@ -11,6 +11,7 @@ from pathlib import Path
 from app.agents.factory import make_agent
 from app.desktops.base import Desktop
 from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
+from app.desktops.local import LocalDesktop
 from app.episode.events import EpisodeResult
 from app.episode.runner import EpisodeRunner
 from app.store import Store
@@ -56,3 +57,27 @@ async def run_episode(
 def verdicts(store: Store, result: EpisodeResult) -> list[tuple[str, bool]]:
     """Each check's name and whether it passed, in the task's order."""
     return [(c.name, c.passed) for c in store.checks(result.episode_id)]
+
+
+async def restored_runs_match_local(
+    task: Path, vm: LibvirtDesktop, store: Store, first_null: EpisodeResult
+) -> None:
+    """The reference from a restored start state, a null from the next restore (so the
+    reference's changes must be gone), and the reference on a local desktop: the VM's
+    reference scores 1, both nulls 0, and its check verdicts are the local desktop's."""
+    vm.timings.clear()
+    reference = await run_episode(task, vm, "reference", store, "libvirt")
+    assert "restore" in vm.timings and "cold_boot" not in vm.timings
+    print("restored:", vm.timings)
+    second_null = await run_episode(task, vm, "null", store, "libvirt")
+
+    async with LocalDesktop() as local:
+        local_reference = await run_episode(task, local, "reference", store, "local")
+
+    story = episode_story(store, reference)
+    assert reference.end_reason == "done" and reference.score == 1.0, story
+    assert first_null.score == 0.0 and second_null.score == 0.0, (
+        episode_story(store, first_null),
+        episode_story(store, second_null),
+    )
+    assert verdicts(store, reference) == verdicts(store, local_reference)

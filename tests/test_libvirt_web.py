@@ -22,10 +22,8 @@ import pytest
 import pytest_asyncio
 
 from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
-from app.desktops.local import LocalDesktop
 from app.store import Store
-from tests.episode_story import episode_story
-from tests.libvirt_episodes import ephemeral_vm, run_episode, verdicts
+from tests.libvirt_episodes import ephemeral_vm, restored_runs_match_local, run_episode
 
 pytestmark = [
     pytest.mark.desktop,
@@ -61,21 +59,5 @@ async def test_web_task_on_a_vm_scores_as_on_the_local_desktop(
         assert "--remote-debugging-pipe" in command_lines.stdout_text()
         assert "--remote-debugging-port" not in command_lines.stdout_text()
 
-        web_vm.timings.clear()
-        reference = await run_episode(TASK, web_vm, "reference", store, "libvirt")
-        assert "restore" in web_vm.timings and "cold_boot" not in web_vm.timings
-        print("restored:", web_vm.timings)
-
         # The reference approved the card; the next restore brings back the board before it.
-        second_null = await run_episode(TASK, web_vm, "null", store, "libvirt")
-
-        async with LocalDesktop() as local:
-            local_reference = await run_episode(TASK, local, "reference", store, "local")
-
-        story = episode_story(store, reference)
-        assert reference.end_reason == "done" and reference.score == 1.0, story
-        assert first_null.score == 0.0 and second_null.score == 0.0, (
-            episode_story(store, first_null),
-            episode_story(store, second_null),
-        )
-        assert verdicts(store, reference) == verdicts(store, local_reference)
+        await restored_runs_match_local(TASK, web_vm, store, first_null)
