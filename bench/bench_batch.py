@@ -13,7 +13,8 @@ without a warm pool), and each warm row's ratio to the row without. On libvirt
 the pool is `--libvirt-uri` (else $DESKLOOP_LIBVIRT_URIS, else one host); a
 level above the pool's capacity is skipped with the reason. The first episode
 on each VM place boots the VM and saves the task's start state (minutes under
-TCG); the VMs keep their names, so later levels restore it. On a shared 2-core
+TCG), so an unmeasured warm-up batch first runs one episode on every place the
+highest level uses; the VMs keep their names, so the measured levels restore it. On a shared 2-core
 machine the figures move with the load: run it when the machine is quiet and
 compare within one run.
 
@@ -67,10 +68,11 @@ async def one(
     hosts: tuple[Host, ...],
     warm: int = 0,
     ray: str | None = None,
+    label: str = "",
 ) -> float | None:
     """Episodes per hour of one batch; None when the level cannot run."""
     tasks = resolve_tasks([task_ref], Path("tasks"))
-    what = f"{backend if ray is None else 'ray':<8} concurrency {concurrency} warm {warm}"
+    what = label or f"{backend if ray is None else 'ray':<8} concurrency {concurrency} warm {warm}"
     try:
         options = BatchOptions(
             backend=backend,
@@ -163,6 +165,12 @@ def main() -> None:
     if args.ray_nodes:
         rates.update(ray_rates(args.task, args.episodes, args.concurrency, args.ray_nodes))
     for backend in dict.fromkeys(args.backend):
+        if backend == "libvirt":
+            # Every VM place a level uses boots and makes its start state on its first
+            # episode (minutes under TCG); measured, that would be the boot, not the batch.
+            places = max(args.concurrency) + max(warms)
+            print(f"libvirt warm-up: {places} VM places booted and brought to the start state")
+            asyncio.run(one(args.task, places, places, backend, hosts, 0, label="warm-up"))
         for concurrency in args.concurrency:
             for warm in warms:
                 rates[backend, warm, concurrency] = asyncio.run(

@@ -10,6 +10,12 @@ Shift explicitly around shifted characters (`explicit_shift`) and paces typing
 
 A drag moves the pointer through intermediate points: toolkits (GIMP, Qt) need
 separate motion events to start a drag, not one jump.
+
+A key released and pressed again (the `ll` of "Hello") waits `REPEAT_GAP` between
+the two. Sent back to back, both reach Xvnc in one read and get the same X server
+timestamp, and a release followed by a press of the same key at the same time is
+what X toolkits take for auto-repeat (Qt's xcb plugin, Blender's GHOST): Blender's
+text fields dropped the second letter ("Hello" arrived as "Helo").
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ from app.rfb import wire
 # Pause between the intermediate pointer moves of a drag.
 DRAG_STEP_DELAY = 0.01
 DRAG_MAX_STEPS = 20
+# Between a key's release and its next press: long enough that Xvnc reads them apart
+# and stamps them at different milliseconds (see the module docstring).
+REPEAT_GAP = 0.03
 
 
 class InputLink(Protocol):
@@ -58,6 +67,8 @@ class InputSender:
         self._link = link
         self.last_input = time.monotonic()
         """When input was last sent: `settle()` counts screen changes since then."""
+        self._last_released: tuple[int, float] | None = None
+        """The keysym a combo released last, and when (for `REPEAT_GAP`)."""
 
     def _check_point(self, x: int, y: int, what: str) -> None:
         width, height = self._link.width, self._link.height
@@ -76,15 +87,29 @@ class InputSender:
         await self._send(wire.pointer_event(buttons_mask, x, y), timeout)
 
     async def key(self, keysym: int, down: bool, timeout: float = 5.0) -> None:
+        if down:
+            await self._gap_before_press(keysym)
         await self._send(wire.key_event(down, keysym), timeout)
+        if not down:
+            self._last_released = (keysym, time.monotonic())
 
     async def key_combo(self, keysyms: list[int], timeout: float = 5.0) -> None:
         """Press the keys in order and release them in reverse (ctrl, shift, s)."""
         if not keysyms:
             raise ActionError("empty key combo")
+        await self._gap_before_press(keysyms[0])
         data = b"".join(wire.key_event(True, k) for k in keysyms)
         data += b"".join(wire.key_event(False, k) for k in reversed(keysyms))
         await self._send(data, timeout)
+        self._last_released = (keysyms[0], time.monotonic())
+
+    async def _gap_before_press(self, keysym: int) -> None:
+        """Wait out `REPEAT_GAP` when `keysym` was the key released last."""
+        if self._last_released is None or self._last_released[0] != keysym:
+            return
+        wait = self._last_released[1] + REPEAT_GAP - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     async def type_text(self, text: str, delay: float = 0.0, timeout: float = 30.0) -> None:
         """Type text, one press/release per character, `delay` seconds after each.

@@ -26,8 +26,13 @@ def clear() -> None:
     bpy.ops.wm.read_factory_settings(use_empty=True)
 
 
-def material(name: str, rgb: tuple[float, float, float], metallic: float = 0.0,
-             roughness: float = 0.5, alpha: float = 1.0) -> bpy.types.Material:
+def material(
+    name: str,
+    rgb: tuple[float, float, float],
+    metallic: float = 0.0,
+    roughness: float = 0.5,
+    alpha: float = 1.0,
+) -> bpy.types.Material:
     mat = bpy.data.materials.new(name)
     mat.use_nodes = True
     bsdf = mat.node_tree.nodes["Principled BSDF"]
@@ -69,8 +74,19 @@ def export(name: str) -> None:
 
 def waterbottle() -> None:
     clear()
-    body = lathe("WaterBottle", [(0.0, 0.0), (0.33, 0.0), (0.35, 0.05), (0.35, 0.7),
-                                 (0.3, 0.85), (0.14, 0.98), (0.14, 1.05), (0.0, 1.05)])
+    body = lathe(
+        "WaterBottle",
+        [
+            (0.0, 0.0),
+            (0.33, 0.0),
+            (0.35, 0.05),
+            (0.35, 0.7),
+            (0.3, 0.85),
+            (0.14, 0.98),
+            (0.14, 1.05),
+            (0.0, 1.05),
+        ],
+    )
     finish(body, material("Bottle", (0.6, 0.75, 0.85), roughness=0.15, alpha=0.6))
     cap = lathe("Cap", [(0.0, 1.05), (0.16, 1.05), (0.16, 1.18), (0.0, 1.18)])
     finish(cap, material("Cap", (0.05, 0.2, 0.6), roughness=0.4))
@@ -84,8 +100,9 @@ def avocado() -> None:
     half.name = "Avocado"
     half.scale = (0.8, 0.65, 1.1)
     finish(half, material("Skin", (0.12, 0.22, 0.05), roughness=0.7))
-    bpy.ops.mesh.primitive_uv_sphere_add(segments=16, ring_count=8, radius=0.18,
-                                         location=(0.0, -0.3, 0.0))
+    bpy.ops.mesh.primitive_uv_sphere_add(
+        segments=16, ring_count=8, radius=0.18, location=(0.0, -0.3, 0.0)
+    )
     pit = bpy.context.object
     pit.name = "Pit"
     finish(pit, material("Pit", (0.35, 0.18, 0.07), roughness=0.4))
@@ -100,9 +117,13 @@ def boombox() -> None:
     box.scale = (1.6, 0.5, 0.9)
     finish(box, material("Body", (0.7, 0.1, 0.1), roughness=0.35), smooth=False)
     for x in (-0.5, 0.5):
-        bpy.ops.mesh.primitive_cylinder_add(vertices=24, radius=0.3, depth=0.1,
-                                            location=(x, -0.27, 0.0),
-                                            rotation=(math.pi / 2, 0.0, 0.0))
+        bpy.ops.mesh.primitive_cylinder_add(
+            vertices=24,
+            radius=0.3,
+            depth=0.1,
+            location=(x, -0.27, 0.0),
+            rotation=(math.pi / 2, 0.0, 0.0),
+        )
         speaker = bpy.context.object
         speaker.name = "Speaker"
         finish(speaker, material("Grille", (0.05, 0.05, 0.05), metallic=0.8))
@@ -111,8 +132,11 @@ def boombox() -> None:
 
 def corset() -> None:
     clear()
-    body = lathe("Corset", [(0.0, 0.0), (0.42, 0.0), (0.32, 0.4), (0.3, 0.55),
-                            (0.4, 0.9), (0.36, 1.0), (0.0, 1.0)], segments=32)
+    body = lathe(
+        "Corset",
+        [(0.0, 0.0), (0.42, 0.0), (0.32, 0.4), (0.3, 0.55), (0.4, 0.9), (0.36, 1.0), (0.0, 1.0)],
+        segments=32,
+    )
     finish(body, material("Fabric", (0.55, 0.05, 0.12), roughness=0.3))
     export("model_corset")
 
@@ -128,8 +152,12 @@ def lantern() -> None:
     export("model_lantern")
 
 
-def sky(name: str, zenith: tuple[float, float, float], horizon: tuple[float, float, float],
-        ground: tuple[float, float, float]) -> None:
+def sky(
+    name: str,
+    zenith: tuple[float, float, float],
+    horizon: tuple[float, float, float],
+    ground: tuple[float, float, float],
+) -> None:
     """A 64x32 equirectangular sky in linear light: enough to light a product shot."""
     width, height = 64, 32
     image = bpy.data.images.new(name, width, height, float_buffer=True)
@@ -191,8 +219,10 @@ def camera_views() -> None:
     scene("camera_views", with_objects=False)
     bpy.ops.mesh.primitive_cube_add(size=2.0)
     sc = bpy.context.scene
-    views = {"Camera.Top": ((0.0, 0.0, 10.0), (0.0, 0.0, 0.0)),
-             "Camera.Front": ((0.0, -10.0, 1.0), (math.radians(90), 0.0, 0.0))}
+    views = {
+        "Camera.Top": ((0.0, 0.0, 10.0), (0.0, 0.0, 0.0)),
+        "Camera.Front": ((0.0, -10.0, 1.0), (math.radians(90), 0.0, 0.0)),
+    }
     for name, (location, rotation) in views.items():
         cam = bpy.data.objects.new(name, bpy.data.cameras.new(name))
         sc.collection.objects.link(cam)
