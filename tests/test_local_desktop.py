@@ -27,7 +27,7 @@ import pytest
 from app.core.actions import Type
 from app.core.errors import DesktopError, GuestError, VNCError
 from app.core.procfs import process_start_time
-from app.desktops import local, reaper, xvnc
+from app.desktops import local_session, reaper, xvnc
 from app.desktops.lab_user import lab_user
 from app.desktops.local import LocalDesktop, reap_orphans
 from app.desktops.xvnc import vnc_password_file_bytes
@@ -265,7 +265,9 @@ async def test_desktop_starts_when_its_first_port_is_taken(
         taken = busy.getsockname()[1]
         ports = iter([taken])
         real_free_port = xvnc.free_port
-        monkeypatch.setattr(local, "free_port", lambda: next(ports, None) or real_free_port())
+        monkeypatch.setattr(
+            local_session, "free_port", lambda: next(ports, None) or real_free_port()
+        )
         async with LocalDesktop() as d:
             info = d.info()
             assert info.vnc is not None and info.vnc.port != taken
@@ -331,7 +333,7 @@ async def test_a_failed_start_is_reported_and_cleaned_up(
     d = LocalDesktop(name="broken", root=tmp_path)
     with pytest.raises(DesktopError, match="stopped; call reset"):
         await d.frame()
-    monkeypatch.setattr(local, "XVNC", "no-such-xvnc-binary")
+    monkeypatch.setattr(local_session, "XVNC", "no-such-xvnc-binary")
     with pytest.raises(DesktopError, match=r"broken.*no-such-xvnc-binary"):
         await d.reset()
     assert d.info().state == "failed"
