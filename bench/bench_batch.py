@@ -46,7 +46,6 @@ With warm pools, `--episodes 6 --concurrency 1 --warm 0 1 2` (load average 3-4):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import io
 import os
 import sys
@@ -55,6 +54,7 @@ import time
 from pathlib import Path
 
 from app.batch import BatchOptions, Host, hosts_from_env, parse_hosts, resolve_tasks, start_batch
+from app.cli.common import run_async
 from app.core.errors import DeskLoopError
 from app.core.tables import render_table
 from app.store import Store
@@ -109,7 +109,7 @@ def load_average() -> str:
     return f"load average {one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} cores"
 
 
-def ray_rates(
+async def ray_rates(
     task: str, episodes: int, levels: list[int], nodes: int
 ) -> dict[tuple[str, int, int], float | None]:
     """Episodes per hour at each concurrency on a Ray cluster of `nodes` local nodes."""
@@ -124,9 +124,31 @@ def ray_rates(
         ray_cluster(Path(folder), {f"node-{i}": per_node for i in range(nodes)}) as cluster,
     ):
         for c in levels:
-            rates[label, 0, c] = asyncio.run(
-                one(task, episodes, c, "local", (), ray=cluster.address)
-            )
+            rates[label, 0, c] = await one(task, episodes, c, "local", (), ray=cluster.address)
+    return rates
+
+
+async def measure(
+    args: argparse.Namespace, hosts: tuple[Host, ...], warms: list[int]
+) -> dict[tuple[str, int, int], float | None]:
+    """Every row's episodes per hour, keyed by (backend, warm, concurrency)."""
+    rates: dict[tuple[str, int, int], float | None] = {}
+    # Ray's rows first: they take minutes, a libvirt row's first VMs much longer under
+    # emulation, and each row is printed as it ends.
+    if args.ray_nodes:
+        rates.update(await ray_rates(args.task, args.episodes, args.concurrency, args.ray_nodes))
+    for backend in dict.fromkeys(args.backend):
+        if backend == "libvirt":
+            # Every VM place a level uses boots and makes its start state on its first
+            # episode (minutes under TCG); measured, that would be the boot, not the batch.
+            places = max(args.concurrency) + max(warms)
+            print(f"libvirt warm-up: {places} VM places booted and brought to the start state")
+            await one(args.task, places, places, backend, hosts, 0, label="warm-up")
+        for concurrency in args.concurrency:
+            for warm in warms:
+                rates[backend, warm, concurrency] = await one(
+                    args.task, args.episodes, concurrency, backend, hosts, warm
+                )
     return rates
 
 
@@ -148,7 +170,6 @@ def main() -> None:
         hosts = parse_hosts(args.libvirt_uri) if args.libvirt_uri else hosts_from_env()
     except DeskLoopError as exc:
         sys.exit(str(exc))
-    rates: dict[tuple[str, int, int], float | None] = {}
     warms = list(dict.fromkeys(args.warm))
     # What was run, so a table can be told apart from another run's.
     pool = ", ".join(str(h) for h in hosts) or "the default URI (as many VMs as the concurrency)"
@@ -160,22 +181,9 @@ def main() -> None:
     )
     print(f"at start: {load_average()}", flush=True)
     ray_label = f"ray ({args.ray_nodes} nodes, local)"
-    # Ray's rows first: they take minutes, a libvirt row's first VMs much longer under
-    # emulation, and each row is printed as it ends.
-    if args.ray_nodes:
-        rates.update(ray_rates(args.task, args.episodes, args.concurrency, args.ray_nodes))
-    for backend in dict.fromkeys(args.backend):
-        if backend == "libvirt":
-            # Every VM place a level uses boots and makes its start state on its first
-            # episode (minutes under TCG); measured, that would be the boot, not the batch.
-            places = max(args.concurrency) + max(warms)
-            print(f"libvirt warm-up: {places} VM places booted and brought to the start state")
-            asyncio.run(one(args.task, places, places, backend, hosts, 0, label="warm-up"))
-        for concurrency in args.concurrency:
-            for warm in warms:
-                rates[backend, warm, concurrency] = asyncio.run(
-                    one(args.task, args.episodes, concurrency, backend, hosts, warm)
-                )
+    # One event loop for every row, under the CLI's Ctrl-C handling: the first Ctrl-C
+    # aborts the running batch and ends the bench (exit 130), not only that row.
+    rates = run_async(measure(args, hosts, warms))
     print(f"\nat the end: {load_average()}")
     print("episodes/hour")
     rows = []
