@@ -45,6 +45,10 @@ def domain_xml(
             "quiet",
             "consoleblank=0",
             "mitigations=off",
+            # The VGA's DRM driver, loaded early by systemd-modules-load rather than
+            # left to udev's device events: with eight guests booting on two cores, two
+            # guests' udev never loaded it, and Xorg found no screen, restarting forever.
+            "modules_load=bochs",
             f"deskloop.geometry={record.width}x{record.height}",
             f"deskloop.sshkey={ssh_public_key}",
         ]
