@@ -10,3 +10,12 @@ what exists and runs `deskloop vm` actions for the TUI.
 
 May import the RFB client, VM images and core; never tasks, the episode loop or above.
 """
+
+import logging
+
+# paramiko's transport thread logs every failed SSH attempt with its traceback ("Error
+# reading SSH protocol banner" while a guest boots). With no handler of the lab's,
+# Python's last-resort handler printed them on stderr, over bench output and the TUI.
+# Our connect loops retry and report what failed themselves; a handler the lab
+# configures (on the root logger) still receives the records.
+logging.getLogger("paramiko.transport").addHandler(logging.NullHandler())
