@@ -114,6 +114,8 @@ async def ray_rates(
 ) -> dict[tuple[str, int, int], float | None]:
     """Episodes per hour at each concurrency on a Ray cluster of `nodes` local nodes."""
     # The tests' loopback-only cluster: started and stopped here, nothing else touched.
+    # `tests` is not installed with the package: found from the repository's root.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests.ray_cluster import ray_cluster
 
     label = f"ray ({nodes} nodes, local)"
