@@ -33,7 +33,16 @@ gimp-flip-export, two runs a minute apart:
 
 An episode alone takes 7-8 s (GIMP opens with the image, the reference flips
 and exports). More episodes at once help, but on two busy cores by how much
-moves a lot from run to run. The libvirt backend has not been measured here.
+moves a lot from run to run.
+
+Every row in one run, the machine quiet (load average 4-5), `--backend local libvirt
+--concurrency 1 2 4 --episodes 4 --ray-nodes 2`, libvirt under TCG (docs/batch.md
+says more, including the one failed libvirt episode at concurrency 2):
+
+    backend                warm   concurrency 1   concurrency 2   concurrency 4
+    local                  0      470.0           760.1           720.2
+    libvirt                0      206.0           58.3            180.2
+    ray (2 nodes, local)   0      423.2           723.6           758.3
 
 With warm pools, `--episodes 6 --concurrency 1 --warm 0 1 2` (load average 3-4):
 
