@@ -104,6 +104,13 @@ async def one(
         rows = await runner.run()
         seconds = time.monotonic() - started
     passed = sum(1 for r in rows if r.episode is not None and r.episode.passed)
+    # The database is thrown away: say here why an episode did not pass.
+    for r in rows:
+        e = r.episode
+        if e is None or not e.passed:
+            why = "never ran" if e is None else f"{e.status}, {e.end_reason}, score {e.score}"
+            detail = f": {e.error}" if e is not None and e.error else ""
+            print(f"  not passed: {r.slot.task_id} #{r.slot.repeat} ({why}){detail}", flush=True)
     rate = episodes / seconds * 3600
     print(
         f"{what}: {episodes} episodes in {seconds:6.1f} s"
