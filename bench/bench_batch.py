@@ -14,9 +14,9 @@ the pool is `--libvirt-uri` (else $DESKLOOP_LIBVIRT_URIS, else one host); a
 level above the pool's capacity is skipped with the reason. The first episode
 on each VM place boots the VM and saves the task's start state (minutes under
 TCG), so an unmeasured warm-up batch first runs one episode on every place the
-highest level uses; the VMs keep their names, so the measured levels restore it. On a shared 2-core
-machine the figures move with the load: run it when the machine is quiet and
-compare within one run.
+highest level uses; the VMs keep their names, so the measured levels restore it.
+On a shared 2-core machine the figures move with the load: run it when the
+machine is quiet and compare within one run.
 
 `--ray-nodes N` adds a row: the same batches on a Ray cluster started on this machine
 for the run (tests/ray_cluster.py: a head offering no desktop and N worker nodes, every
