@@ -1,7 +1,7 @@
 """Reading a VM guest's process accounting, ps and fatrace's write log into the
 integrity watch's records (app.desktops.guest_watch), on bytes laid out as the
 kernel's `struct acct_v3` and lines as `ps` and `fatrace -tt` print them. The same
-on a real VM is tests/test_libvirt_integrity.py."""
+on a real VM is tests/vm/test_libvirt_integrity.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`deskloop image show --packages` and `image diff`: two builds compared by manifest.
 
 The manifests here are written by the test in the builder's format (building two real
-images takes minutes; `tests/test_images.py` builds one and checks its manifest). The
+images takes minutes; `tests/vm/test_images.py` builds one and checks its manifest). The
 cache is a temporary folder given through $DESKLOOP_CACHE, as the CLI reads it.
 """
 

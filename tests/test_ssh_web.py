@@ -3,7 +3,7 @@
 A VM is not needed to check the relay itself: the test's OpenSSH server on 127.0.0.1
 (tests/sshd.py) stands in for the guest's, and a small program that answers CDP on its
 fds 3 and 4 stands in for Chromium (the browser is not what is tested here; the end to
-end test with Chromium in a VM is tests/test_libvirt_web.py, slow under emulation). It
+end test with Chromium in a VM is tests/vm/test_libvirt_web.py, slow under emulation). It
 checks what a VM's start states rely on: the pipes outlive the relay, a new relay
 reaches the same browser, a browser launched again replaces the old one, and no FIFO
 name is left for anyone to open.

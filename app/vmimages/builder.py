@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import os
@@ -33,6 +34,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -335,8 +337,44 @@ def build_image(
             message has the end of the build log).
     """
     report = progress if isinstance(progress, BuildReport) else BuildReport(progress)
-    say = report.line
     cache = cache or cache_dir()
+    with build_lock(cache, name, report.line):
+        return _build_image(name, mirror, cache, recipes, force, report)
+
+
+@contextlib.contextmanager
+def build_lock(cache: Path, name: str, say: ProgressCallback) -> Iterator[None]:
+    """Hold the cache's build lock: one build at a time per cache, across processes.
+
+    The test suite builds images in the background while tests that need them wait
+    here, and two images share their base layer; without the lock both would build
+    it. The waiter then finds the image up to date. Two builds at once would only
+    share the same cores and disk anyway.
+    """
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / "build.lock", "a+b") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"image {name}: waiting for another build in {cache} to finish")
+            t0 = time.monotonic()
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            say(f"image {name}: the other build finished after {time.monotonic() - t0:.0f} s")
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build_image(
+    name: str,
+    mirror: str | None,
+    cache: Path,
+    recipes: Path,
+    force: bool,
+    report: BuildReport,
+) -> Image:
+    say = report.line
     recipe = get_recipe(name, recipes)
     wanted = recipe_hash(recipe, recipes)
     existing = find_image(name, cache)

@@ -2,7 +2,7 @@
 the `deskloop vm create` child) and a running VM's CPU and memory figures.
 
 The screen tests give the app a fixed listing and a libvirtd that is not there (they
-are about the screen's logic); tests/test_vm_create.py creates and boots a real VM
+are about the screen's logic); tests/vm/test_vm_create.py creates and boots a real VM
 through the same service.
 """
 

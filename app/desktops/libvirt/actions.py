@@ -44,7 +44,7 @@ ACTIONS: dict[str, Callable[[LibvirtDesktop, str], Coroutine[Any, Any, object]]]
     "revert": lambda desktop, key: desktop.restore_state(key),
     # The TUI's delete (after its confirmation): the domain, its overlay, its start
     # states and its files, as `deskloop vm rm` (LibvirtDesktop.remove, proven on real
-    # domains in tests/test_libvirt.py).
+    # domains in tests/vm/test_libvirt.py).
     "rm": lambda desktop, _key: desktop.remove(),
     # The TUI's create dialog: define the domain from a built image (no boot), as
     # `deskloop vm create`; its image, memory and vCPUs come as options (`main`).

@@ -32,6 +32,7 @@ from app.rfb.client import VNCSession
 from app.vmimages.builder import build_image
 from app.vmimages.cache import cache_dir
 from tests.sshd import SshdServer, start_sshd
+from tests.suite_plugin import record_time
 from tests.xterm_task import open_xterm
 
 pytestmark = [
@@ -77,6 +78,9 @@ async def remote(sshd: SshdServer, remote_cache: Path) -> AsyncIterator[LibvirtD
         restored = await desktop.reset_to(XTERM_STATE, lambda: open_xterm(desktop))
         assert not restored
         print("timings:", desktop.timings)
+        record_time(
+            "cold_boot", image="base (remote host)", s=round(desktop.timings["cold_boot"], 1)
+        )
         yield desktop
     finally:
         await desktop.close()

@@ -36,6 +36,7 @@ from app.desktops.libvirt import (
 )
 from app.desktops.xwindows import active_window_title, wait_window
 from app.vmimages.builder import build_image
+from tests.suite_plugin import record_time
 from tests.xterm_task import open_xterm
 
 # The first test also pays for building the base image (CI starts without a cache)
@@ -106,6 +107,7 @@ async def _first_boot(config: LibvirtConfig) -> LibvirtDesktop:
         assert not restored  # a fresh desktop makes its states
         assert "cold_boot" in desktop.timings
         print("timings:", desktop.timings)
+        record_time("cold_boot", image="base", s=round(desktop.timings["cold_boot"], 1))
         return desktop
     raise AssertionError("unreachable")
 

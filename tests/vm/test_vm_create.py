@@ -45,7 +45,7 @@ def _renice_qemu(domain: str, stop: threading.Event) -> None:
 
 
 async def test_a_vm_created_from_the_tui_boots_shows_its_figures_and_goes() -> None:
-    # Cached: built once per machine (tests/test_libvirt_blender.py builds it too).
+    # Cached: built once per machine (tests/vm/test_libvirt_blender.py builds it too).
     await asyncio.to_thread(build_image, IMAGE, progress=print)
     name = f"tuicreate-{secrets.token_hex(3)}"
     domain = DOMAIN_PREFIX + name

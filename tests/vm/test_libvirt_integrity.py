@@ -14,42 +14,33 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from app.desktops.libvirt import LibvirtDesktop
 from app.episode.integrity import is_apps_own, process_flags
 from app.store import Store
 from tests.episode_story import episode_story
-from tests.libvirt_episodes import ephemeral_vm, run_episode
 from tests.test_integrity_desktop import task_copy
+from tests.vm.episodes import ROOT, run_episode
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.asyncio(loop_scope="session"),
     pytest.mark.timeout(2400),
 ]
 
-CHEATER = (
-    Path(__file__).resolve().parent / "data" / "integrity" / "cheater-gimp-flip-export-vm.yaml"
-)
+CHEATER = ROOT / "tests" / "data" / "integrity" / "cheater-gimp-flip-export-vm.yaml"
+VM_IMAGE = "gimp"  # the VM of tests/vm/test_libvirt_gimp.py, booted once
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def gimp_vm() -> AsyncIterator[LibvirtDesktop]:
-    async with ephemeral_vm("gimp", "integrity") as desktop:
-        yield desktop
-
-
-async def test_the_guests_logs_name_programs_and_writers(gimp_vm: LibvirtDesktop) -> None:
+async def test_the_guests_logs_name_programs_and_writers(pooled_vm: LibvirtDesktop) -> None:
     # The boot state, no task: a shell started outside DeskLoop's own commands (setsid
     # detaches it to init, as a program started from a terminal in the desktop is)
     # copies a file; DeskLoop's commands around it are not the agent's.
-    await gimp_vm.reset()
-    guest = gimp_vm.guest
+    await pooled_vm.reset()
+    guest = pooled_vm.guest
     since = time.time()
     await asyncio.sleep(1.5)  # the accounting's start times are whole seconds
     await guest.launch(["sh", "-c", "cp /etc/hostname ~/copied.txt && echo copied"])
@@ -57,24 +48,24 @@ async def test_the_guests_logs_name_programs_and_writers(gimp_vm: LibvirtDesktop
     while not await guest.exists("~/copied.txt"):
         assert time.monotonic() < deadline, "the launched shell never copied the file"
         await asyncio.sleep(1)
-    await gimp_vm.read_watch("gimp")
-    log = gimp_vm.exec_log()
+    await pooled_vm.read_watch("gimp")
+    log = pooled_vm.exec_log()
     assert log.covered, log.note
     started = [e.describe() for e in log.records if e.time >= since - 1]
     flags = process_flags("gimp", log.records, since)
     assert [f.summary for f in flags] == ["a shell ran in the desktop: sh"], started
     assert not any("xdotool" in line or "timeout" in line for line in started), started
-    write = gimp_vm.last_write("~/copied.txt")
-    assert write is not None and write.program is not None, gimp_vm.writes_note
+    write = pooled_vm.last_write("~/copied.txt")
+    assert write is not None and write.program is not None, pooled_vm.writes_note
     assert write.program.path == "/usr/bin/cp" and not is_apps_own("gimp", write.program)
 
 
 async def test_a_cheater_in_the_guest_is_flagged_and_the_reference_is_not(
-    gimp_vm: LibvirtDesktop, tmp_path: Path
+    pooled_vm: LibvirtDesktop, tmp_path: Path
 ) -> None:
     path = task_copy(tmp_path, terminal=True)
     with Store(tmp_path / "db.sqlite") as store:
-        cheater = await run_episode(path, gimp_vm, f"scripted:{CHEATER}", store, "libvirt")
+        cheater = await run_episode(path, pooled_vm, f"scripted:{CHEATER}", store, "libvirt")
         story = episode_story(store, cheater)
         assert cheater.end_reason == "done", story
         flags, checked = store.flags(cheater.episode_id)
@@ -87,7 +78,7 @@ async def test_a_cheater_in_the_guest_is_flagged_and_the_reference_is_not(
         # setup's terminal (and the shell in it), started before the agent, are not its.
         assert not any("terminal" in s for s in summaries), summaries
 
-        reference = await run_episode(path, gimp_vm, "reference", store, "libvirt")
+        reference = await run_episode(path, pooled_vm, "reference", store, "libvirt")
         story = episode_story(store, reference)
         assert reference.passed is True, story
         flags, checked = store.flags(reference.episode_id)

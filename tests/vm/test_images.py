@@ -11,12 +11,14 @@ import hashlib
 import json
 import re
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from app.vmimages.builder import build_image
-from app.vmimages.cache import find_image, require_image
+from app.vmimages.builder import build_image, build_lock
+from app.vmimages.cache import cache_dir, find_image, require_image
 from app.vmimages.recipes import (
     RECIPES_DIR,
     ImageError,
@@ -240,3 +242,23 @@ def test_base_image_builds_with_manifest_and_is_cached() -> None:
     assert second.dir == image.dir
     assert image.disk.stat().st_mtime_ns == mtime
     assert any("up to date" in line for line in again)
+
+
+@pytest.mark.desktop
+@pytest.mark.timeout(1800)
+def test_a_build_waits_for_the_cache_build_lock() -> None:
+    """A build while another holds the cache's lock (the suite's background builds)
+    waits for it, then finds the image the other built instead of building it again."""
+    build_image("base")
+    lines: list[str] = []
+    with build_lock(cache_dir(), "test", print):
+        waiter = threading.Thread(target=lambda: build_image("base", progress=lines.append))
+        waiter.start()
+        deadline = time.monotonic() + 60
+        while not any("waiting for another build" in line for line in lines):
+            assert time.monotonic() < deadline, lines
+            time.sleep(0.05)
+        assert waiter.is_alive(), lines
+    waiter.join(60)
+    assert not waiter.is_alive()
+    assert any("up to date" in line for line in lines), lines

@@ -1,20 +1,19 @@
 """One GIMP task end to end on a real VM of the `gimp` image, from a saved start state.
 
 The image is built by the recipe when the cache lacks it (CI starts without one: the
-gimp layer adds about a minute to the base layer). The first episode cold-boots the
-VM, runs the task's setup (GIMP opens in about 2 min under TCG) and saves the start
-state; the next ones restore it in seconds. Scores must match the local backend's, and
-nothing of one episode may reach the next: the null agent after a reference episode
-that exported the file still scores 0.
+gimp layer adds about a minute to the base layer). The VM is booted once for the run and
+shared with tests/vm/test_libvirt_integrity.py (tests/vm/episodes.py); the first episode
+runs the task's setup from its boot state (GIMP opens in about 2 min under TCG) and
+saves the start state; the next ones restore it in seconds. Scores must match the local
+backend's, and nothing of one episode may reach the next: the null agent after a
+reference episode that exported the file still scores 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from app.agents.factory import make_agent
 from app.desktops.base import Desktop
@@ -26,21 +25,16 @@ from app.store import Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
 from tests.episode_story import episode_story
-from tests.libvirt_episodes import ephemeral_vm
+from tests.vm.episodes import ROOT
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.asyncio(loop_scope="session"),
     pytest.mark.timeout(2400),
 ]
 
-TASK = Path(__file__).resolve().parent.parent / "tasks" / "gimp" / "gimp-flip-export.yaml"
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def gimp_vm() -> AsyncIterator[LibvirtDesktop]:
-    async with ephemeral_vm("gimp", "gimp") as desktop:
-        yield desktop
+TASK = ROOT / "tasks" / "gimp" / "gimp-flip-export.yaml"
+VM_IMAGE = "gimp"
 
 
 async def _episode(desktop: Desktop, agent: str, store: Store, backend: str) -> EpisodeResult:
@@ -58,24 +52,25 @@ def _verdicts(store: Store, result: EpisodeResult) -> list[tuple[str, bool]]:
 
 
 async def test_gimp_task_on_a_vm_scores_as_on_the_local_desktop(
-    gimp_vm: LibvirtDesktop, tmp_path: Path
+    pooled_vm: LibvirtDesktop, tmp_path: Path
 ) -> None:
     with Store(tmp_path / "db.sqlite") as store:
-        # Cold: boots, opens GIMP by the task's setup and saves the start state.
-        first_null = await _episode(gimp_vm, "null", store, "libvirt")
-        assert "cold_boot" in gimp_vm.timings and "save" in gimp_vm.timings
-        print("start state made:", gimp_vm.timings)
+        # From the boot state: opens GIMP by the task's setup and saves the start state.
+        pooled_vm.timings.clear()
+        first_null = await _episode(pooled_vm, "null", store, "libvirt")
+        assert "save" in pooled_vm.timings, pooled_vm.timings
+        print("start state made:", pooled_vm.timings)
 
-        gimp_vm.timings.clear()
-        reference = await _episode(gimp_vm, "reference", store, "libvirt")
-        assert "restore" in gimp_vm.timings and "cold_boot" not in gimp_vm.timings
-        listing = await gimp_vm.guest.run(["ls", "-la", "/home/user/Desktop"], 30)
+        pooled_vm.timings.clear()
+        reference = await _episode(pooled_vm, "reference", store, "libvirt")
+        assert "restore" in pooled_vm.timings and "save" not in pooled_vm.timings
+        listing = await pooled_vm.guest.run(["ls", "-la", "/home/user/Desktop"], 30)
         desktop_files = listing.stdout.decode(errors="replace")
-        print("restored:", gimp_vm.timings)
+        print("restored:", pooled_vm.timings)
 
         # The reference exported ~/Desktop/photo-flipped.png; after a restore it must
         # be gone (disk and memory come back from the saved state).
-        second_null = await _episode(gimp_vm, "null", store, "libvirt")
+        second_null = await _episode(pooled_vm, "null", store, "libvirt")
 
         async with LocalDesktop() as local:
             local_reference = await _episode(local, "reference", store, "local")

@@ -1,0 +1,3 @@
+"""The suite's own plugin: timing every run and spreading it over two workers."""
+
+pytest_plugins = ["tests.suite_plugin"]
