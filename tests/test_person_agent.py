@@ -141,10 +141,17 @@ async def test_a_person_episode_through_the_recording_proxy(tmp_path: Path) -> N
         while not await desktop.guest.exists("~/proof.txt"):
             assert asyncio.get_running_loop().time() < deadline, "typing never arrived"
             await asyncio.sleep(0.1)
+        # `done` is typed in another channel than the viewer's input: a person says it
+        # after seeing their last input land, so does the test (on a loaded machine the
+        # drag's bytes were still in the proxy's socket when `done` was queued).
+        while len(store.steps(1)) < 5:
+            assert asyncio.get_running_loop().time() < deadline, store.steps(1)
+            await asyncio.sleep(0.1)
         agent.command("done")
         result = await asyncio.wait_for(episode, 120)
         await viewer.close()
     assert result.status == "finished" and result.passed is True
+    assert result.episode_id == 1
     steps = store.steps(result.episode_id)
     assert [s.kind for s in steps] == ["type", "key", "click", "scroll", "drag", "done"]
     assert steps[0].action == {"kind": "type", "text": "touch ~/proof.txt\n"}

@@ -17,8 +17,9 @@ from app.core.errors import DeskLoopError, DesktopError
 T = TypeVar("T")
 
 # How long a failure of the desktop's side waits for the death watch to speak: above
-# the VNC watch's reopen timeout (app.desktops.vnc_screen.REOPEN_TIMEOUT).
-DEATH_GRACE = 2.0
+# the VNC watch's reopen timeout and its wait for the backend's own account
+# (app.desktops.vnc_screen.REOPEN_TIMEOUT + BACKEND_GRACE).
+DEATH_GRACE = 3.5
 
 
 class Mortal(Protocol):

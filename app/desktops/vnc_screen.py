@@ -27,6 +27,10 @@ from app.rfb.client import VNCSession
 # dead: a live server answers on loopback (or through a tunnel) in milliseconds, and
 # a refused or reset connection fails at once; the issue's bound is about 2 s.
 REOPEN_TIMEOUT = 1.5
+# How long the backend's account of a death may lag the VNC connection's: the exit of
+# a killed Xvnc reaches the child watcher after its port refuses connections (by
+# about a second with both cores busy). Within the bound of about 2 s above.
+BACKEND_GRACE = 1.5
 
 
 class VncScreen:
@@ -75,12 +79,17 @@ class VncScreen:
         """Return what died, once the running desktop has died; never returns while it
         lives. Cancel it to stop watching (the runner races it against setup steps
         and the episode)."""
-        watchers = [
-            asyncio.ensure_future(self._vnc_lost()),
-            asyncio.ensure_future(self._backend_death()),
-        ]
+        vnc = asyncio.ensure_future(self._vnc_lost())
+        backend = asyncio.ensure_future(self._backend_death())
+        watchers = [vnc, backend]
         try:
             done, _ = await asyncio.wait(watchers, return_when=asyncio.FIRST_COMPLETED)
+            if backend not in done:
+                # A refused reconnect is seen at once; the backend's own word (the
+                # process's exit status, the domain's state) can lag it by a moment
+                # on a loaded machine, and says more: wait for it, briefly.
+                done, _ = await asyncio.wait({backend}, timeout=BACKEND_GRACE)
+                done = done or {vnc}
             try:
                 what = next(iter(done)).result()
             except DesktopError as exc:  # the backend itself no longer runs it
