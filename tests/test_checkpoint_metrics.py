@@ -230,6 +230,16 @@ def test_wilson_matches_the_hand_computation() -> None:
     assert wilson(0, 0) is None
 
 
+def test_wilson_bounds_are_exact_at_none_and_all() -> None:
+    # The formula's two terms cancel at k = 0 (and at k = n) only up to rounding:
+    # 0/3 gave a lower bound of 5.55e-17, a negative error bar, and a crashed plot.
+    for n in range(1, 200):
+        none, every = wilson(0, n), wilson(n, n)
+        assert none is not None and every is not None
+        assert none[0] == 0.0 and every[1] == 1.0, n
+        assert 0.0 < none[1] < 1.0 and 0.0 < every[0] < 1.0, n
+
+
 def test_the_t_quantile_matches_scipy() -> None:
     # scipy comes with scikit-image; the figures do without it.
     from scipy.stats import t

@@ -235,3 +235,56 @@ def test_tokens_and_asks_per_episode(store: Store, tmp_path: Path) -> None:
         ("openai:m", 615, 0),
     ]
     assert lines[2]["prompt_tokens"] == 406 and lines[2]["completion_tokens"] == 0
+
+
+def batch_with_a_group_of_no_successes(db: Path) -> None:
+    """Batch `b`: the null agent 0 of 3 and the reference 3 of 3 on one task."""
+    with Store(db) as s:
+        s.create_batch(
+            "b",
+            {
+                "tasks": [{"id": "gimp-a", "path": "x", "sha256": "0" * 64}],
+                "agents": ["null", "reference"],
+                "repeats": 3,
+            },
+        )
+        for repeat in range(3):
+            add_episode(
+                s, agent="null", passed=False, score=0.0, batch="b", slot=("null", repeat, 0)
+            )
+            add_episode(s, agent="reference", batch="b", slot=("reference", repeat, 0))
+
+
+def test_html_and_jsonl_of_a_batch_with_a_group_of_no_successes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.cli import main
+
+    db = tmp_path / "db.sqlite"
+    batch_with_a_group_of_no_successes(db)
+    html_path, jsonl_path = tmp_path / "r.html", tmp_path / "e.jsonl"
+    argv = ["--db", str(db), "report", "--batch", "b"]
+    assert main([*argv, "--html", str(html_path), "--jsonl", str(jsonl_path)]) == 0
+    assert f"wrote {html_path}" in capsys.readouterr().err
+    page = parse_page(html_path.read_text())
+    assert len(page.xpath("//*[local-name()='svg']")) == 4
+    assert len(jsonl_path.read_text().splitlines()) == 6
+
+
+def test_an_output_that_cannot_be_written_is_named_and_the_others_are_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.cli import main
+
+    db = tmp_path / "db.sqlite"
+    batch_with_a_group_of_no_successes(db)
+    taken = tmp_path / "taken"  # a folder where the page should go
+    taken.mkdir()
+    jsonl_path = tmp_path / "e.jsonl"
+    argv = ["--db", str(db), "report", "--html", str(taken), "--jsonl", str(jsonl_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"not written: {taken} (--html):" in err
+    assert len(jsonl_path.read_text().splitlines()) == 6
+    assert taken.is_dir() and not any(taken.iterdir())
+    assert not list(tmp_path.glob("*.tmp"))  # nothing half-written left beside it

@@ -107,14 +107,19 @@ def _namespaced_ids(svg: str, name: str) -> str:
     return str(etree.tostring(root, encoding="unicode"))
 
 
+def _bar(length: float) -> float:
+    """An error bar's length, never below 0 (matplotlib refuses a negative one)."""
+    return max(0.0, length)
+
+
 def _success(ax: Axes, groups: Sequence[GroupStats]) -> None:
     rows = range(len(groups))
     rates = [g.success_rate or 0.0 for g in groups]
     low, high = [], []
     for g, rate in zip(groups, rates, strict=True):
         lo, hi = g.success_interval or (rate, rate)
-        low.append(rate - lo)
-        high.append(hi - rate)
+        low.append(_bar(rate - lo))
+        high.append(_bar(hi - rate))
     ax.barh(rows, rates, color=COLORS["passed"], xerr=[low, high], capsize=3)
     for row, g in zip(rows, groups, strict=True):
         shown = f"{g.passed}/{g.finished}" if g.finished else "no attempts"
@@ -168,8 +173,8 @@ def _check_rates(ax: Axes, checks: Sequence[CheckRate]) -> None:
     low, high = [], []
     for c, rate in zip(checks, rates, strict=True):
         lo, hi = c.rate.interval or (rate, rate)
-        low.append(rate - lo)
-        high.append(hi - rate)
+        low.append(_bar(rate - lo))
+        high.append(_bar(hi - rate))
     colors = [COLORS["passed"] if c.counts else COLORS["credit"] for c in checks]
     ax.barh(rows, rates, color=colors, xerr=[low, high], capsize=3)
     for row, c in zip(rows, checks, strict=True):
