@@ -231,29 +231,23 @@ def cmd_batch_show(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from app.metrics.report import format_report, write_jsonl
-    from app.metrics.scores import (
-        SCORE_CHOICES,
-        ScoreChoice,
-        integrity_note,
-        score_note,
-        summarize_scores,
-    )
+    from app.metrics.scores import SCORE_CHOICES, ScoreChoice, scored_report
     from app.store import Store
 
     with Store(args.db) as store:
         choices: list[ScoreChoice] = list(SCORE_CHOICES) if args.score == "both" else [args.score]
         for choice in choices:
-            summary = summarize_scores(store, args.batch, choice)
-            print(score_note(store, choice))
-            print(format_report(summary))
-            print(integrity_note(store, args.batch, choice))
-        summary = summarize_scores(store, args.batch, choices[-1])
+            report = scored_report(store, args.batch, choice)
+            print(report.score_note)
+            print(format_report(report.summary))
+            print(report.integrity_note)
 
         def html() -> str:
             # Only here: matplotlib and jinja2 cost an import a text report does not need.
             from app.metrics.html_report import write_html
 
-            write_html(summary, args.html)
+            # The last report printed (with --score both, the latest scores').
+            write_html(report, args.html)
             return f"wrote {args.html}"
 
         def jsonl() -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from app.metrics.summary import Summary, pct, summarize
@@ -66,9 +67,14 @@ def score_note(store: Store, score: ScoreChoice) -> str:
     )
 
 
-def integrity_note(store: Store, batch_id: str | None, score: ScoreChoice) -> str:
-    """Overall success with the integrity-flagged episodes and without them."""
-    with_all = summarize_scores(store, batch_id, score).overall
+def integrity_note(
+    store: Store, batch_id: str | None, score: ScoreChoice, counted: Summary | None = None
+) -> str:
+    """Overall success with the integrity-flagged episodes and without them (`counted`:
+    the summary with them, if already made)."""
+    if counted is None:
+        counted = summarize_scores(store, batch_id, score)
+    with_all = counted.overall
     without = summarize_scores(store, batch_id, score, without_flagged=True).overall
     if with_all is None:
         return "integrity: no episodes counted"
@@ -79,4 +85,24 @@ def integrity_note(store: Store, batch_id: str | None, score: ScoreChoice) -> st
         f"integrity: {left_out} counted episode(s) flagged; success with them "
         f"{pct(with_all.success_rate)} (n={with_all.finished}), without them "
         f"{rate_without} (n={n_without}) — flags never change a score"
+    )
+
+
+@dataclass(frozen=True)
+class ScoredReport:
+    """A report's figures with the two lines that go with them wherever they are shown
+    (the text report, the HTML page): which score they count, and the integrity split."""
+
+    summary: Summary
+    score_note: str
+    integrity_note: str
+
+
+def scored_report(
+    store: Store, batch_id: str | None, score: ScoreChoice = "original"
+) -> ScoredReport:
+    """The figures over `store` (or one batch) counting `score`, with their two lines."""
+    summary = summarize_scores(store, batch_id, score)
+    return ScoredReport(
+        summary, score_note(store, score), integrity_note(store, batch_id, score, summary)
     )
