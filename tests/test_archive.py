@@ -194,3 +194,89 @@ def test_cli_rescore_of_a_batch_and_show_both(
         store.finish_episode(bare, status="finished", end_reason="done", steps=0)
     assert main(["--db", str(db), "score", str(bare), "--rescore"]) == 2
     assert "has no final-state archive" in capsys.readouterr().out
+
+
+OWN_TASK = """\
+id: own-task
+app: gimp
+level: L1
+title: A file is there
+instruction: Leave NAME in your home.
+setup: []
+evaluate: {check: file_exists, path: ~/NAME}
+"""
+
+
+def own_task(folder: Path, name: str) -> Path:
+    """`folder/tasks/gimp/own-task.yaml`, which checks that `~/name` exists."""
+    path = folder / "tasks" / "gimp" / "own-task.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(OWN_TASK.replace("NAME", name))
+    return path
+
+
+def test_a_rescore_from_another_folder_uses_the_episodes_own_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.agents.null import NullAgent
+    from app.episode.runner import EpisodeRunner
+    from app.users.simulated import SimulatedUser
+    from tests.test_archive_phases import FolderDesktop
+
+    # The lab's task wants ~/a.txt; another folder has its own copy, wanting ~/b.txt.
+    lab, other = tmp_path / "lab", tmp_path / "other"
+    own_task(lab, "a.txt")
+    own_task(other, "b.txt")
+    desktop = FolderDesktop(tmp_path)
+    (desktop.home / "a.txt").write_text("there")
+    db = str(tmp_path / "lab.db")
+    monkeypatch.chdir(lab)  # run as `deskloop run tasks/gimp/own-task.yaml` from the lab
+    with Store(db) as store:
+        task = load_task(Path("tasks/gimp/own-task.yaml"))
+        runner = EpisodeRunner(task, desktop, NullAgent(), SimulatedUser(), store, backend="local")
+        result = asyncio.run(runner.run())
+    assert result.status == "finished" and result.passed
+    monkeypatch.chdir(other)
+    for tasks_dir in ([], ["--tasks-dir", str(other / "tasks")]):
+        assert main(["--db", db, *tasks_dir, "score", str(result.episode_id), "--rescore"]) == 0
+        out = capsys.readouterr().out
+        assert "original 1.00 -> rescore" in out and "1.00 · passed yes" in out, out
+
+
+def test_a_task_found_elsewhere_must_be_what_the_episode_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Databases recorded the task's path as given, relative to where the episode ran.
+    lab, other = tmp_path / "lab", tmp_path / "other"
+    task = load_task(own_task(lab, "Desktop/photo-flipped.png"))
+    edited = own_task(other, "Desktop/other.png")
+    guest = guest_with_flipped_photo(tmp_path)
+    db = tmp_path / "db" / "lab.db"
+    with Store(db) as store:
+        episode, _ = asyncio.run(score_and_keep(store, task, guest))
+        with store._write("as recorded before paths were absolute") as conn:
+            conn.execute(
+                "UPDATE episodes SET task_path = 'tasks/gimp/own-task.yaml' WHERE id = ?",
+                (episode,),
+            )
+    rescore_cmd = ["--db", str(db), "score", str(episode), "--rescore"]
+    monkeypatch.chdir(other)
+    # This folder's copy says something else: refused, naming it.
+    assert main(rescore_cmd) == 2
+    out = capsys.readouterr().out
+    assert f"{edited} (sha256 {load_task(edited).sha256[:12]})" in out, out
+    assert "not what episode" in out and "--task FILE" in out
+    # The lab's copy, found by id under --tasks-dir, is the one the episode ran.
+    assert main(["--tasks-dir", str(lab / "tasks"), *rescore_cmd]) == 0
+    assert "1.00 · passed yes" in capsys.readouterr().out
+    # From the lab, the recorded path is the lab's file.
+    monkeypatch.chdir(lab)
+    assert main(rescore_cmd) == 0
+    assert "1.00 · passed yes" in capsys.readouterr().out
+    # Named with --task, another file is taken as asked (a changed task, on purpose).
+    assert main([*rescore_cmd, "--task", str(edited)]) == 0
+    assert "0.00 · passed no" in capsys.readouterr().out
+    # Gone everywhere: refused, naming what the episode ran.
+    (lab / "tasks" / "gimp" / "own-task.yaml").unlink()
+    assert main(rescore_cmd) == 2
+    assert "tasks/gimp/own-task.yaml" in capsys.readouterr().out

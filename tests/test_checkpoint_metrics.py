@@ -230,6 +230,16 @@ def test_wilson_matches_the_hand_computation() -> None:
     assert wilson(0, 0) is None
 
 
+def test_wilson_bounds_are_exact_at_none_and_all() -> None:
+    # The formula's two terms cancel at k = 0 (and at k = n) only up to rounding:
+    # 0/3 gave a lower bound of 5.55e-17, a negative error bar, and a crashed plot.
+    for n in range(1, 200):
+        none, every = wilson(0, n), wilson(n, n)
+        assert none is not None and every is not None
+        assert none[0] == 0.0 and every[1] == 1.0, n
+        assert 0.0 < none[1] < 1.0 and 0.0 < every[0] < 1.0, n
+
+
 def test_the_t_quantile_matches_scipy() -> None:
     # scipy comes with scikit-image; the figures do without it.
     from scipy.stats import t
@@ -398,3 +408,49 @@ def test_the_text_report_shows_every_table(store: Store) -> None:
     for title in ("Reliability", "Checks (leaf success)", "Phases", "Repeats", "Paired agents"):
         assert title in text
     assert "50% [9–91%]" in text and "no (beside)" in text and "+8% [-100–+100%]" in text
+
+
+def test_every_table_follows_the_score_choice(tmp_path: Path) -> None:
+    from app.metrics.scores import summarize_scores
+
+    with Store(tmp_path / "deskloop.db") as s:
+        checks = [(EXISTS, "file_exists", True, 1.0), (SIZE, "image_size", True, 1.0)]
+        # An interactive episode whose final checks and phase passed; a rescore says
+        # its size check and its phase failed.
+        eid = record(s, "poster", "m", passed=True, score=1.0, checks=checks, phase=True)
+        s.record_rescore(
+            eid,
+            task_sha256="1" * 64,
+            evaluator="test",
+            passed=False,
+            score=0.5,
+            checks=[
+                outcome(EXISTS, passed=True, score=1.0),
+                outcome(SIZE, "image_size", passed=False, score=0.0),
+                outcome("phases[0].checks", passed=False, score=0.0, phase=0),
+            ],
+            phases={0: (False, 0.0)},
+        )
+        # One re-scored before phases were (its rescore has no phase): its phase stays.
+        other = record(s, "poster", "m", passed=True, score=1.0, checks=checks, phase=True)
+        s.record_rescore(
+            other,
+            task_sha256="1" * 64,
+            evaluator="test",
+            passed=True,
+            score=1.0,
+            checks=[
+                outcome(EXISTS, passed=True, score=1.0),
+                outcome(SIZE, "image_size", passed=True, score=1.0),
+            ],
+        )
+
+        def tables(score: str) -> tuple[dict[str, str], str, str]:
+            summary = summarize_scores(s, None, score)  # type: ignore[arg-type]
+            (group,) = summary.groups
+            (phase,) = summary.phases
+            rates = {c.path: f"{c.rate.k}/{c.rate.n}" for c in summary.checks}
+            return rates, f"{phase.rate.k}/{phase.rate.n}", f"{group.passed}/{group.finished}"
+
+        assert tables("original") == ({EXISTS: "2/2", SIZE: "2/2"}, "2/2", "2/2")
+        assert tables("latest") == ({EXISTS: "2/2", SIZE: "1/2"}, "1/2", "1/2")

@@ -14,6 +14,7 @@ from lxml import html as lxml_html
 
 from app.metrics.html_report import render_html
 from app.metrics.report import format_report, write_jsonl
+from app.metrics.scores import scored_report
 from app.metrics.summary import cells, summarize
 from app.store import Store
 from tests.recorded_episodes import add_episode
@@ -82,7 +83,7 @@ def parse_page(page: str) -> etree._Element:
 
 def test_html_page_parses_is_self_contained_and_holds_the_figures(store: Store) -> None:
     summary = summarize(store)
-    page = render_html(summary)
+    page = render_html(scored_report(store, None))
     assert page.startswith("<!DOCTYPE html>")
     tree = parse_page(page)
     assert "<script" not in page.lower() and "<link" not in page.lower()
@@ -117,7 +118,7 @@ def test_html_escapes_hostile_task_ids_agents_and_messages() -> None:
         add_episode(
             store, task=hostile_task, agent=hostile_agent, status="error", error=hostile_error
         )
-        page = render_html(summarize(store))
+        page = render_html(scored_report(store, None))
     tree = parse_page(page)
     assert "<script" not in page and "<img" not in page
     assert not tree.xpath("//script | //img | //*[@onerror]")
@@ -138,7 +139,7 @@ def test_html_escapes_hostile_task_ids_agents_and_messages() -> None:
 
 def test_html_without_episodes() -> None:
     with Store.memory() as store:
-        page = render_html(summarize(store))
+        page = render_html(scored_report(store, None))
     parse_page(page)
     assert "(no episodes)" in page and "<svg" not in page
 
@@ -235,3 +236,133 @@ def test_tokens_and_asks_per_episode(store: Store, tmp_path: Path) -> None:
         ("openai:m", 615, 0),
     ]
     assert lines[2]["prompt_tokens"] == 406 and lines[2]["completion_tokens"] == 0
+
+
+def batch_with_a_group_of_no_successes(db: Path) -> None:
+    """Batch `b`: the null agent 0 of 3 and the reference 3 of 3 on one task."""
+    with Store(db) as s:
+        s.create_batch(
+            "b",
+            {
+                "tasks": [{"id": "gimp-a", "path": "x", "sha256": "0" * 64}],
+                "agents": ["null", "reference"],
+                "repeats": 3,
+            },
+        )
+        for repeat in range(3):
+            add_episode(
+                s, agent="null", passed=False, score=0.0, batch="b", slot=("null", repeat, 0)
+            )
+            add_episode(s, agent="reference", batch="b", slot=("reference", repeat, 0))
+
+
+def test_html_and_jsonl_of_a_batch_with_a_group_of_no_successes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.cli import main
+
+    db = tmp_path / "db.sqlite"
+    batch_with_a_group_of_no_successes(db)
+    html_path, jsonl_path = tmp_path / "r.html", tmp_path / "e.jsonl"
+    argv = ["--db", str(db), "report", "--batch", "b"]
+    assert main([*argv, "--html", str(html_path), "--jsonl", str(jsonl_path)]) == 0
+    assert f"wrote {html_path}" in capsys.readouterr().err
+    page = parse_page(html_path.read_text())
+    assert len(page.xpath("//*[local-name()='svg']")) == 4
+    assert len(jsonl_path.read_text().splitlines()) == 6
+
+
+def test_an_output_that_cannot_be_written_is_named_and_the_others_are_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.cli import main
+
+    db = tmp_path / "db.sqlite"
+    batch_with_a_group_of_no_successes(db)
+    taken = tmp_path / "taken"  # a folder where the page should go
+    taken.mkdir()
+    jsonl_path = tmp_path / "e.jsonl"
+    argv = ["--db", str(db), "report", "--html", str(taken), "--jsonl", str(jsonl_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"not written: {taken} (--html):" in err
+    assert len(jsonl_path.read_text().splitlines()) == 6
+    assert taken.is_dir() and not any(taken.iterdir())
+    assert not list(tmp_path.glob("*.tmp"))  # nothing half-written left beside it
+
+
+def test_every_label_of_every_plot_lies_inside_its_figure() -> None:
+    # The library's longest task id, a long model name and a person as the user: the
+    # widest row labels a report shows, which leave the plots their narrowest axes.
+    from matplotlib.text import Text
+
+    from app.metrics.plots import figures, style
+
+    task = "web-studio-interview-series-l3-interactive"
+    with Store.memory() as store:
+        for agent in ("anthropic:claude-sonnet-4-5-20250929", "null"):
+            add_episode(store, task=task, app="web", level="L3", interactive=True, agent=agent)
+            add_episode(store, task=task, app="web", level="L3", agent=agent, user="person")
+            add_episode(store, task=task, app="web", level="L3", agent=agent, passed=False)
+        summary = summarize(store)
+    with style():
+        made = list(figures(summary.groups, summary.checks))
+        assert [name for name, _, _ in made] == ["success", "outcomes", "credit", "checks"]
+        for name, _, fig in made:
+            fig.draw_without_rendering()
+            box = fig.bbox
+            # The bars keep a third of the width, however long the row labels.
+            (axes,) = fig.axes
+            assert axes.bbox.width >= box.width / 3, f"{name}: axes {axes.bbox.bounds}"
+            for text in fig.findobj(Text):
+                if not text.get_visible() or not text.get_text():
+                    continue
+                extent = text.get_window_extent()
+                assert (
+                    extent.x0 >= box.x0 - 0.5
+                    and extent.x1 <= box.x1 + 0.5
+                    and extent.y0 >= box.y0 - 0.5
+                    and extent.y1 <= box.y1 + 0.5
+                ), f"{name}: {text.get_text()!r} at {extent.bounds} outside {box.bounds}"
+
+
+def rescored_and_flagged(db: Path) -> tuple[int, int]:
+    """Two passed episodes of gimp-a: the first re-scored to a failure (its second check
+    fails), the second flagged (a terminal ran). Returns their ids."""
+    from app.core.integrity import IntegrityFlag
+    from tests.check_outcomes import outcome
+
+    with Store(db) as s:
+        rescored, flagged = add_episode(s), add_episode(s)
+        s.record_rescore(
+            rescored,
+            task_sha256="1" * 64,
+            evaluator="test",
+            passed=False,
+            score=0.0,
+            checks=[
+                outcome("all/0", passed=True, score=1.0),
+                outcome("all/1", "image_size", params={"width": 400}, passed=False, score=0.0),
+            ],
+        )
+        s.record_flags(flagged, [IntegrityFlag("process", "xterm ran")], ["processes"])
+    return rescored, flagged
+
+
+@pytest.mark.parametrize("score", ["original", "latest"])
+def test_html_page_says_which_score_it_counts_and_the_integrity_split(
+    score: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.cli import main
+
+    db = tmp_path / "db.sqlite"
+    rescored_and_flagged(db)
+    html_path = tmp_path / "r.html"
+    assert main(["--db", str(db), "report", "--score", score, "--html", str(html_path)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    (score_line,) = [line for line in text if line.startswith("scores: ")]
+    (integrity_line,) = [line for line in text if line.startswith("integrity: ")]
+    assert "1 counted episode(s) flagged" in integrity_line
+    page = parse_page(html_path.read_text())
+    shown = [" ".join(p.text_content().split()) for p in page.xpath("//p")]
+    assert score_line in shown and integrity_line in shown

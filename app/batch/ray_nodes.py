@@ -189,7 +189,7 @@ def _record_lost(store: Store, runner: BatchRunner, task: Task, slot: Slot, atte
     tagged with its slot (`_end_lost` ends it)."""
     episode_id = store.start_episode(
         task_id=task.id,
-        task_path=str(task.source),
+        task_path=str(task.source.resolve()),
         task_sha256=task.sha256,
         app=task.app,
         level=task.level,

@@ -13,7 +13,7 @@ from app.core.errors import DeskLoopError
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from app.episode.audit import audit_json, audit_tasks
+    from app.episode.audit import audit_json, audit_table, audit_tasks
     from app.tasks.loader import load_task, task_files
 
     tasks = []
@@ -38,16 +38,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"ok": ok, "invalid": invalid, "tasks": [audit_json(a) for a in audits]}))
         return 0 if ok else 1
-    names = [c.name for c in audits[0].checks] if audits else []
-    rows = []
-    for a in audits:
-        cells = {
-            c.name: ("ok" if c.ok else "FAIL") + (f" #{c.episode_id}" if c.episode_id else "")
-            for c in a.checks
-        }
-        rows.append([a.task.id, *(cells.get(n, "-") for n in names), "ok" if a.ok else "FAILED"])
     print()
-    table(["task", *names, "audit"], rows)
+    table(*audit_table(audits))
     failures = [(a.task.id, c) for a in audits for c in a.checks if not c.ok]
     if failures:
         print("\nfailures:")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import traceback
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -229,33 +231,51 @@ def cmd_batch_show(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from app.metrics.report import format_report, write_jsonl
-    from app.metrics.scores import (
-        SCORE_CHOICES,
-        ScoreChoice,
-        integrity_note,
-        score_note,
-        summarize_scores,
-    )
+    from app.metrics.scores import SCORE_CHOICES, ScoreChoice, scored_report
     from app.store import Store
 
     with Store(args.db) as store:
         choices: list[ScoreChoice] = list(SCORE_CHOICES) if args.score == "both" else [args.score]
         for choice in choices:
-            summary = summarize_scores(store, args.batch, choice)
-            print(score_note(store, choice))
-            print(format_report(summary))
-            print(integrity_note(store, args.batch, choice))
-        summary = summarize_scores(store, args.batch, choices[-1])
-        if args.html:
+            report = scored_report(store, args.batch, choice)
+            print(report.score_note)
+            print(format_report(report.summary))
+            print(report.integrity_note)
+
+        def html() -> str:
             # Only here: matplotlib and jinja2 cost an import a text report does not need.
             from app.metrics.html_report import write_html
 
-            write_html(summary, args.html)
-            print_err(f"wrote {args.html}")
-        if args.jsonl:
+            # The last report printed (with --score both, the latest scores').
+            write_html(report, args.html)
+            return f"wrote {args.html}"
+
+        def jsonl() -> str:
             count = write_jsonl(store, args.jsonl, batch_id=args.batch)
-            print_err(f"wrote {count} episode(s) to {args.jsonl}")
-    return 0
+            return f"wrote {count} episode(s) to {args.jsonl}"
+
+        asked = [
+            (o, p, w)
+            for o, p, w in (("--html", args.html, html), ("--jsonl", args.jsonl, jsonl))
+            if p
+        ]
+        return _write_outputs(asked)
+
+
+def _write_outputs(outputs: list[tuple[str, Path, Callable[[], str]]]) -> int:
+    """Write every output asked for, one failing not stopping the others; each that
+    could not be written is named with why, and the exit status is then 2."""
+    failed = 0
+    for option, path, write in outputs:
+        try:
+            print_err(write())
+        except Exception as exc:  # named below; the others are still written
+            failed += 1
+            if not isinstance(exc, OSError | DeskLoopError):
+                traceback.print_exc()  # a bug: its traceback, as the command line would
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            print_err(f"not written: {path} ({option}): {type(exc).__name__}: {reason}")
+    return 2 if failed else 0
 
 
 def register(sub: Any) -> None:

@@ -23,15 +23,14 @@ if TYPE_CHECKING:
 
 
 def _task_for(e: EpisodeRecord, args: argparse.Namespace) -> Task:
-    """The task file to re-score with: `--task`, else the file the episode ran (as it
-    is now), else the task of that id in the library."""
-    from app.tasks.loader import find_task, load_task
+    """The task file to re-score with: `--task`, else the episode's own
+    (app.episode.archive.episode_task)."""
+    from app.episode.archive import episode_task
+    from app.tasks.loader import load_task
 
     if args.task is not None:
         return load_task(args.task)
-    if Path(e.task_path).is_file():
-        return load_task(e.task_path)
-    return find_task(e.task_id, [args.tasks_dir])
+    return episode_task(e, [args.tasks_dir])
 
 
 def _mib(n: int) -> str:
@@ -193,7 +192,8 @@ def register(sub: Any) -> None:
         "--task",
         type=Path,
         help="re-score with this task file (default: the file each episode ran, as it is "
-        "now, else the library's task of that id)",
+        "now; for an episode recorded with a relative path, or whose file has gone, a "
+        "file found from here or in --tasks-dir only if it is the one the episode ran)",
     )
     score.add_argument("--json", action="store_true", help="--rescore's results as JSON")
     # Without them, a rescore asks the judge the episode asked (its cache answers an

@@ -39,6 +39,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from app.checks.base import FileState, Probe, ProbeResult
@@ -52,7 +53,8 @@ from app.episode.scoring import (
     score_phase,
     score_task,
 )
-from app.store import Store
+from app.store import EpisodeRecord, Store
+from app.tasks.loader import load_task, task_files
 from app.tasks.model import Task
 
 MANIFEST_VERSION = 1
@@ -317,6 +319,51 @@ def recorded_judge(judgements: Sequence[Judgement]) -> JudgeConfig | None:
                 model=j.model, base_url=j.base_url, temperature=j.temperature, seed=j.seed
             )
     return None
+
+
+def episode_task(episode: EpisodeRecord, roots: Sequence[Path | str] = ()) -> Task:
+    """The task file to re-score an episode with: the one it ran.
+
+    An episode records its task file's absolute path and sha256. At that path is the
+    episode's own task, as it is now: edited since or not, it is taken (a rescore is the
+    current task and evaluator on the old final state). An episode recorded with a
+    relative path (before paths were absolute) or whose file has gone has no one place,
+    so a file found for it (the recorded path from the working folder, or the task of
+    its id under `roots`) is taken only if it hashes to what the episode ran: another
+    folder's copy of a task may say something else.
+
+    Raises:
+        TaskError: nothing found; or what was found (each file named, with its hash)
+            is not what the episode ran.
+    """
+    recorded = Path(episode.task_path)
+    if recorded.is_absolute() and recorded.is_file():
+        return load_task(recorded)
+    found = [recorded] if not recorded.is_absolute() and recorded.is_file() else []
+    for root in roots:
+        if Path(root).exists():
+            found += [p for p in task_files(root) if p.stem == episode.task_id]
+    differ = []
+    for path in dict.fromkeys(p.resolve() for p in found):
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError as exc:
+            differ.append(f"{path} (unreadable: {exc.strerror or exc})")
+            continue
+        if digest == episode.task_sha256:
+            return load_task(path)
+        differ.append(f"{path} (sha256 {digest[:12]})")
+    ran = f"{episode.task_path} (sha256 {episode.task_sha256[:12]})"
+    if differ:
+        raise TaskError(
+            f"the task file found is not what episode {episode.id} ran ({ran}): "
+            f"{', '.join(differ)}; to re-score with it all the same, name it with --task FILE"
+        )
+    where = ", ".join(str(r) for r in roots) or "no task folder"
+    raise TaskError(
+        f"episode {episode.id} ran {ran}, which is not there now, and no task "
+        f"{episode.task_id!r} is in {where}; name the file to re-score with, --task FILE"
+    )
 
 
 async def rescore(

@@ -49,6 +49,9 @@ class Check:
     ok: bool
     reason: str
     episode_id: int | None = None
+    ran: bool = True
+    """False where there was nothing to run (a task without a cheater): no failure, and
+    the table says `none`, not `ok`."""
 
 
 @dataclass
@@ -81,7 +84,7 @@ async def _reference(
 async def _cheater(task: Task, store: Store, backend: str, say: Callable[[str], None]) -> Check:
     path = cheater_path(task)
     if path is None:
-        return Check("cheater", True, "no cheater for this task")
+        return Check("cheater", True, "no cheater for this task", ran=False)
     try:
         agent = make_agent(f"scripted:{path}", task)
     except DeskLoopError as exc:
@@ -159,13 +162,37 @@ async def audit_tasks(
     return audits
 
 
+def audit_table(audits: Sequence[TaskAudit]) -> tuple[list[str], list[list[str]]]:
+    """The audit as a table: the column names (the task, each check, the verdict) and a
+    row per task; a cell is `ok #episode` or `FAIL #episode`, or `none` where there was
+    nothing to run (no cheater)."""
+
+    def cell(c: Check) -> str:
+        if not c.ran:
+            return "none"
+        return ("ok" if c.ok else "FAIL") + (f" #{c.episode_id}" if c.episode_id else "")
+
+    names = [c.name for c in audits[0].checks] if audits else []
+    rows = []
+    for a in audits:
+        cells = {c.name: cell(c) for c in a.checks}
+        rows.append([a.task.id, *(cells.get(n, "-") for n in names), "ok" if a.ok else "FAILED"])
+    return ["task", *names, "audit"], rows
+
+
 def audit_json(audit: TaskAudit) -> dict[str, Any]:
     return {
         "task": audit.task.id,
         "path": str(audit.task.source),
         "ok": audit.ok,
         "checks": [
-            {"name": c.name, "ok": c.ok, "reason": c.reason, "episode": c.episode_id}
+            {
+                "name": c.name,
+                "ok": c.ok,
+                "ran": c.ran,
+                "reason": c.reason,
+                "episode": c.episode_id,
+            }
             for c in audit.checks
         ],
     }

@@ -164,7 +164,8 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
         episode_id = await self._stored(
             store.start_episode,
             task_id=task.id,
-            task_path=str(task.source),
+            # Absolute: a rescore finds the episode's own file from any folder.
+            task_path=str(task.source.resolve()),
             task_sha256=task.sha256,
             app=task.app,
             level=task.level,

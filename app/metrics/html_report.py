@@ -14,8 +14,9 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from app.metrics.plots import Plot, check_plot, plots
+from app.metrics.plots import Plot, plots
 from app.metrics.report import atomic_write
+from app.metrics.scores import ScoredReport
 from app.metrics.summary import (
     CHECK_COLUMNS,
     COLUMNS,
@@ -25,7 +26,6 @@ from app.metrics.summary import (
     RELIABILITY_COLUMNS,
     RELIABILITY_NOTE,
     REPEAT_COLUMNS,
-    Summary,
     cells,
     check_cells,
     outcome,
@@ -46,9 +46,12 @@ _ENV = Environment(
 )
 
 
-def render_html(summary: Summary) -> str:
+def render_html(report: ScoredReport) -> str:
+    """The page of `report`: its figures, and the lines that say which score they count
+    and how success changes without the integrity-flagged episodes, as the text report."""
+    summary = report.summary
     title = f"DeskLoop report: batch {summary.batch_id}" if summary.batch_id else "DeskLoop report"
-    made = [*plots(summary.groups), *check_plot(summary.checks)]
+    made = plots(summary.groups, summary.checks)
     shown = [Plot(p.name, p.title, Markup(p.svg)) for p in made]
     sections = [
         (
@@ -65,6 +68,8 @@ def render_html(summary: Summary) -> str:
         title=title,
         generated=summary.generated_at.isoformat(timespec="seconds"),
         note=POLICY_NOTE,
+        score_note=report.score_note,
+        integrity_note=report.integrity_note,
         columns=COLUMNS,
         groups=[cells(g) for g in summary.groups],
         totals=[cells(g) for g in summary.totals],
@@ -76,5 +81,5 @@ def render_html(summary: Summary) -> str:
     )
 
 
-def write_html(summary: Summary, path: Path | str) -> None:
-    atomic_write(Path(path), render_html(summary))
+def write_html(report: ScoredReport, path: Path | str) -> None:
+    atomic_write(Path(path), render_html(report))

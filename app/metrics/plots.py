@@ -12,7 +12,7 @@ page:
   `a$b` is shown as written instead of failing the report;
 - every id is prefixed with the plot's name, and so is every reference to one:
   matplotlib numbers its groups `figure_1`, `patch_1`... in each figure, and one
-  page holds three figures;
+  page holds four figures;
 - the same figures give the same bytes (a fixed hash salt, no date in the metadata);
 - the XML prolog and its DOCTYPE (a DTD URL) are dropped: the page loads nothing.
 """
@@ -20,7 +20,8 @@ page:
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -65,23 +66,55 @@ Draw = Callable[[Axes, Sequence[T]], None]
 """Draws one plot of the rows (groups, checks) on axes whose rows are already labelled."""
 
 
-def _svg(name: str, draw: Draw[T], groups: Sequence[T], labels: Sequence[str]) -> str:
-    with matplotlib.rc_context(
+def style() -> AbstractContextManager[None]:
+    """The settings the plots are made and saved in (the module's docstring says why)."""
+    return matplotlib.rc_context(
         {
             "svg.fonttype": "none",
             "svg.hashsalt": "deskloop",
             "text.parse_math": False,
         }
-    ):
-        fig = Figure(figsize=(WIDTH_INCHES, 1.4 + ROW_INCHES * len(groups)), layout="tight")
-        ax = fig.subplots()
-        # The first group on top, as in the tables.
-        ax.set_yticks(range(len(groups)), list(labels))
-        ax.invert_yaxis()
-        ax.spines[["top", "right"]].set_visible(False)
-        draw(ax, groups)
-        out = io.StringIO()
-        fig.savefig(out, format="svg", metadata={"Date": None})
+    )
+
+
+LABEL_CHARS = 48
+"""A row label's widest line, in characters: longer labels are wrapped (`wrap_label`),
+so that the bars keep their share of the width."""
+LINE_INCHES = 0.2
+"""The height a row needs per line of its label."""
+
+
+def wrap_label(parts: Sequence[str], width: int = LABEL_CHARS) -> str:
+    """`parts` joined by " · ", a new line started where the next part would pass
+    `width` characters; a part is never split (an agent's name stays whole)."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + len(" · ") + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            if lines:
+                lines[-1] += " ·"
+            lines.append(part)
+    return "\n".join(lines)
+
+
+def figure(draw: Draw[T], groups: Sequence[T], labels: Sequence[str]) -> Figure:
+    """One plot of the rows, each labelled (a label may have several lines)."""
+    lines = max((label.count("\n") + 1 for label in labels), default=1)
+    row = max(ROW_INCHES, LINE_INCHES * lines + 0.1)
+    fig = Figure(figsize=(WIDTH_INCHES, 1.4 + row * len(groups)), layout="tight")
+    ax = fig.subplots()
+    # The first group on top, as in the tables.
+    ax.set_yticks(range(len(groups)), list(labels))
+    ax.invert_yaxis()
+    ax.spines[["top", "right"]].set_visible(False)
+    draw(ax, groups)
+    return fig
+
+
+def _svg(name: str, fig: Figure) -> str:
+    out = io.StringIO()
+    fig.savefig(out, format="svg", metadata={"Date": None})
     return _namespaced_ids(out.getvalue(), name)
 
 
@@ -107,14 +140,19 @@ def _namespaced_ids(svg: str, name: str) -> str:
     return str(etree.tostring(root, encoding="unicode"))
 
 
+def _bar(length: float) -> float:
+    """An error bar's length, never below 0 (matplotlib refuses a negative one)."""
+    return max(0.0, length)
+
+
 def _success(ax: Axes, groups: Sequence[GroupStats]) -> None:
     rows = range(len(groups))
     rates = [g.success_rate or 0.0 for g in groups]
     low, high = [], []
     for g, rate in zip(groups, rates, strict=True):
         lo, hi = g.success_interval or (rate, rate)
-        low.append(rate - lo)
-        high.append(hi - rate)
+        low.append(_bar(rate - lo))
+        high.append(_bar(hi - rate))
     ax.barh(rows, rates, color=COLORS["passed"], xerr=[low, high], capsize=3)
     for row, g in zip(rows, groups, strict=True):
         shown = f"{g.passed}/{g.finished}" if g.finished else "no attempts"
@@ -149,42 +187,53 @@ def _credit_and_asks(ax: Axes, groups: Sequence[GroupStats]) -> None:
     ax.legend(**LEGEND, ncols=2)
 
 
-def plots(groups: Sequence[GroupStats]) -> list[Plot]:
-    """The report's plots of `groups` (none when there are no groups)."""
-    if not groups:
-        return []
-    made: list[tuple[str, str, Draw[GroupStats]]] = [
-        ("success", "Success rate", _success),
-        ("outcomes", "Outcomes", _outcomes),
-        ("credit", "Partial credit and ask rate", _credit_and_asks),
-    ]
-    labels = [g.label for g in groups]
-    return [Plot(name, title, _svg(name, draw, groups, labels)) for name, title, draw in made]
-
-
 def _check_rates(ax: Axes, checks: Sequence[CheckRate]) -> None:
     rows = range(len(checks))
     rates = [c.rate.value or 0.0 for c in checks]
     low, high = [], []
     for c, rate in zip(checks, rates, strict=True):
         lo, hi = c.rate.interval or (rate, rate)
-        low.append(rate - lo)
-        high.append(hi - rate)
+        low.append(_bar(rate - lo))
+        high.append(_bar(hi - rate))
     colors = [COLORS["passed"] if c.counts else COLORS["credit"] for c in checks]
     ax.barh(rows, rates, color=colors, xerr=[low, high], capsize=3)
     for row, c in zip(rows, checks, strict=True):
         ax.text(1.02, row, f"{c.rate.k}/{c.rate.n}", va="center", fontsize=9)
     ax.set_xlim(0, 1)
     ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    # Two lines, ending where the axis ends: the row labels (task · agent · user: check)
+    # leave the axis a narrow part of the figure, and a label centred under it ran off
+    # the figure's right edge.
     ax.set_xlabel(
-        "leaf success over the scored attempts (bars: 95% Wilson interval; "
-        "blue: reported beside, does not decide pass/fail)"
+        "leaf success over the scored attempts (bars: 95% Wilson interval)\n"
+        "blue: reported beside, does not decide pass/fail",
+        loc="right",
     )
 
 
-def check_plot(checks: Sequence[CheckRate]) -> list[Plot]:
-    """The per-check pass rates as one plot (none when no check was recorded)."""
-    if not checks:
-        return []
-    labels = [f"{c.task_id} · {c.agent} · {c.user}: {c.path} ({c.name})" for c in checks]
-    return [Plot("checks", "Per-check pass rate", _svg("checks", _check_rates, checks, labels))]
+def figures(
+    groups: Sequence[GroupStats], checks: Sequence[CheckRate]
+) -> Iterator[tuple[str, str, Figure]]:
+    """The report's plots as (name, title, figure): three of `groups` (none when there
+    are no groups), then the per-check pass rates (none when no check was recorded).
+    Made inside `style()`, as `plots` does."""
+    if groups:
+        labels = [wrap_label([f"{g.app} {g.level} {g.kind}", g.agent, g.user]) for g in groups]
+        made: list[tuple[str, str, Draw[GroupStats]]] = [
+            ("success", "Success rate", _success),
+            ("outcomes", "Outcomes", _outcomes),
+            ("credit", "Partial credit and ask rate", _credit_and_asks),
+        ]
+        for name, title, draw in made:
+            yield name, title, figure(draw, groups, labels)
+    if checks:
+        labels = [
+            f"{wrap_label([c.task_id, c.agent, c.user])}:\n{c.path} ({c.name})" for c in checks
+        ]
+        yield "checks", "Per-check pass rate", figure(_check_rates, checks, labels)
+
+
+def plots(groups: Sequence[GroupStats], checks: Sequence[CheckRate]) -> list[Plot]:
+    """The report's plots (`figures`) as SVG."""
+    with style():
+        return [Plot(name, title, _svg(name, fig)) for name, title, fig in figures(groups, checks)]

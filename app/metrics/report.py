@@ -265,7 +265,13 @@ def write_jsonl(store: Store, path: Path | str, batch_id: str | None = None) -> 
 
 
 def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` whole or not at all (no half-written file is left, at
+    `path` or beside it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

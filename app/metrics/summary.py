@@ -46,6 +46,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from app.core.errors import is_agents_own
+from app.core.outcomes import CheckOutcome
 from app.metrics.checkpoints import (
     CheckRate,
     PairedRow,
@@ -58,7 +59,7 @@ from app.metrics.checkpoints import (
 )
 from app.metrics.slots import counted_episodes
 from app.metrics.stats import Mean, Rate, wilson
-from app.store import EpisodeRecord, Store
+from app.store import EpisodeRecord, PhaseRecord, Store
 
 Outcome = Literal["passed", "failed", "error", "aborted"]
 
@@ -304,25 +305,40 @@ def token_counts(store: Store, episodes: Iterable[EpisodeRecord]) -> dict[int, T
     return {k: v for k, v in found.items() if v is not None}
 
 
+Results = Callable[[EpisodeRecord], tuple[Sequence[CheckOutcome], Sequence[PhaseRecord]]]
+"""An episode's checks and phases as a report counts them (`recorded_results`: as
+recorded at its end; app.metrics.scores: by its latest rescore)."""
+
+
+def recorded_results(store: Store) -> Results:
+    """Each episode's checks and phases as its original score recorded them."""
+    return lambda e: (store.checks(e.id), store.phases(e.id))
+
+
 def summarize(
     store: Store,
     batch_id: str | None = None,
     adjust: Callable[[list[EpisodeRecord]], list[EpisodeRecord]] | None = None,
+    results: Results | None = None,
 ) -> Summary:
     """The figures over every ended episode in `store`, or over one batch's slots.
 
     `adjust` changes the counted episodes first (app.metrics.scores: the latest rescore
-    instead of the original score, the integrity-flagged episodes left out)."""
+    instead of the original score, the integrity-flagged episodes left out), and
+    `results` gives the checks and phases that go with the score it chose (default:
+    as recorded), so that every table counts the same score."""
     counted = counted_episodes(store, batch_id)
     episodes, retries = counted.episodes, counted.retries
     if adjust is not None:
         episodes = adjust(list(episodes))
+    results = results or recorded_results(store)
     asks = ask_counts(store, episodes)
     tokens = token_counts(store, episodes)
     overall = _grouped(episodes, retries, asks, lambda e: (ALL, ALL, ALL, ALL, ALL), tokens)
     attempts = [e for e in episodes if is_attempt(e)]
-    checks = {e.id: store.checks(e.id) for e in attempts}
-    phases = {e.id: store.phases(e.id) for e in attempts if e.interactive}
+    found = {e.id: results(e) for e in attempts}
+    checks = {e.id: found[e.id][0] for e in attempts}
+    phases = {e.id: found[e.id][1] for e in attempts if e.interactive}
     return Summary(
         batch_id=batch_id,
         generated_at=datetime.now(UTC),
