@@ -38,6 +38,7 @@ from tests.fake_providers import (
     function_call,
     output_message,
     qwen_reply,
+    response,
     responses_reply,
     tool_use,
     uitars_reply,
@@ -291,6 +292,102 @@ async def test_openai_computer_use_chains_responses_and_records_safety_checks() 
         "output": "The user's answer follows.",
     }
     assert "PNG." in last["input"][1]["content"][0]["text"]
+
+
+async def test_openai_computer_use_answers_a_screenshot_with_the_screen_and_goes_on() -> None:
+    """Computer-use models often open with a screenshot: it is answered at once with a
+    computer_call_output holding the screen, in the same step, and the episode goes on."""
+    look = computer_call({"type": "screenshot"})
+    click = computer_call({"type": "click", "button": "left", "x": 512, "y": 320})
+    replies = [
+        responses_reply(look),
+        responses_reply(click),
+        responses_reply(output_message("Done.")),
+    ]
+    with FakeEndpoint(replies) as endpoint:
+        agent = await started(config(endpoint, "openai-cua"))
+        first = await agent.decide(observation())
+        info = agent.step_info()
+        last = await agent.decide(observation(1))
+        await agent.close()
+    assert (first, last) == (Click(640, 400), Done())
+    assert info is not None and info["calls"] == 2 and info["prompt_tokens"] == 2 * 1524
+    opening, looked, _ = (r.body for r in endpoint.received)
+    assert looked["previous_response_id"] == replies[0].body["id"]
+    (output,) = looked["input"]  # the screen, and nothing else
+    assert output["type"] == "computer_call_output" and output["call_id"] == look["call_id"]
+    assert output["output"]["type"] == "computer_screenshot"
+    image = output["output"]["image_url"].removeprefix("data:image/png;base64,")
+    assert png_size(image) == (1024, 640)
+    assert image == opening["input"][0]["content"][-1]["image_url"].split(",", 1)[1]
+
+
+async def test_a_screenshot_first_openai_episode_runs_to_its_end(tmp_path: Path) -> None:
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True)
+    (folder / "adapter-ask.yaml").write_text(ASK_TASK)
+    task = load_task(folder / "adapter-ask.yaml")
+    replies = [
+        responses_reply(computer_call({"type": "screenshot"})),
+        responses_reply(computer_call({"type": "click", "button": "left", "x": 10, "y": 10})),
+        responses_reply(function_call("ask_user", {"question": "How wide?"})),
+        responses_reply(computer_call({"type": "screenshot"})),
+        responses_reply(output_message("Done.")),
+    ]
+    with FakeEndpoint(replies) as endpoint, Store(tmp_path / "db.sqlite") as store:
+        agent = AdapterAgent(config(endpoint, "openai-cua"))
+        runner = EpisodeRunner(task, StillDesktop(), agent, SimulatedUser(), store, backend="local")
+        result = await runner.run()
+        steps = store.steps(result.episode_id)
+    assert (result.status, result.end_reason, result.error) == ("finished", "done", None)
+    assert [s.description for s in steps] == ["click(10, 10)", "ASK: How wide?", "DONE"]
+    assert len(endpoint.received) == 5
+
+
+async def test_openai_computer_use_resends_what_an_unusable_response_left_owed() -> None:
+    """A response without an output list, or one that failed or stopped short without a
+    call, is not part of the conversation: the next request continues the last usable
+    response and carries again everything it owed (the call's output, the user's new
+    message), with why the answer was refused."""
+    click = computer_call({"type": "click", "button": "left", "x": 512, "y": 320})
+    no_output = Reply(
+        body={
+            "id": "resp_no_output",
+            "object": "response",
+            "status": "failed",
+            "error": {"code": "server_error", "message": "The model failed to respond."},
+        }
+    )
+    short = response()
+    short.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
+    replies = [
+        responses_reply(click),
+        no_output,
+        Reply(body=short),
+        responses_reply(output_message("Done.")),
+    ]
+    with FakeEndpoint(replies) as endpoint:
+        agent = await started(config(endpoint, "openai-cua"))
+        assert await agent.decide(observation()) == Click(640, 400)
+        with pytest.raises(MalformedAction, match="no output list"):
+            await agent.decide(observation(1, extra="Use PNG."))
+        with pytest.raises(MalformedAction, match="incomplete: max_output_tokens"):
+            await agent.decide(observation(2, extra="Use PNG."))
+        assert await agent.decide(observation(3, extra="Use PNG.")) == Done()
+        await agent.close()
+    first_id = replies[0].body["id"]
+    for sent, why in zip(
+        endpoint.received[1:],
+        [None, "has no output list", "is incomplete: max_output_tokens"],
+        strict=True,
+    ):
+        body = sent.body
+        assert body["previous_response_id"] == first_id
+        output = body["input"][0]
+        assert output["type"] == "computer_call_output" and output["call_id"] == click["call_id"]
+        told = request_text(body)
+        assert "Use PNG." in told
+        assert why is None or f"Your last answer was refused: the response {why}" in told
 
 
 # -- UI-TARS and Qwen -----------------------------------------------------------------------

@@ -8,6 +8,12 @@ auto` as the API requires. Each `computer_call` is answered in the next request 
 `function_call` by a `function_call_output`. A call's `pending_safety_checks` are
 recorded with the step (`safety_checks`) and acknowledged in its output: the desktop
 is a throw-away lab session. A response without a call is DONE (its text recorded).
+A `screenshot` action is answered in the same step with the screen as it is.
+
+A response that is not usable (no `output` list; `failed`, `incomplete` or
+`cancelled` without a call) is refused and is no part of the conversation: the next
+request continues the last usable response and carries again all it owed (the calls'
+outputs, the user's new messages), with why the answer was refused.
 
 | `action.type` | DeskLoop |
 |---|---|
@@ -174,10 +180,13 @@ class OpenAICUAFamily:
 
     def reset(self) -> None:
         self.previous: str | None = None
-        """The last response's id: the next request continues it."""
+        """The last usable response's id: the next request continues it."""
         self.shown = 0
+        """How many of the episode's messages that response's conversation holds."""
+        self.sending = 0
+        """How many the request in flight holds (`shown` once its answer is usable)."""
         self.pending: list[dict[str, Any]] = []
-        """The last response's calls, each owed an output."""
+        """The last usable response's calls, each owed an output."""
         self.note: str | None = None
 
     def headers(self) -> dict[str, str]:
@@ -224,8 +233,10 @@ class OpenAICUAFamily:
             parts.append({"type": "input_image", "image_url": shot.data_url})
         if parts:
             items.append({"role": "user", "content": parts})
-        self.shown = len(observation.conversation)
-        self.pending, self.note = [], None
+        # What this request owes stays owed until a usable answer comes (`read`): an
+        # unusable one is no part of the conversation, and the next request continues
+        # the last usable response with all of it again.
+        self.sending = len(observation.conversation)
         sent_w, sent_h = shot.contract.sent
         body: dict[str, Any] = {
             "model": self.config.model,
@@ -252,8 +263,18 @@ class OpenAICUAFamily:
         output = data.get("output")
         if not isinstance(output, list):
             raise MalformedAction("the response has no output list", data)
+        calls = [
+            item
+            for item in output
+            if isinstance(item, dict) and item.get("type") in ("computer_call", "function_call")
+        ]
+        status = data.get("status")
+        if status in ("failed", "incomplete", "cancelled") and not calls:
+            raise MalformedAction(f"the response is {status}{_why(data)}", data)
+        # A usable answer: the conversation goes on from it.
         if isinstance(data.get("id"), str):
             self.previous = data["id"]
+        self.shown, self.pending, self.note = self.sending, calls, None
         text = "".join(
             part.get("text", "")
             for item in output
@@ -263,13 +284,7 @@ class OpenAICUAFamily:
         )
         if text:
             info["content"] = text
-        calls = [
-            item
-            for item in output
-            if isinstance(item, dict) and item.get("type") in ("computer_call", "function_call")
-        ]
-        self.pending = calls
-        info["calls"] = [
+        info["calls_in_answer"] = [
             {
                 "type": c.get("type"),
                 "action": c.get("action"),
@@ -338,3 +353,12 @@ class OpenAICUAFamily:
             "completion_tokens": usage.get("output_tokens"),
             "total_tokens": usage.get("total_tokens"),
         }
+
+
+def _why(data: dict[str, Any]) -> str:
+    """': reason' of a response that failed or stopped short, where it says one."""
+    details = data.get("incomplete_details") or data.get("error")
+    if not isinstance(details, dict):
+        return ""
+    why = details.get("reason") or details.get("message")
+    return f": {why}" if why else ""
