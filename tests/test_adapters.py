@@ -202,9 +202,10 @@ def test_protocol_words_and_relative_points(answer: str, actions: list[object]) 
         ("pyautogui.click(5000, 5)", "outside the 1280x800 screenshot"),
         ("pyautogui.press('hyperspace')", "unknown key name 'hyperspace'"),
         ("pyautogui.keyDown('ctrl')\npyautogui.click(5, 5)", "while ctrl is held down"),
-        ("pyautogui.click(5, 5", "does not parse"),
+        ("```python\npyautogui.click(5, 5\n```", "the code does not parse: '.' was never closed"),
+        ("pyautogui.click(5, 5", "no code block.*not Python either: '.' was never closed"),
         ("DONE\npyautogui.click(5, 5)", "comes after the episode's end word"),
-        ("I am not sure what to do.", "does not parse"),
+        ("I am not sure what to do.", "^no code block: expected a ```python block"),
         ("", "no code"),
     ],
 )
@@ -335,6 +336,11 @@ def shot(convention: str = "pixels", box: tuple[int, int] = (1024, 1024)) -> Sho
 def test_anthropic_computer_actions() -> None:
     pointer = Pointer()
     terms = shot()  # 1280x800 sent as 1024x640
+    # Before any action moved the pointer, its position is plainly not known.
+    assert computer_action({"action": "cursor_position"}, terms, pointer) == (
+        [],
+        "The pointer's position is not known yet: none of your actions has moved it.",
+    )
     assert computer_action({"action": "left_click", "coordinate": [512, 320]}, terms, pointer) == (
         [Click(640, 400)],
         None,

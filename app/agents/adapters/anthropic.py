@@ -19,7 +19,7 @@ call (`stop_reason: end_turn`) is DONE.
 | `type` | `type` |
 | `scroll` (`scroll_direction` up/down, `scroll_amount`) | `scroll` |
 | `wait` (`duration`) | `wait` |
-| `screenshot`, `cursor_position` | answered at once with the screen or the position |
+| `screenshot`, `cursor_position` | answered at once: the screen, the position (or: none yet) |
 | `hold_key`, `left_mouse_down`/`up`, clicks holding keys, sideways scroll | refused, with why |
 | `ask_user` tool | ASK; `give_up` tool: FAIL; no tool call: DONE |
 | `done` tool (`answer`, optional, text or any JSON value) | DONE with that answer |
@@ -131,11 +131,15 @@ _REFUSED = {
     "left_mouse_up": "left_mouse_up is not in DeskLoop's action space: use left_click_drag",
 }
 OMITTED = "(an earlier screenshot, omitted to keep the conversation small)"
+NO_POSITION = "The pointer's position is not known yet: none of your actions has moved it."
+"""The answer to `cursor_position` before any action put the pointer somewhere (DeskLoop
+knows where the pointer is from the agent's own actions only)."""
 
 
 def computer_action(data: Any, shot: Shot, pointer: Pointer) -> tuple[list[Action], str | None]:
     """The DeskLoop actions of one `computer` tool input, or the text to answer it with
-    at once (a screenshot: '', the cursor position: 'X=..,Y=..').
+    at once (a screenshot: '', the cursor position: 'X=..,Y=..', or `NO_POSITION` before
+    any action put the pointer somewhere).
 
     Raises:
         ActionError: an unknown or refused action, or bad arguments.
@@ -188,7 +192,9 @@ def computer_action(data: Any, shot: Shot, pointer: Pointer) -> tuple[list[Actio
     if name == "screenshot":
         return [], ""
     if name == "cursor_position":
-        x, y = contract.from_screen(*pointer.need("cursor_position"))
+        if pointer.at is None:
+            return [], NO_POSITION
+        x, y = contract.from_screen(*pointer.at)
         return [], f"X={int(x)},Y={int(y)}"
     raise ActionError(f"computer: unknown action {name!r}")
 
