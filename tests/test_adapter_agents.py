@@ -496,6 +496,48 @@ async def test_an_ask_reaches_the_user_and_the_answer_the_model(
     assert record.config["agent_config"]["adapter"] == adapter
 
 
+async def test_conversation_labels_are_the_step_logs_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ASK of step-log row 2 is labelled step 2 wherever the conversation is shown:
+    in the model's next request and in `deskloop episodes show`."""
+    from app.cli import main
+
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True)
+    (folder / "adapter-ask.yaml").write_text(ASK_TASK)
+    task = load_task(folder / "adapter-ask.yaml")
+    replies = [
+        code_reply("pyautogui.press('a')\npyautogui.press('b')"),
+        code_reply('ASK("How wide?")'),
+        code_reply("DONE"),
+    ]
+    db = tmp_path / "db.sqlite"
+    with FakeEndpoint(replies) as endpoint, Store(db) as store:
+        agent = AdapterAgent(config(endpoint, "pyautogui"))
+        runner = EpisodeRunner(task, StillDesktop(), agent, SimulatedUser(), store, backend="local")
+        result = await runner.run()
+        steps = store.steps(result.episode_id)
+    assert [(s.idx, s.description) for s in steps] == [
+        (0, "key(a)"),
+        (1, "key(b)"),
+        (2, "ASK: How wide?"),
+        (3, "DONE"),
+    ]
+    told = endpoint.received[2].body["messages"][-1]["content"][0]["text"]
+    assert "[start] User (instruction): Resize the photo." in told
+    assert "[step 2] You (question): How wide?" in told
+    assert "[after step 2] User (answer): Make it 400 pixels wide." in told
+    assert "\nstep 2: " in told  # the model's own answer to row 2, the same number
+    assert main(["--db", str(db), "episodes", "show", str(result.episode_id)]) == 0
+    shown = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert "[start] user instruction Resize the photo." in shown
+    assert "[step 2] agent question How wide?" in shown
+    assert "[after step 2] user answer Make it 400 pixels wide." in shown
+    assert "[step 3] agent done DONE" in shown
+    assert any(line.startswith("2 ASK: How wide? ") for line in shown)  # the row itself
+
+
 @pytest.mark.parametrize("adapter", ["anthropic", "openai-cua", "uitars"])
 async def test_a_model_that_never_answers_is_an_infrastructure_error_within_its_deadline(
     adapter: str, tmp_path: Path

@@ -12,7 +12,7 @@ from app.agents.adapters.config import AdapterConfig
 from app.agents.adapters.coords import CoordinateContract
 from app.agents.base import Observation
 from app.core.actions import Action, Click, Drag, Move, Scroll, answer_from_text
-from app.core.conversation import Message
+from app.core.conversation import Message, message_step
 from app.core.errors import ActionError, MalformedAction
 from app.endpoints.client import KeyHeader
 
@@ -141,7 +141,8 @@ def conversation_text(observation: Observation, shown: int = 0) -> str:
 def _line(message: Message, active: bool) -> str:
     who = "User" if message.role == "user" else "You"
     mark = "  <- ACTIVE INSTRUCTION" if active else ""
-    return f"[step {message.step}] {who} ({message.kind}): {message.text}{mark}"
+    where = message_step(message.step, message.role)
+    return f"[{where}] {who} ({message.kind}): {message.text}{mark}"
 
 
 def chat_state(observation: Observation, answers: Sequence[tuple[int, str, str | None]]) -> str:
