@@ -34,6 +34,7 @@ from tests.fake_providers import (
     anthropic_reply,
     code_reply,
     computer,
+    computer_actions,
     computer_call,
     function_call,
     output_message,
@@ -245,6 +246,38 @@ async def test_anthropic_refused_tool_use_is_answered_as_an_error() -> None:
     assert result["is_error"] is True and "hold_key" in result["content"]
 
 
+@pytest.mark.parametrize(
+    ("model", "chosen", "tool", "beta", "by"),
+    [
+        ("claude-opus-4-6", None, "computer_20251124", "computer-use-2025-11-24", "table"),
+        ("claude-sonnet-4-6", None, "computer_20251124", "computer-use-2025-11-24", "table"),
+        ("claude-opus-4-7", None, "computer_20251124", "computer-use-2025-11-24", "table"),
+        ("claude-sonnet-4-5", None, "computer_20250124", "computer-use-2025-01-24", "table"),
+        (
+            "claude-opus-4-6",
+            "computer_20250124",
+            "computer_20250124",
+            "computer-use-2025-01-24",
+            "option",
+        ),
+    ],
+)
+async def test_each_claude_gets_its_computer_tool_and_beta(
+    model: str, chosen: str | None, tool: str, beta: str, by: str
+) -> None:
+    from app.agents.adapters.formats import CHECKED
+
+    with FakeEndpoint([anthropic_reply(text="Nothing to do.")]) as endpoint:
+        agent = await started(config(endpoint, "anthropic", model=model, computer_tool=chosen))
+        assert await agent.decide(observation()) == Done()
+        await agent.close()
+    (sent,) = endpoint.received
+    assert sent.headers["anthropic-beta"] == beta
+    assert sent.body["tools"][0]["type"] == tool and sent.body["tools"][0]["name"] == "computer"
+    recorded = agent.record()["agent_config"]["computer_tool"]
+    assert recorded == {"type": tool, "beta": beta, "by": by, "table_checked": CHECKED}
+
+
 # -- OpenAI computer use --------------------------------------------------------------------
 
 
@@ -388,6 +421,35 @@ async def test_openai_computer_use_resends_what_an_unusable_response_left_owed()
         told = request_text(body)
         assert "Use PNG." in told
         assert why is None or f"Your last answer was refused: the response {why}" in told
+
+
+async def test_gpt_5_4_gets_the_built_in_computer_tool_and_its_batched_actions() -> None:
+    batch = computer_actions(
+        {"type": "click", "button": "left", "x": 512, "y": 320},
+        {"type": "type", "text": "poster.png"},
+        {"type": "keypress", "keys": ["ENTER"]},
+        {"type": "screenshot"},
+    )
+    held = computer_actions({"type": "click", "button": "left", "x": 5, "y": 5, "keys": ["SHIFT"]})
+    done = output_message("Ok.")
+    replies = [responses_reply(batch), responses_reply(held), responses_reply(done)]
+    with FakeEndpoint(replies) as endpoint:
+        agent = await started(config(endpoint, "openai-cua", model="gpt-5.4"))
+        taken = [await agent.decide(observation(i)) for i in range(3)]
+        with pytest.raises(MalformedAction, match="click holding SHIFT: DeskLoop's clicks hold"):
+            await agent.decide(observation(3))
+        assert await agent.decide(observation(4)) == Done()
+        await agent.close()
+    assert taken == [Click(640, 400), Type("poster.png"), Key("enter")]
+    opening, answered, _ = (r.body for r in endpoint.received)
+    assert opening["tools"][0] == {"type": "computer"}  # no display size, no environment
+    assert [t["name"] for t in opening["tools"][1:]] == ["ask_user", "done", "give_up"]
+    # One output for the whole batch: the screen after it.
+    output = answered["input"][0]
+    assert output["type"] == "computer_call_output" and output["call_id"] == batch["call_id"]
+    assert output["output"]["type"] == "computer_screenshot"
+    recorded = agent.record()["agent_config"]["computer_tool"]
+    assert (recorded["type"], recorded["beta"], recorded["by"]) == ("computer", None, "table")
 
 
 # -- UI-TARS and Qwen -----------------------------------------------------------------------

@@ -1,11 +1,15 @@
 """Anthropic's computer tool over the Messages API (`POST {base_url}/messages`).
 
-The request offers the computer tool (`computer_20250124`; `computer_20241022` for
-Claude 3.5 Sonnet, `computer_20251124` for Opus 4.5, each with its beta header) with the
-screen-size contract: its `display_width_px` × `display_height_px` is the size of every
-screenshot sent (the screen scaled down to fit the image box, 1280×800 by default), and
-the model's coordinates are pixels of it. DeskLoop adds three client tools, `ask_user`,
-`done` (with an optional answer) and `give_up`. The conversation is Anthropic's own:
+The request offers the computer tool the model takes, with its beta header, as the
+format table says (`app.agents.adapters.formats`: `computer_20251124` for Opus 4.5, 4.6
+and 4.7 and Sonnet 4.6, `computer_20250124` for the other Claude 4 models and Sonnet
+3.7, `computer_20241022` for Claude 3.5 Sonnet; `--computer-tool` chooses another), with
+the screen-size contract: its `display_width_px` × `display_height_px` is the size of
+every screenshot sent (the screen scaled down to fit the image box, 1280×800 by
+default, and within the model's image bounds in the table, beyond which Anthropic's API
+would rescale it and move every point), and the model's coordinates are pixels of it.
+DeskLoop adds three client tools, `ask_user`, `done` (with an optional answer) and
+`give_up`. The conversation is Anthropic's own:
 each `tool_use` is answered with a `tool_result` (the last carrying the new
 screenshot), the user's new messages follow as text, and an answer without a tool
 call (`stop_reason: end_turn`) is DONE.
@@ -63,18 +67,6 @@ from app.core.errors import ActionError, MalformedAction
 from app.core.keys import xdotool_combos
 from app.endpoints.client import KeyHeader
 
-TOOL_VERSIONS = {
-    "computer_20241022": "computer-use-2024-10-22",
-    "computer_20250124": "computer-use-2025-01-24",
-    "computer_20251124": "computer-use-2025-11-24",
-}
-"""The computer tool's versions and the beta header each needs."""
-TOOL_TYPE = "computer_20250124"
-MAX_AREA = 1_150_000
-MAX_EDGE = 1568
-"""Anthropic's API scales an image down past about 1.15 megapixels (or 1568 px on its
-long side), and the model's coordinates would then be of an image DeskLoop never sent:
-the screenshot is kept within it (1280×800 is 1.02 MP and goes as it is)."""
 API_VERSION = "2023-06-01"
 
 SYSTEM_PROMPT = """\
@@ -199,17 +191,6 @@ def computer_action(data: Any, shot: Shot, pointer: Pointer) -> tuple[list[Actio
     raise ActionError(f"computer: unknown action {name!r}")
 
 
-def tool_version(model: str) -> str:
-    """The computer tool a Claude model takes: Claude 3.5 Sonnet the first one, Opus 4.5
-    the latest, every other the 2025-01-24 one."""
-    name = model.lower().replace(".", "-")
-    if "3-5-sonnet" in name:
-        return "computer_20241022"
-    if "opus-4-5" in name:
-        return "computer_20251124"
-    return TOOL_TYPE
-
-
 class AnthropicFamily:
     """The Messages API conversation of one episode (see the module doc)."""
 
@@ -218,7 +199,7 @@ class AnthropicFamily:
 
     def __init__(self, config: AdapterConfig) -> None:
         self.config = config
-        self.tool = tool_version(config.model)
+        self.format = config.format
         self.reset()
 
     def reset(self) -> None:
@@ -237,7 +218,10 @@ class AnthropicFamily:
         """(tool_use id, how many actions it became) of the last answer, in order."""
 
     def headers(self) -> dict[str, str]:
-        return {"anthropic-version": API_VERSION, "anthropic-beta": TOOL_VERSIONS[self.tool]}
+        headers = {"anthropic-version": API_VERSION}
+        if self.format.beta is not None:
+            headers["anthropic-beta"] = self.format.beta
+        return headers
 
     def request(self, observation: Observation, shot: Shot) -> dict[str, Any]:
         image = {
@@ -281,7 +265,7 @@ class AnthropicFamily:
             "system": SYSTEM_PROMPT,
             "tools": [
                 {
-                    "type": self.tool,
+                    "type": self.format.tool,
                     "name": "computer",
                     "display_width_px": sent_w,
                     "display_height_px": sent_h,

@@ -1,9 +1,13 @@
 """OpenAI computer use over the Responses API (`POST {base_url}/responses`).
 
-The request offers the `computer_use_preview` tool (`display_width` × `display_height`
-is the size of every screenshot sent; coordinates are its pixels, `environment:
-linux`) and DeskLoop's `ask_user`, `done` and `give_up` functions, with `truncation:
-auto` as the API requires. Each `computer_call` is answered in the next request (chained with
+The request offers the computer tool the format table names for the model
+(`app.agents.adapters.formats`): the built-in `computer` tool (`{"type": "computer"}`)
+for GPT-5.4 and later, whose `computer_call`s batch their actions in `actions`; else
+`computer_use_preview`, one `action` per call, declared with `display_width` ×
+`display_height`, the size of every screenshot sent, and `environment: linux`. Either
+way the coordinates are pixels of the screenshot sent. DeskLoop's `ask_user`, `done` and
+`give_up` functions come with it, and `truncation: auto` as the preview requires. Each
+`computer_call` is answered in the next request (chained with
 `previous_response_id`) by a `computer_call_output` carrying the new screenshot; a
 `function_call` by a `function_call_output`. A call's `pending_safety_checks` are
 recorded with the step (`safety_checks`) and acknowledged in its output: the desktop
@@ -26,6 +30,7 @@ outputs, the user's new messages), with why the answer was refused.
 | `type` | `type` |
 | `wait` | `wait` 1 s |
 | `screenshot` | answered at once with the screen |
+| `keys` held during a pointer action (the built-in tool) | refused, with why |
 | `ask_user` / `give_up` function call; no call | ASK / FAIL; DONE |
 | `done` function call (`answer`, optional, text or any JSON value) | DONE with that answer |
 
@@ -132,6 +137,13 @@ def cua_action(data: Any, shot: Shot) -> list[Action] | None:
             raise ActionError(f"{kind}: a point is {{x, y}}, not {item!r}")
         return contract.to_screen(item.get("x"), item.get("y"), str(kind))
 
+    held = data.get("keys") if kind != "keypress" else None
+    if held:
+        # The built-in tool's pointer actions may hold keys (a shift-click).
+        what = "click" if kind in ("click", "double_click") else kind
+        names = "+".join(map(str, held)) if isinstance(held, list) else repr(held)
+        raise ActionError(f"{what} holding {names}: DeskLoop's {what}s hold no keys")
+
     if kind == "click":
         button = data.get("button", "left")
         if button not in _BUTTONS:
@@ -237,25 +249,31 @@ class OpenAICUAFamily:
         # unusable one is no part of the conversation, and the next request continues
         # the last usable response with all of it again.
         self.sending = len(observation.conversation)
-        sent_w, sent_h = shot.contract.sent
         body: dict[str, Any] = {
             "model": self.config.model,
             "instructions": INSTRUCTIONS,
-            "tools": [
-                {
-                    "type": "computer_use_preview",
-                    "display_width": sent_w,
-                    "display_height": sent_h,
-                    "environment": "linux",
-                },
-                *FUNCTIONS,
-            ],
+            "tools": [self._computer_tool(shot), *FUNCTIONS],
             "input": items,
             "truncation": "auto",
         }
         if self.previous is not None:
             body["previous_response_id"] = self.previous
         return body
+
+    def _computer_tool(self, shot: Shot) -> dict[str, Any]:
+        """The computer tool the format table names for the model: the built-in
+        `computer` (the screenshot's own size is the display), or the preview, declared
+        with the screenshot's size."""
+        tool = self.config.format.tool
+        if tool == "computer":
+            return {"type": "computer"}
+        sent_w, sent_h = shot.contract.sent
+        return {
+            "type": tool,
+            "display_width": sent_w,
+            "display_height": sent_h,
+            "environment": "linux",
+        }
 
     def read(
         self, data: dict[str, Any], shot: Shot, pointer: Pointer, info: dict[str, Any]
