@@ -558,6 +558,60 @@ async def test_an_ask_reaches_the_user_and_the_answer_the_model(
     assert record.config["agent_config"]["adapter"] == adapter
 
 
+TEXT_TURNS: dict[str, list[Reply]] = {
+    "anthropic": [
+        anthropic_reply(text="How wide should the photo be?"),
+        anthropic_reply(tool_use("done", {})),
+    ],
+    "openai-cua": [
+        responses_reply(output_message("How wide should the photo be?")),
+        responses_reply(function_call("done", {})),
+    ],
+}
+
+
+@pytest.mark.parametrize("adapter", list(TEXT_TURNS))
+@pytest.mark.parametrize("policy", ["ask", "done"])
+async def test_a_text_only_turn_is_read_by_the_runs_policy(
+    adapter: str, policy: str, tmp_path: Path
+) -> None:
+    """`ask`: a turn of text without a tool call is the agent's question to the user;
+    `done` (the default): it is a DONE, its text a summary. The policy is recorded."""
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True)
+    (folder / "adapter-ask.yaml").write_text(ASK_TASK)
+    task = load_task(folder / "adapter-ask.yaml")
+    with FakeEndpoint(TEXT_TURNS[adapter]) as endpoint, Store(tmp_path / "db.sqlite") as store:
+        agent = AdapterAgent(config(endpoint, adapter, text_turn=policy))
+        runner = EpisodeRunner(task, StillDesktop(), agent, SimulatedUser(), store, backend="local")
+        result = await runner.run()
+        steps = store.steps(result.episode_id)
+        record = store.get_episode(result.episode_id)
+    assert record.config["agent_config"]["text_turn"] == policy
+    first = steps[0].agent_info
+    assert first is not None and first["text_turn"] == policy
+    assert first["content"] == "How wide should the photo be?"
+    told = request_text(endpoint.received[0].body)
+    if policy == "ask":
+        assert [s.description for s in steps] == ["ASK: How wide should the photo be?", "DONE"]
+        assert "Make it 400 pixels wide." in request_text(endpoint.received[1].body)
+        assert "without a tool call is your question to the user" in told
+    else:
+        assert [s.description for s in steps] == ["DONE"] and len(endpoint.received) == 1
+        assert "answer with a short summary and no tool call" in told
+    assert result.status == "finished" and result.end_reason == "done"
+
+
+async def test_an_empty_text_only_turn_asks_nothing() -> None:
+    replies = [anthropic_reply(text=" "), anthropic_reply(tool_use("done", {}))]
+    with FakeEndpoint(replies) as endpoint:
+        agent = await started(config(endpoint, "anthropic", text_turn="ask"))
+        with pytest.raises(MalformedAction, match="neither a tool call nor text"):
+            await agent.decide(observation())
+        assert await agent.decide(observation(1)) == Done()
+        await agent.close()
+
+
 async def test_conversation_labels_are_the_step_logs_numbers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -224,3 +224,36 @@ def test_another_familys_agent_on_the_same_config_takes_its_own_tool() -> None:
     assert other.config.format.tool == "computer"  # type: ignore[attr-defined]
     same = make_agent("anthropic:claude-opus-4-7", task, claude)
     assert same.config.format.tool == "computer_20250124"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("command", [["run", "some-task"], ["batch", "run"]])
+def test_the_text_turn_policy_is_chosen_on_the_command_line_and_in_a_suite(
+    command: list[str], tmp_path: Path
+) -> None:
+    from app.batch import load_suite
+    from app.cli import build_parser
+    from app.cli.agent_options import openai_config
+    from app.core.errors import AgentError, DeskLoopError
+
+    parser = build_parser()
+    spec = "openai-cua:gpt-5.4"
+    default = openai_config(parser.parse_args([*command, "--agent", spec]), [spec])
+    assert default.text_turn == "done" and default.public()["text_turn"] == "done"
+    asked = openai_config(
+        parser.parse_args([*command, "--agent", spec, "--text-turn", "ask"]), [spec]
+    )
+    assert asked.text_turn == "ask" and asked.public()["text_turn"] == "ask"
+    with pytest.raises(SystemExit):
+        parser.parse_args([*command, "--agent", spec, "--text-turn", "maybe"])
+    with pytest.raises(AgentError, match="text_turn must be ask or done"):
+        AdapterConfig(model="m", adapter="anthropic", text_turn="maybe")  # type: ignore[arg-type]
+    tools = parser.parse_args([*command, "--agent", "openai:m", "--text-turn", "ask"])
+    with pytest.raises(DeskLoopError, match="--text-turn is the anthropic and openai-cua"):
+        openai_config(tools, ["openai:m"])
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"tasks: [t]\nagents: ['{spec}']\nendpoint: {{text_turn: ask}}\n")
+    endpoint = load_suite(suite).endpoint
+    assert endpoint is not None
+    args = parser.parse_args(["batch", "run", str(suite)])
+    made = openai_config(args, [spec], None, endpoint.model_dump(exclude_none=True))
+    assert made.text_turn == "ask"

@@ -133,18 +133,21 @@ def endpoint_config(
     base_url: str | None = None,
     api_key_env: str | None = None,
     computer_tool: str | None = None,
+    text_turn: str | None = None,
 ) -> ModelConfig | None:
     """A model agent's config from the fields a person fills in (the TUI's start
-    dialog): each empty one is the adapter's default (the format table's computer tool).
+    dialog): each empty one is the adapter's default (the format table's computer tool,
+    text turns read as DONE).
     None when `spec` is no model agent's or no field is given (the spec alone then
     decides).
 
     Raises:
-        AgentError: an unknown adapter, fields without a model anywhere, or a computer
-            tool the adapter does not have.
+        AgentError: an unknown adapter, fields without a model anywhere, a computer
+            tool the adapter does not have, or an unknown text-turn policy.
     """
     parsed = model_spec(spec)
-    if parsed is None or not any((adapter, model, base_url, api_key_env, computer_tool)):
+    fields = (adapter, model, base_url, api_key_env, computer_tool, text_turn)
+    if parsed is None or not any(fields):
         return None
     named, spec_model = parsed
     family = adapter or named or "deskloop"
@@ -160,12 +163,14 @@ def endpoint_config(
     values = {"base_url": base_url, "api_key_env": api_key_env}
     given: dict[str, Any] = {k: v for k, v in values.items() if v}
     if family == "deskloop":
-        if computer_tool:
+        if computer_tool or text_turn:
             raise AgentError(
-                "a computer tool is an adapter's (anthropic, openai-cua): DeskLoop's tools "
-                "are its own"
+                "the computer tool and the text-turn policy are the anthropic and "
+                "openai-cua adapters': DeskLoop's tools are its own"
             )
         return OpenAIConfig(model=name, **given)
+    if text_turn:
+        given["text_turn"] = text_turn
     return AdapterConfig(model=name, adapter=family, computer_tool=computer_tool or None, **given)
 
 

@@ -24,8 +24,8 @@ _GLOB_CHARS = "*?["
 
 class EndpointSettings(BaseModel):
     """A suite's model endpoint: what `--model`, `--adapter`, `--base-url`,
-    `--api-key-env`, `--coords` and `--computer-tool` say on the command line (which
-    override it)."""
+    `--api-key-env`, `--coords`, `--computer-tool` and `--text-turn` say on the command
+    line (which override it)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -49,6 +49,8 @@ class EndpointSettings(BaseModel):
         | None
     ) = None
     """The computer tool instead of the format table's (docs/agents.md#tool-versions)."""
+    text_turn: Literal["done", "ask"] | None = None
+    """What a text-only turn of an anthropic or openai-cua model is (`--text-turn`)."""
 
 
 class Suite(BaseModel):

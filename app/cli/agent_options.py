@@ -91,6 +91,13 @@ def add_openai_options(parser: argparse.ArgumentParser) -> None:
         "(docs/agents.md#tool-versions)",
     )
     group.add_argument(
+        "--text-turn",
+        choices=("done", "ask"),
+        help="what an anthropic or openai-cua model's turn of text without a tool call is: "
+        "done (a DONE, the text a summary) or ask (its question to the user, for "
+        "interactive tasks); recorded with the episode (default: done)",
+    )
+    group.add_argument(
         "--image-size",
         default="1280x800",
         help="largest screenshot sent to the model, WxH (default: 1280x800)",
@@ -162,6 +169,7 @@ def openai_config(
     key_env = args.api_key_env or settings.get("api_key_env") or family_key_env(adapter)
     coords = args.coords or settings.get("coords")
     computer_tool = args.computer_tool or settings.get("computer_tool")
+    text_turn = args.text_turn or settings.get("text_turn")
     config: Any
     if adapter == "deskloop":
         if coords not in (None, "pixels"):
@@ -170,6 +178,11 @@ def openai_config(
             raise DeskLoopError(
                 "--computer-tool is an adapter's (anthropic, openai-cua): DeskLoop's tools "
                 "are its own"
+            )
+        if text_turn is not None:
+            raise DeskLoopError(
+                "--text-turn is the anthropic and openai-cua adapters': DeskLoop's tools "
+                "agent reads text as a JSON action"
             )
         config = OpenAIConfig(
             model=model,
@@ -192,6 +205,7 @@ def openai_config(
             image_height=height,
             screenshots=args.screenshots,
             computer_tool=computer_tool,
+            text_turn=text_turn or "done",
         )
         if args.history is not None:
             config = replace(config, history=args.history)

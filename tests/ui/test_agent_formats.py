@@ -1,5 +1,5 @@
-"""The start dialog's format fields: the computer tool a person picks reaches the lab
-with the agent's endpoint fields, and the agent's config takes it."""
+"""The start dialog's format fields: the computer tool and the text-turn policy a person
+picks reach the lab with the agent's endpoint fields, and the agent's config takes them."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def lab(tmp_path: Path) -> DeskLoopApp:
     )
 
 
-async def test_the_computer_tool_picked_in_the_dialog_reaches_the_agent(
+async def test_the_computer_tool_and_text_turn_picked_in_the_dialog_reach_the_agent(
     lab: DeskLoopApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The lab's start is where a desktop would boot; the test is about the dialog.
@@ -36,11 +36,13 @@ async def test_the_computer_tool_picked_in_the_dialog_reaches_the_agent(
         dialog = lab.screen
         dialog.query_one("#agent", Input).value = "anthropic:claude-opus-4-6"
         dialog.query_one("#computer-tool", Select).value = "computer_20250124"
+        dialog.query_one("#text-turn", Select).value = "ask"
         dialog.query_one("#agent", Input).focus()
         await pilot.press("enter")
         await wait_until(pilot, lambda: bool(started), 5, "the episode request")
     ((args, kw),) = started
     assert args[1] == "anthropic:claude-opus-4-6"
-    assert kw["endpoint"] == {"computer_tool": "computer_20250124"}
+    assert kw["endpoint"] == {"computer_tool": "computer_20250124", "text_turn": "ask"}
     made = endpoint_config(args[1], **kw["endpoint"])
     assert isinstance(made, AdapterConfig) and made.format.beta == "computer-use-2025-01-24"
+    assert made.text_turn == "ask" and made.public()["text_turn"] == "ask"

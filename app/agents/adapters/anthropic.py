@@ -25,7 +25,7 @@ call (`stop_reason: end_turn`) is DONE.
 | `wait` (`duration`) | `wait` |
 | `screenshot`, `cursor_position` | answered at once: the screen, the position (or: none yet) |
 | `hold_key`, `left_mouse_down`/`up`, clicks holding keys, sideways scroll | refused, with why |
-| `ask_user` tool | ASK; `give_up` tool: FAIL; no tool call: DONE |
+| `ask_user` tool | ASK; `give_up` tool: FAIL; no tool call: DONE (`text_turn: ask`: ASK) |
 | `done` tool (`answer`, optional, text or any JSON value) | DONE with that answer |
 
 A task that asks for a value gets it through DeskLoop's `done` tool: an answer's
@@ -44,7 +44,9 @@ from app.agents.adapters.base import (
     Reading,
     Shot,
     conversation_text,
+    ending,
     malformed,
+    text_turn,
     tool_answer,
 )
 from app.agents.adapters.config import AdapterConfig
@@ -72,9 +74,7 @@ API_VERSION = "2023-06-01"
 SYSTEM_PROMPT = """\
 You are operating a Linux desktop for a user, through the computer tool. The user's \
 messages come in this conversation; the latest one is the active instruction, and earlier \
-ones stay in force unless it says otherwise. When the active instruction is satisfied, \
-answer with a short summary and no tool call; when it asks for a value (a number, a \
-name, a list), call done with that value as answer instead. If something is unclear and you need \
+ones stay in force unless it says otherwise. {ending} If something is unclear and you need \
 the user's input, call ask_user. If you cannot complete the task, call give_up.
 """
 
@@ -262,7 +262,7 @@ class AnthropicFamily:
             "model": self.config.model,
             "max_tokens": self.config.max_tokens,
             "temperature": self.config.temperature,
-            "system": SYSTEM_PROMPT,
+            "system": SYSTEM_PROMPT.format(ending=ending(self.config.text_turn)),
             "tools": [
                 {
                     "type": self.format.tool,
@@ -322,7 +322,7 @@ class AnthropicFamily:
         if not uses:
             if data.get("stop_reason") == "max_tokens":
                 raise MalformedAction("the answer was cut off at max_tokens", data)
-            return Reading([Done()])
+            return text_turn(self.config.text_turn, text, info, data)
         start = pointer.at
         actions: list[Action] = []
         look = False

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 from app.agents.adapters.coords import (
     CONVENTIONS,
@@ -17,6 +17,12 @@ from app.endpoints.client import EndpointConfig
 
 ADAPTERS: tuple[str, ...] = ("pyautogui", "uitars", "anthropic", "openai-cua", "qwen")
 """The families DeskLoop reads natively (besides its own tools, `--adapter deskloop`)."""
+
+TextTurn = Literal["done", "ask"]
+TEXT_TURNS: tuple[str, ...] = get_args(TextTurn)
+TEXT_TURN_FAMILIES = ("anthropic", "openai-cua")
+"""The families whose model may answer with text and no tool call: `text_turn` says what
+such a turn is. The chat families read their text as actions, so they have none."""
 
 FAMILY_BASE_URL: dict[str, str] = {"anthropic": "https://api.anthropic.com/v1"}
 FAMILY_KEY_ENV: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY"}
@@ -43,6 +49,11 @@ class AdapterConfig(EndpointConfig):
     computer_tool: str | None = None
     """The computer tool (anthropic, openai-cua; its beta header follows) instead of the
     one the format table names for the model."""
+    text_turn: TextTurn = "done"
+    """What a turn of text without a tool call is (anthropic, openai-cua): `done`, a DONE
+    whose text is a summary; `ask`, the agent's question to the user (for interactive
+    tasks, where a model may ask in words rather than through `ask_user`). The model's
+    prompt says which."""
     image_width: int = 1280
     image_height: int = 800
     """The screenshot is scaled down (aspect kept) to fit this box; never up."""
@@ -91,6 +102,8 @@ class AdapterConfig(EndpointConfig):
                     f"model agent: {self.computer_tool!r} is not one of {self.adapter}'s "
                     f"computer tools: {', '.join(tools)}"
                 )
+        if self.text_turn not in TEXT_TURNS:
+            raise AgentError(f"model agent: text_turn must be ask or done, not {self.text_turn!r}")
         if self.coords is not None and self.coords not in CONVENTIONS:
             raise AgentError(
                 f"model agent: unknown coordinate convention {self.coords!r}; known: "
@@ -136,6 +149,7 @@ class AdapterConfig(EndpointConfig):
                 else {}
             ),
             **({"computer_tool": self._tool_record()} if self.adapter in TOOLS else {}),
+            **({"text_turn": self.text_turn} if self.adapter in TEXT_TURN_FAMILIES else {}),
         }
 
     def _tool_record(self) -> dict[str, Any]:

@@ -31,7 +31,7 @@ outputs, the user's new messages), with why the answer was refused.
 | `wait` | `wait` 1 s |
 | `screenshot` | answered at once with the screen |
 | `keys` held during a pointer action (the built-in tool) | refused, with why |
-| `ask_user` / `give_up` function call; no call | ASK / FAIL; DONE |
+| `ask_user` / `give_up` function call; no call | ASK / FAIL; DONE (`text_turn: ask`: ASK) |
 | `done` function call (`answer`, optional, text or any JSON value) | DONE with that answer |
 
 As for Anthropic, a value the task asks for comes through DeskLoop's `done` function;
@@ -48,7 +48,9 @@ from app.agents.adapters.base import (
     Reading,
     Shot,
     conversation_text,
+    ending,
     malformed,
+    text_turn,
     tool_answer,
 )
 from app.agents.adapters.config import AdapterConfig
@@ -74,9 +76,7 @@ from app.endpoints.client import KeyHeader
 INSTRUCTIONS = """\
 You are operating a Linux desktop for a user. The user's messages come in this \
 conversation; the latest one is the active instruction, and earlier ones stay in force \
-unless it says otherwise. When the active instruction is satisfied, answer with a short \
-summary and no tool call; when it asks for a value (a number, a name, a list), call \
-done with that value as answer instead. If something is unclear and you need the \
+unless it says otherwise. {ending} If something is unclear and you need the \
 user's input, call ask_user. If you cannot complete the task, call give_up.
 """
 
@@ -251,7 +251,7 @@ class OpenAICUAFamily:
         self.sending = len(observation.conversation)
         body: dict[str, Any] = {
             "model": self.config.model,
-            "instructions": INSTRUCTIONS,
+            "instructions": INSTRUCTIONS.format(ending=ending(self.config.text_turn)),
             "tools": [self._computer_tool(shot), *FUNCTIONS],
             "input": items,
             "truncation": "auto",
@@ -315,7 +315,7 @@ class OpenAICUAFamily:
         if checks:
             info["safety_checks"] = checks
         if not calls:
-            return Reading([Done()])
+            return text_turn(self.config.text_turn, text, info, data)
         start = pointer.at
         actions: list[Action] = []
         look = False

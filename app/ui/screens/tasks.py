@@ -30,7 +30,8 @@ Choice = tuple[str, UserMode, float | None, dict[str, str], dict[str, str] | Non
 """Agent, user mode, agent timeout, the model agent's endpoint, and the LLM user's
 (model, base URL, key variable; None: no LLM user)."""
 """(agent spec, user mode, agent timeout or None for the default, a model agent's
-endpoint fields: adapter, model, base_url, api_key_env, computer_tool, those filled in)."""
+endpoint fields: adapter, model, base_url, api_key_env, computer_tool, text_turn, those
+filled in)."""
 
 COMPUTER_TOOL_OPTIONS = [
     ("computer tool: as the format table says", ""),
@@ -40,6 +41,12 @@ COMPUTER_TOOL_OPTIONS = [
         for tool in tools
     ),
 ]
+
+TEXT_TURN_OPTIONS = [
+    ("text without a tool call: DONE (default)", ""),
+    ("text without a tool call: a question (ASK)", "ask"),
+]
+"""anthropic, openai-cua: what a turn of text without a tool call is (`--text-turn`)."""
 
 ADAPTER_OPTIONS = [
     ("as the agent spec says (default: DeskLoop's tools)", ""),
@@ -77,6 +84,7 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
                 yield Input(placeholder="key variable (default per adapter)", id="api-key-env")
             with Horizontal(id="format-fields"):
                 yield Select(COMPUTER_TOOL_OPTIONS, value="", allow_blank=False, id="computer-tool")
+                yield Select(TEXT_TURN_OPTIONS, value="", allow_blank=False, id="text-turn")
             yield Label("Agent timeout, seconds per model call (model agents)")
             yield Input(placeholder=f"default {OpenAIConfig.deadline:g}", id="agent-timeout")
             yield Static("", id="agent-timeout-error")
@@ -134,6 +142,7 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
                 ("base_url", self.query_one("#base-url", Input).value.strip()),
                 ("api_key_env", self.query_one("#api-key-env", Input).value.strip()),
                 ("computer_tool", str(self.query_one("#computer-tool", Select).value or "")),
+                ("text_turn", str(self.query_one("#text-turn", Select).value or "")),
             )
             if value
         }
