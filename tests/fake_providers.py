@@ -4,7 +4,8 @@ fake endpoints (served by `tests.fake_openai.FakeEndpoint`, which answers any pa
 - Anthropic's Messages API with the computer tool (a `message` whose `content` holds
   `text` and `tool_use` blocks, `stop_reason`, `usage.input_tokens/output_tokens`);
 - OpenAI's Responses API with computer use (a `response` whose `output` holds
-  `reasoning`, `computer_call` (with `pending_safety_checks`), `function_call` and
+  `reasoning`, `computer_call` (one `action` with the preview tool, batched `actions`
+  with the built-in `computer` tool; `pending_safety_checks`), `function_call` and
   `message` items, `usage.input_tokens/output_tokens/total_tokens`);
 - chat completions carrying pyautogui code, UI-TARS text actions or Qwen's
   `<tool_call>` blocks (`tests.fake_openai.completion`).
@@ -79,6 +80,19 @@ def computer_call(action: dict[str, Any], *checks: dict[str, Any]) -> dict[str, 
         "call_id": _id("call"),
         "action": action,
         "pending_safety_checks": list(checks),
+        "status": "completed",
+    }
+
+
+def computer_actions(*actions: dict[str, Any]) -> dict[str, Any]:
+    """A `computer_call` of the built-in `computer` tool (GPT-5.4 and later): its
+    actions batched in `actions`, no `action`."""
+    return {
+        "type": "computer_call",
+        "id": _id("cu"),
+        "call_id": _id("call"),
+        "actions": list(actions),
+        "pending_safety_checks": [],
         "status": "completed",
     }
 

@@ -34,10 +34,12 @@ from tests.fake_providers import (
     anthropic_reply,
     code_reply,
     computer,
+    computer_actions,
     computer_call,
     function_call,
     output_message,
     qwen_reply,
+    response,
     responses_reply,
     tool_use,
     uitars_reply,
@@ -244,6 +246,38 @@ async def test_anthropic_refused_tool_use_is_answered_as_an_error() -> None:
     assert result["is_error"] is True and "hold_key" in result["content"]
 
 
+@pytest.mark.parametrize(
+    ("model", "chosen", "tool", "beta", "by"),
+    [
+        ("claude-opus-4-6", None, "computer_20251124", "computer-use-2025-11-24", "table"),
+        ("claude-sonnet-4-6", None, "computer_20251124", "computer-use-2025-11-24", "table"),
+        ("claude-opus-4-7", None, "computer_20251124", "computer-use-2025-11-24", "table"),
+        ("claude-sonnet-4-5", None, "computer_20250124", "computer-use-2025-01-24", "table"),
+        (
+            "claude-opus-4-6",
+            "computer_20250124",
+            "computer_20250124",
+            "computer-use-2025-01-24",
+            "option",
+        ),
+    ],
+)
+async def test_each_claude_gets_its_computer_tool_and_beta(
+    model: str, chosen: str | None, tool: str, beta: str, by: str
+) -> None:
+    from app.agents.adapters.formats import CHECKED
+
+    with FakeEndpoint([anthropic_reply(text="Nothing to do.")]) as endpoint:
+        agent = await started(config(endpoint, "anthropic", model=model, computer_tool=chosen))
+        assert await agent.decide(observation()) == Done()
+        await agent.close()
+    (sent,) = endpoint.received
+    assert sent.headers["anthropic-beta"] == beta
+    assert sent.body["tools"][0]["type"] == tool and sent.body["tools"][0]["name"] == "computer"
+    recorded = agent.record()["agent_config"]["computer_tool"]
+    assert recorded == {"type": tool, "beta": beta, "by": by, "table_checked": CHECKED}
+
+
 # -- OpenAI computer use --------------------------------------------------------------------
 
 
@@ -291,6 +325,131 @@ async def test_openai_computer_use_chains_responses_and_records_safety_checks() 
         "output": "The user's answer follows.",
     }
     assert "PNG." in last["input"][1]["content"][0]["text"]
+
+
+async def test_openai_computer_use_answers_a_screenshot_with_the_screen_and_goes_on() -> None:
+    """Computer-use models often open with a screenshot: it is answered at once with a
+    computer_call_output holding the screen, in the same step, and the episode goes on."""
+    look = computer_call({"type": "screenshot"})
+    click = computer_call({"type": "click", "button": "left", "x": 512, "y": 320})
+    replies = [
+        responses_reply(look),
+        responses_reply(click),
+        responses_reply(output_message("Done.")),
+    ]
+    with FakeEndpoint(replies) as endpoint:
+        agent = await started(config(endpoint, "openai-cua"))
+        first = await agent.decide(observation())
+        info = agent.step_info()
+        last = await agent.decide(observation(1))
+        await agent.close()
+    assert (first, last) == (Click(640, 400), Done())
+    assert info is not None and info["calls"] == 2 and info["prompt_tokens"] == 2 * 1524
+    opening, looked, _ = (r.body for r in endpoint.received)
+    assert looked["previous_response_id"] == replies[0].body["id"]
+    (output,) = looked["input"]  # the screen, and nothing else
+    assert output["type"] == "computer_call_output" and output["call_id"] == look["call_id"]
+    assert output["output"]["type"] == "computer_screenshot"
+    image = output["output"]["image_url"].removeprefix("data:image/png;base64,")
+    assert png_size(image) == (1024, 640)
+    assert image == opening["input"][0]["content"][-1]["image_url"].split(",", 1)[1]
+
+
+async def test_a_screenshot_first_openai_episode_runs_to_its_end(tmp_path: Path) -> None:
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True)
+    (folder / "adapter-ask.yaml").write_text(ASK_TASK)
+    task = load_task(folder / "adapter-ask.yaml")
+    replies = [
+        responses_reply(computer_call({"type": "screenshot"})),
+        responses_reply(computer_call({"type": "click", "button": "left", "x": 10, "y": 10})),
+        responses_reply(function_call("ask_user", {"question": "How wide?"})),
+        responses_reply(computer_call({"type": "screenshot"})),
+        responses_reply(output_message("Done.")),
+    ]
+    with FakeEndpoint(replies) as endpoint, Store(tmp_path / "db.sqlite") as store:
+        agent = AdapterAgent(config(endpoint, "openai-cua"))
+        runner = EpisodeRunner(task, StillDesktop(), agent, SimulatedUser(), store, backend="local")
+        result = await runner.run()
+        steps = store.steps(result.episode_id)
+    assert (result.status, result.end_reason, result.error) == ("finished", "done", None)
+    assert [s.description for s in steps] == ["click(10, 10)", "ASK: How wide?", "DONE"]
+    assert len(endpoint.received) == 5
+
+
+async def test_openai_computer_use_resends_what_an_unusable_response_left_owed() -> None:
+    """A response without an output list, or one that failed or stopped short without a
+    call, is not part of the conversation: the next request continues the last usable
+    response and carries again everything it owed (the call's output, the user's new
+    message), with why the answer was refused."""
+    click = computer_call({"type": "click", "button": "left", "x": 512, "y": 320})
+    no_output = Reply(
+        body={
+            "id": "resp_no_output",
+            "object": "response",
+            "status": "failed",
+            "error": {"code": "server_error", "message": "The model failed to respond."},
+        }
+    )
+    short = response()
+    short.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
+    replies = [
+        responses_reply(click),
+        no_output,
+        Reply(body=short),
+        responses_reply(output_message("Done.")),
+    ]
+    with FakeEndpoint(replies) as endpoint:
+        agent = await started(config(endpoint, "openai-cua"))
+        assert await agent.decide(observation()) == Click(640, 400)
+        with pytest.raises(MalformedAction, match="no output list"):
+            await agent.decide(observation(1, extra="Use PNG."))
+        with pytest.raises(MalformedAction, match="incomplete: max_output_tokens"):
+            await agent.decide(observation(2, extra="Use PNG."))
+        assert await agent.decide(observation(3, extra="Use PNG.")) == Done()
+        await agent.close()
+    first_id = replies[0].body["id"]
+    for sent, why in zip(
+        endpoint.received[1:],
+        [None, "has no output list", "is incomplete: max_output_tokens"],
+        strict=True,
+    ):
+        body = sent.body
+        assert body["previous_response_id"] == first_id
+        output = body["input"][0]
+        assert output["type"] == "computer_call_output" and output["call_id"] == click["call_id"]
+        told = request_text(body)
+        assert "Use PNG." in told
+        assert why is None or f"Your last answer was refused: the response {why}" in told
+
+
+async def test_gpt_5_4_gets_the_built_in_computer_tool_and_its_batched_actions() -> None:
+    batch = computer_actions(
+        {"type": "click", "button": "left", "x": 512, "y": 320},
+        {"type": "type", "text": "poster.png"},
+        {"type": "keypress", "keys": ["ENTER"]},
+        {"type": "screenshot"},
+    )
+    held = computer_actions({"type": "click", "button": "left", "x": 5, "y": 5, "keys": ["SHIFT"]})
+    done = output_message("Ok.")
+    replies = [responses_reply(batch), responses_reply(held), responses_reply(done)]
+    with FakeEndpoint(replies) as endpoint:
+        agent = await started(config(endpoint, "openai-cua", model="gpt-5.4"))
+        taken = [await agent.decide(observation(i)) for i in range(3)]
+        with pytest.raises(MalformedAction, match="click holding SHIFT: DeskLoop's clicks hold"):
+            await agent.decide(observation(3))
+        assert await agent.decide(observation(4)) == Done()
+        await agent.close()
+    assert taken == [Click(640, 400), Type("poster.png"), Key("enter")]
+    opening, answered, _ = (r.body for r in endpoint.received)
+    assert opening["tools"][0] == {"type": "computer"}  # no display size, no environment
+    assert [t["name"] for t in opening["tools"][1:]] == ["ask_user", "done", "give_up"]
+    # One output for the whole batch: the screen after it.
+    output = answered["input"][0]
+    assert output["type"] == "computer_call_output" and output["call_id"] == batch["call_id"]
+    assert output["output"]["type"] == "computer_screenshot"
+    recorded = agent.record()["agent_config"]["computer_tool"]
+    assert (recorded["type"], recorded["beta"], recorded["by"]) == ("computer", None, "table")
 
 
 # -- UI-TARS and Qwen -----------------------------------------------------------------------
@@ -397,6 +556,102 @@ async def test_an_ask_reaches_the_user_and_the_answer_the_model(
     assert steps[0].description == "ASK: How wide?"
     assert "Make it 400 pixels wide." in request_text(endpoint.received[1].body)
     assert record.config["agent_config"]["adapter"] == adapter
+
+
+TEXT_TURNS: dict[str, list[Reply]] = {
+    "anthropic": [
+        anthropic_reply(text="How wide should the photo be?"),
+        anthropic_reply(tool_use("done", {})),
+    ],
+    "openai-cua": [
+        responses_reply(output_message("How wide should the photo be?")),
+        responses_reply(function_call("done", {})),
+    ],
+}
+
+
+@pytest.mark.parametrize("adapter", list(TEXT_TURNS))
+@pytest.mark.parametrize("policy", ["ask", "done"])
+async def test_a_text_only_turn_is_read_by_the_runs_policy(
+    adapter: str, policy: str, tmp_path: Path
+) -> None:
+    """`ask`: a turn of text without a tool call is the agent's question to the user;
+    `done` (the default): it is a DONE, its text a summary. The policy is recorded."""
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True)
+    (folder / "adapter-ask.yaml").write_text(ASK_TASK)
+    task = load_task(folder / "adapter-ask.yaml")
+    with FakeEndpoint(TEXT_TURNS[adapter]) as endpoint, Store(tmp_path / "db.sqlite") as store:
+        agent = AdapterAgent(config(endpoint, adapter, text_turn=policy))
+        runner = EpisodeRunner(task, StillDesktop(), agent, SimulatedUser(), store, backend="local")
+        result = await runner.run()
+        steps = store.steps(result.episode_id)
+        record = store.get_episode(result.episode_id)
+    assert record.config["agent_config"]["text_turn"] == policy
+    first = steps[0].agent_info
+    assert first is not None and first["text_turn"] == policy
+    assert first["content"] == "How wide should the photo be?"
+    told = request_text(endpoint.received[0].body)
+    if policy == "ask":
+        assert [s.description for s in steps] == ["ASK: How wide should the photo be?", "DONE"]
+        assert "Make it 400 pixels wide." in request_text(endpoint.received[1].body)
+        assert "without a tool call is your question to the user" in told
+    else:
+        assert [s.description for s in steps] == ["DONE"] and len(endpoint.received) == 1
+        assert "answer with a short summary and no tool call" in told
+    assert result.status == "finished" and result.end_reason == "done"
+
+
+async def test_an_empty_text_only_turn_asks_nothing() -> None:
+    replies = [anthropic_reply(text=" "), anthropic_reply(tool_use("done", {}))]
+    with FakeEndpoint(replies) as endpoint:
+        agent = await started(config(endpoint, "anthropic", text_turn="ask"))
+        with pytest.raises(MalformedAction, match="neither a tool call nor text"):
+            await agent.decide(observation())
+        assert await agent.decide(observation(1)) == Done()
+        await agent.close()
+
+
+async def test_conversation_labels_are_the_step_logs_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ASK of step-log row 2 is labelled step 2 wherever the conversation is shown:
+    in the model's next request and in `deskloop episodes show`."""
+    from app.cli import main
+
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True)
+    (folder / "adapter-ask.yaml").write_text(ASK_TASK)
+    task = load_task(folder / "adapter-ask.yaml")
+    replies = [
+        code_reply("pyautogui.press('a')\npyautogui.press('b')"),
+        code_reply('ASK("How wide?")'),
+        code_reply("DONE"),
+    ]
+    db = tmp_path / "db.sqlite"
+    with FakeEndpoint(replies) as endpoint, Store(db) as store:
+        agent = AdapterAgent(config(endpoint, "pyautogui"))
+        runner = EpisodeRunner(task, StillDesktop(), agent, SimulatedUser(), store, backend="local")
+        result = await runner.run()
+        steps = store.steps(result.episode_id)
+    assert [(s.idx, s.description) for s in steps] == [
+        (0, "key(a)"),
+        (1, "key(b)"),
+        (2, "ASK: How wide?"),
+        (3, "DONE"),
+    ]
+    told = endpoint.received[2].body["messages"][-1]["content"][0]["text"]
+    assert "[start] User (instruction): Resize the photo." in told
+    assert "[step 2] You (question): How wide?" in told
+    assert "[after step 2] User (answer): Make it 400 pixels wide." in told
+    assert "\nstep 2: " in told  # the model's own answer to row 2, the same number
+    assert main(["--db", str(db), "episodes", "show", str(result.episode_id)]) == 0
+    shown = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert "[start] user instruction Resize the photo." in shown
+    assert "[step 2] agent question How wide?" in shown
+    assert "[after step 2] user answer Make it 400 pixels wide." in shown
+    assert "[step 3] agent done DONE" in shown
+    assert any(line.startswith("2 ASK: How wide? ") for line in shown)  # the row itself
 
 
 @pytest.mark.parametrize("adapter", ["anthropic", "openai-cua", "uitars"])

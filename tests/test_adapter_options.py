@@ -159,3 +159,101 @@ def test_a_checkpoints_name_refines_its_familys_convention() -> None:
     assert convention("uitars", "ByteDance-Seed/UI-TARS-1.5-7B") == "qwen-grid"
     assert convention("uitars", "bytedance-research/UI-TARS-7B-DPO") == "0-1000"
     assert AdapterConfig(model="UI-TARS-1.5-7B", adapter="uitars", coords="0-1").convention == "0-1"
+
+
+@pytest.mark.parametrize("command", [["run", "some-task"], ["batch", "run"]])
+def test_the_computer_tool_is_chosen_on_the_command_line(command: list[str]) -> None:
+    from app.cli import build_parser
+    from app.cli.agent_options import openai_config
+
+    parser = build_parser()
+    spec = "anthropic:claude-opus-4-6"
+    table = openai_config(parser.parse_args([*command, "--agent", spec]), [spec])
+    assert table.format.tool == "computer_20251124"
+    assert table.format.beta == "computer-use-2025-11-24"
+    args = parser.parse_args([*command, "--agent", spec, "--computer-tool", "computer_20250124"])
+    chosen = openai_config(args, [spec])
+    assert isinstance(chosen, AdapterConfig) and chosen.computer_tool == "computer_20250124"
+    assert chosen.format.beta == "computer-use-2025-01-24"
+    assert chosen.public()["computer_tool"]["by"] == "option"
+    with pytest.raises(SystemExit):
+        parser.parse_args([*command, "--agent", spec, "--computer-tool", "computer_2099"])
+
+
+def test_a_computer_tool_of_another_family_is_refused() -> None:
+    from app.cli import build_parser
+    from app.cli.agent_options import openai_config
+    from app.core.errors import AgentError, DeskLoopError
+
+    with pytest.raises(AgentError, match="'computer' is not one of anthropic's computer tools"):
+        AdapterConfig(model="claude-opus-4-6", adapter="anthropic", computer_tool="computer")
+    with pytest.raises(AgentError, match="qwen has no computer tool"):
+        AdapterConfig(model="q", adapter="qwen", computer_tool="computer_20251124")
+    args = build_parser().parse_args(
+        ["run", "t", "--agent", "openai:m", "--computer-tool", "computer"]
+    )
+    with pytest.raises(DeskLoopError, match="--computer-tool is an adapter's"):
+        openai_config(args, ["openai:m"])
+
+
+def test_a_suite_chooses_the_computer_tool_and_a_batch_keeps_it(tmp_path: Path) -> None:
+    from app.batch import BatchOptions, load_suite
+    from app.cli import build_parser
+    from app.cli.agent_options import openai_config
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "tasks: [t]\nagents: ['openai-cua:gpt-5.4']\n"
+        "endpoint: {computer_tool: computer_use_preview}\n"
+    )
+    endpoint = load_suite(suite).endpoint
+    assert endpoint is not None
+    args = build_parser().parse_args(["batch", "run", str(suite)])
+    made = openai_config(args, ["openai-cua:gpt-5.4"], None, endpoint.model_dump(exclude_none=True))
+    assert isinstance(made, AdapterConfig) and made.format.tool == "computer_use_preview"
+    assert BatchOptions.from_json(BatchOptions(openai=made).to_json()).openai == made
+
+
+def test_another_familys_agent_on_the_same_config_takes_its_own_tool() -> None:
+    from app.agents.factory import make_agent
+    from app.tasks.loader import load_task
+
+    task = load_task(Path("tasks/gimp/gimp-flip-export.yaml"))
+    claude = AdapterConfig(model="c", adapter="anthropic", computer_tool="computer_20250124")
+    other = make_agent("openai-cua:gpt-5.4", task, claude)
+    assert other.config.format.tool == "computer"  # type: ignore[attr-defined]
+    same = make_agent("anthropic:claude-opus-4-7", task, claude)
+    assert same.config.format.tool == "computer_20250124"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("command", [["run", "some-task"], ["batch", "run"]])
+def test_the_text_turn_policy_is_chosen_on_the_command_line_and_in_a_suite(
+    command: list[str], tmp_path: Path
+) -> None:
+    from app.batch import load_suite
+    from app.cli import build_parser
+    from app.cli.agent_options import openai_config
+    from app.core.errors import AgentError, DeskLoopError
+
+    parser = build_parser()
+    spec = "openai-cua:gpt-5.4"
+    default = openai_config(parser.parse_args([*command, "--agent", spec]), [spec])
+    assert default.text_turn == "done" and default.public()["text_turn"] == "done"
+    asked = openai_config(
+        parser.parse_args([*command, "--agent", spec, "--text-turn", "ask"]), [spec]
+    )
+    assert asked.text_turn == "ask" and asked.public()["text_turn"] == "ask"
+    with pytest.raises(SystemExit):
+        parser.parse_args([*command, "--agent", spec, "--text-turn", "maybe"])
+    with pytest.raises(AgentError, match="text_turn must be ask or done"):
+        AdapterConfig(model="m", adapter="anthropic", text_turn="maybe")  # type: ignore[arg-type]
+    tools = parser.parse_args([*command, "--agent", "openai:m", "--text-turn", "ask"])
+    with pytest.raises(DeskLoopError, match="--text-turn is the anthropic and openai-cua"):
+        openai_config(tools, ["openai:m"])
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"tasks: [t]\nagents: ['{spec}']\nendpoint: {{text_turn: ask}}\n")
+    endpoint = load_suite(suite).endpoint
+    assert endpoint is not None
+    args = parser.parse_args(["batch", "run", str(suite)])
+    made = openai_config(args, [spec], None, endpoint.model_dump(exclude_none=True))
+    assert made.text_turn == "ask"

@@ -202,9 +202,10 @@ def test_protocol_words_and_relative_points(answer: str, actions: list[object]) 
         ("pyautogui.click(5000, 5)", "outside the 1280x800 screenshot"),
         ("pyautogui.press('hyperspace')", "unknown key name 'hyperspace'"),
         ("pyautogui.keyDown('ctrl')\npyautogui.click(5, 5)", "while ctrl is held down"),
-        ("pyautogui.click(5, 5", "does not parse"),
+        ("```python\npyautogui.click(5, 5\n```", "the code does not parse: '.' was never closed"),
+        ("pyautogui.click(5, 5", "no code block.*not Python either: '.' was never closed"),
         ("DONE\npyautogui.click(5, 5)", "comes after the episode's end word"),
-        ("I am not sure what to do.", "does not parse"),
+        ("I am not sure what to do.", "^no code block: expected a ```python block"),
         ("", "no code"),
     ],
 )
@@ -335,6 +336,11 @@ def shot(convention: str = "pixels", box: tuple[int, int] = (1024, 1024)) -> Sho
 def test_anthropic_computer_actions() -> None:
     pointer = Pointer()
     terms = shot()  # 1280x800 sent as 1024x640
+    # Before any action moved the pointer, its position is plainly not known.
+    assert computer_action({"action": "cursor_position"}, terms, pointer) == (
+        [],
+        "The pointer's position is not known yet: none of your actions has moved it.",
+    )
     assert computer_action({"action": "left_click", "coordinate": [512, 320]}, terms, pointer) == (
         [Click(640, 400)],
         None,
@@ -411,10 +417,65 @@ pyautogui.scroll(-2)
             read_pyautogui(code, contract("pixels"), Pointer())
 
 
-def test_each_claude_gets_the_computer_tool_it_takes() -> None:
-    from app.agents.adapters.anthropic import tool_version
+ANTHROPIC_NEW = ("computer_20251124", "computer-use-2025-11-24")
+ANTHROPIC_OCT = ("computer_20241022", "computer-use-2024-10-22")
+ANTHROPIC_JAN = ("computer_20250124", "computer-use-2025-01-24")
 
-    assert tool_version("claude-3-5-sonnet-20241022") == "computer_20241022"
-    assert tool_version("claude-sonnet-4-5") == "computer_20250124"
-    assert tool_version("claude-3-7-sonnet-20250219") == "computer_20250124"
-    assert tool_version("claude-opus-4-5-20251101") == "computer_20251124"
+
+@pytest.mark.parametrize(
+    ("adapter", "model", "tool", "coords"),
+    [
+        ("anthropic", "claude-3-5-sonnet-20241022", ANTHROPIC_OCT, "pixels"),
+        ("anthropic", "claude-3-7-sonnet-20250219", ANTHROPIC_JAN, "pixels"),
+        ("anthropic", "claude-sonnet-4-5", ANTHROPIC_JAN, "pixels"),
+        ("anthropic", "claude-haiku-4-5-20251001", ANTHROPIC_JAN, "pixels"),
+        ("anthropic", "claude-opus-4-1-20250805", ANTHROPIC_JAN, "pixels"),
+        ("anthropic", "claude-opus-4-5-20251101", ANTHROPIC_NEW, "pixels"),
+        ("anthropic", "claude-opus-4-6", ANTHROPIC_NEW, "pixels"),
+        ("anthropic", "claude-sonnet-4-6", ANTHROPIC_NEW, "pixels"),
+        ("anthropic", "claude-opus-4-7", ANTHROPIC_NEW, "pixels"),
+        ("anthropic", "anthropic.claude-opus-4-6-v1", ANTHROPIC_NEW, "pixels"),
+        ("openai-cua", "computer-use-preview", ("computer_use_preview", None), "pixels"),
+        ("openai-cua", "computer-use-preview-2025-03-11", ("computer_use_preview", None), "pixels"),
+        ("openai-cua", "gpt-5.4", ("computer", None), "pixels"),
+        ("openai-cua", "gpt-5.4-mini", ("computer", None), "pixels"),
+        ("openai-cua", "gpt-5.5", ("computer", None), "pixels"),
+        ("openai-cua", "gpt-5", ("computer_use_preview", None), "pixels"),
+        ("qwen", "Qwen/Qwen3-VL-30B-A3B-Instruct", (None, None), "0-1000"),
+        ("qwen", "Qwen/Qwen2.5-VL-7B-Instruct", (None, None), "qwen-grid"),
+        ("uitars", "ByteDance-Seed/UI-TARS-1.5-7B", (None, None), "qwen-grid"),
+        ("uitars", "bytedance-research/UI-TARS-7B-DPO", (None, None), "0-1000"),
+        ("pyautogui", "xlangai/OpenCUA-7B", (None, None), "pixels"),
+    ],
+)
+def test_the_format_table_gives_each_model_its_tool_beta_and_coordinates(
+    adapter: str, model: str, tool: tuple[str | None, str | None], coords: str
+) -> None:
+    from app.agents.adapters.formats import model_format
+
+    row = model_format(adapter, model)
+    assert ((row.tool, row.beta), row.coords) == (tool, coords)
+
+
+def test_each_claudes_screenshot_stays_within_what_its_api_keeps() -> None:
+    from app.agents.adapters.formats import model_format
+
+    def sent(model: str) -> tuple[int, int]:
+        row = model_format("anthropic", model)
+        return CoordinateContract.make(
+            "pixels", (1920, 1080), (1920, 1080), max_area=row.max_area, max_edge=row.max_edge
+        ).sent
+
+    assert sent("claude-opus-4-6") == sent("claude-sonnet-4-5") == (1429, 804)
+    assert sent("claude-opus-4-7") == (1920, 1080)  # 2576 px on the long side, 3.6 MP
+
+
+def test_the_written_out_tool_names_match_the_table() -> None:
+    from app.agents.adapters.formats import FORMATS, TOOLS
+    from app.cli.agent_options import COMPUTER_TOOL_CHOICES
+
+    assert tuple(tool for tools in TOOLS.values() for tool in tools) == COMPUTER_TOOL_CHOICES
+    # Every row's tool is one its family has, and every family ends with a catch-all.
+    for row in FORMATS:
+        assert row.tool is None or row.tool in TOOLS[row.adapter], row
+    assert {row.adapter for row in FORMATS if row.models == ""} == set(ADAPTERS)

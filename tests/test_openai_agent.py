@@ -166,6 +166,34 @@ async def test_every_protocol_action_is_offered_and_parsed() -> None:
     assert "Authorization" not in endpoint.received[0].headers  # no key set: none sent
 
 
+async def test_the_conversation_and_the_actions_carry_the_same_step_numbers(
+    tmp_path: Path,
+) -> None:
+    """The ASK of step-log row 1 is `[step 1]` in the conversation and `step 1` in the
+    model's recent actions."""
+    from tests.still_desktop import StillDesktop
+    from tests.test_adapter_agents import ASK_TASK
+
+    folder = tmp_path / "tasks" / "gimp"
+    folder.mkdir(parents=True)
+    (folder / "adapter-ask.yaml").write_text(ASK_TASK)
+    task = load_task(folder / "adapter-ask.yaml")
+    replies = [
+        tool_reply("key", {"combo": "a"}),
+        tool_reply("ask", {"question": "How wide?"}),
+        tool_reply("done"),
+    ]
+    with FakeEndpoint(replies) as endpoint, Store(tmp_path / "db.sqlite") as store:
+        agent = OpenAIAgent(config(endpoint))
+        runner = EpisodeRunner(task, StillDesktop(), agent, SimulatedUser(), store, backend="local")
+        result = await runner.run()
+    assert result.status == "finished"
+    told = prompt_text(endpoint.received[2].body)
+    assert "[step 1] You (question): How wide?" in told
+    assert "[after step 1] User (answer): Make it 400 pixels wide." in told
+    assert "step 1: ASK: How wide?" in told
+
+
 async def test_json_fallback_for_models_without_tools() -> None:
     replies = [
         text_reply('Sure.\n```json\n{"action": "key", "combo": "ctrl+s"}\n```'),

@@ -105,6 +105,7 @@ def make_agent(
             config = replace(config, deadline=agent_timeout)
         return OpenAIAgent(config)
     from app.agents.adapters.config import family_base_url, family_key_env
+    from app.agents.adapters.formats import TOOLS
     from app.endpoints.client import EndpointConfig
 
     changes: dict[str, Any] = {"adapter": adapter, "model": model or None}
@@ -115,6 +116,9 @@ def make_agent(
             changes["base_url"] = EndpointConfig.base_url
         if openai.api_key_env == family_key_env(openai.adapter):
             changes["api_key_env"] = EndpointConfig.api_key_env
+        if openai.computer_tool not in TOOLS.get(adapter, {}):
+            # A computer tool chosen for the other family: this one takes the table's.
+            openai = replace(openai, computer_tool=None)
     adapter_config = _convert(AdapterConfig, openai, **changes)
     if agent_timeout is not None:
         adapter_config = replace(adapter_config, deadline=agent_timeout)
@@ -128,16 +132,22 @@ def endpoint_config(
     model: str | None = None,
     base_url: str | None = None,
     api_key_env: str | None = None,
+    computer_tool: str | None = None,
+    text_turn: str | None = None,
 ) -> ModelConfig | None:
     """A model agent's config from the fields a person fills in (the TUI's start
-    dialog): each empty one is the adapter's default. None when `spec` is no model
-    agent's or no field is given (the spec alone then decides).
+    dialog): each empty one is the adapter's default (the format table's computer tool,
+    text turns read as DONE).
+    None when `spec` is no model agent's or no field is given (the spec alone then
+    decides).
 
     Raises:
-        AgentError: an unknown adapter, or fields without a model anywhere.
+        AgentError: an unknown adapter, fields without a model anywhere, a computer
+            tool the adapter does not have, or an unknown text-turn policy.
     """
     parsed = model_spec(spec)
-    if parsed is None or not any((adapter, model, base_url, api_key_env)):
+    fields = (adapter, model, base_url, api_key_env, computer_tool, text_turn)
+    if parsed is None or not any(fields):
         return None
     named, spec_model = parsed
     family = adapter or named or "deskloop"
@@ -153,8 +163,15 @@ def endpoint_config(
     values = {"base_url": base_url, "api_key_env": api_key_env}
     given: dict[str, Any] = {k: v for k, v in values.items() if v}
     if family == "deskloop":
+        if computer_tool or text_turn:
+            raise AgentError(
+                "the computer tool and the text-turn policy are the anthropic and "
+                "openai-cua adapters': DeskLoop's tools are its own"
+            )
         return OpenAIConfig(model=name, **given)
-    return AdapterConfig(model=name, adapter=family, **given)
+    if text_turn:
+        given["text_turn"] = text_turn
+    return AdapterConfig(model=name, adapter=family, computer_tool=computer_tool or None, **given)
 
 
 def _convert(cls: Any, config: Any, **changes: Any) -> Any:

@@ -24,7 +24,8 @@ _GLOB_CHARS = "*?["
 
 class EndpointSettings(BaseModel):
     """A suite's model endpoint: what `--model`, `--adapter`, `--base-url`,
-    `--api-key-env` and `--coords` say on the command line (which override it)."""
+    `--api-key-env`, `--coords`, `--computer-tool` and `--text-turn` say on the command
+    line (which override it)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -37,6 +38,19 @@ class EndpointSettings(BaseModel):
     api_key_env: str | None = None
     """The environment variable holding the key (never the key itself)."""
     coords: Literal["pixels", "0-1", "0-1000", "qwen-grid"] | None = None
+    computer_tool: (
+        Literal[
+            "computer_20241022",
+            "computer_20250124",
+            "computer_20251124",
+            "computer_use_preview",
+            "computer",
+        ]
+        | None
+    ) = None
+    """The computer tool instead of the format table's (docs/agents.md#tool-versions)."""
+    text_turn: Literal["done", "ask"] | None = None
+    """What a text-only turn of an anthropic or openai-cua model is (`--text-turn`)."""
 
 
 class Suite(BaseModel):

@@ -42,6 +42,15 @@ def add_timeout_option(group: Any, flag: str, who: str, default: float) -> None:
 
 ADAPTER_CHOICES = ("deskloop", "pyautogui", "uitars", "anthropic", "openai-cua", "qwen")
 COORD_CHOICES = ("pixels", "0-1", "0-1000", "qwen-grid")
+# The format table's computer tools (app.agents.adapters.formats.TOOLS), written out like
+# ADAPTER_CHOICES; tests/test_adapters.py holds them equal.
+COMPUTER_TOOL_CHOICES = (
+    "computer_20241022",
+    "computer_20250124",
+    "computer_20251124",
+    "computer_use_preview",
+    "computer",
+)
 MODEL_HEADS = ("openai", "model", *ADAPTER_CHOICES)
 
 
@@ -73,6 +82,20 @@ def add_openai_options(parser: argparse.ArgumentParser) -> None:
         choices=COORD_CHOICES,
         help="the coordinate convention the model writes, when not its family's own "
         "(e.g. qwen-grid for UI-TARS-1.5, 0-1000 for Qwen3-VL)",
+    )
+    group.add_argument(
+        "--computer-tool",
+        choices=COMPUTER_TOOL_CHOICES,
+        help="the computer tool an anthropic or openai-cua model is offered (its beta header "
+        "follows), instead of the one the format table names for the model "
+        "(docs/agents.md#tool-versions)",
+    )
+    group.add_argument(
+        "--text-turn",
+        choices=("done", "ask"),
+        help="what an anthropic or openai-cua model's turn of text without a tool call is: "
+        "done (a DONE, the text a summary) or ask (its question to the user, for "
+        "interactive tasks); recorded with the episode (default: done)",
     )
     group.add_argument(
         "--image-size",
@@ -145,10 +168,22 @@ def openai_config(
     base_url = args.base_url or settings.get("base_url") or family_base_url(adapter)
     key_env = args.api_key_env or settings.get("api_key_env") or family_key_env(adapter)
     coords = args.coords or settings.get("coords")
+    computer_tool = args.computer_tool or settings.get("computer_tool")
+    text_turn = args.text_turn or settings.get("text_turn")
     config: Any
     if adapter == "deskloop":
         if coords not in (None, "pixels"):
             raise DeskLoopError("--coords is an adapter's: DeskLoop's tools take pixels")
+        if computer_tool is not None:
+            raise DeskLoopError(
+                "--computer-tool is an adapter's (anthropic, openai-cua): DeskLoop's tools "
+                "are its own"
+            )
+        if text_turn is not None:
+            raise DeskLoopError(
+                "--text-turn is the anthropic and openai-cua adapters': DeskLoop's tools "
+                "agent reads text as a JSON action"
+            )
         config = OpenAIConfig(
             model=model,
             base_url=base_url,
@@ -169,6 +204,8 @@ def openai_config(
             image_width=width,
             image_height=height,
             screenshots=args.screenshots,
+            computer_tool=computer_tool,
+            text_turn=text_turn or "done",
         )
         if args.history is not None:
             config = replace(config, history=args.history)

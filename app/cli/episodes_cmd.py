@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.cli.common import indent_block, table
-from app.core.conversation import describe_origin
+from app.core.conversation import describe_origin, message_step
 from app.core.integrity import IntegrityFlag
 from app.core.judgements import Judgement
 from app.core.outcomes import CheckOutcome
@@ -93,7 +93,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         print("\n" + "\n".join(e.final_windows.describe()))
     print("\nconversation:")
     for m in messages:
-        head = f"  [step {m.step:>3}] {m.role:<5} {m.kind:<12} "
+        # Labelled as the steps below are numbered (the ASK of row 12 is 'step 12').
+        where = f"[{message_step(m.step, m.role)}]"
+        head = f"  {where:<16} {m.role:<5} {m.kind:<12} "
         print(head + indent_block(m.text, " " * len(head)))
         if m.origin is not None:  # person mode: how the person's message came about
             origin = describe_origin(m.origin, m.scripted, m.wait_seconds)

@@ -41,3 +41,15 @@ def describe_origin(origin: str, scripted: str | None, wait_seconds: float | Non
     if wait_seconds is not None:
         text += f"; after {wait_seconds:.1f} s"
     return text
+
+
+def message_step(step: int, role: str) -> str:
+    """Where a message belongs in the step log's numbering: the label every view of a
+    conversation gives it (the model's requests, `deskloop episodes show`, the TUI).
+    A message's `step` counts the agent turns completed when it arrived, while the step
+    log numbers turns from 0: the agent's ASK/DONE/FAIL of step-log row N has step
+    N + 1 ('step N'), and a user message with step N + 1 arrived after that row
+    ('after step N'); step 0 is the start."""
+    if step == 0:
+        return "start"
+    return f"step {step - 1}" if role == "agent" else f"after step {step - 1}"

@@ -87,16 +87,6 @@ def flow(text: str) -> str:
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)
 
 
-def message_step(step: int, role: str) -> str:
-    """Where a message belongs in the step log's numbering. A message's `step` counts
-    the agent turns completed when it arrived, while the step log numbers turns from
-    0: the agent's ASK/DONE/FAIL of step-log row N has step N + 1, and a user message
-    with step N + 1 arrived after that row."""
-    if step == 0:
-        return "start"
-    return f"step {step - 1}" if role == "agent" else f"after step {step - 1}"
-
-
 END_WORDS = {
     "done": "the agent said DONE",
     "fail": "the agent gave up (FAIL)",

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from app.agents.adapters.anthropic import MAX_AREA, MAX_EDGE, AnthropicFamily
+from app.agents.adapters.anthropic import AnthropicFamily
 from app.agents.adapters.base import Family, Pointer, Shot
 from app.agents.adapters.chat import ChatFamily
 from app.agents.adapters.config import AdapterConfig
@@ -109,14 +109,15 @@ class AdapterAgent(EndpointAgent[AdapterConfig]):
             self._info = {**self._queued_from, "queued": True}
             return action
         frame = observation.frame
+        row = self.config.format
         contract = CoordinateContract.make(
             self.config.convention,
             (frame.width, frame.height),
             (self.config.image_width, self.config.image_height),
             min_pixels=self.config.min_pixels,
             max_pixels=self.config.max_pixels,
-            max_area=MAX_AREA if self.config.adapter == "anthropic" else None,
-            max_edge=MAX_EDGE if self.config.adapter == "anthropic" else None,
+            max_area=row.max_area,
+            max_edge=row.max_edge,
         )
         png = await asyncio.to_thread(encode_png, frame.pixels, contract.sent)
         shot = Shot(contract, png)

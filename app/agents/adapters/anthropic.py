@@ -1,11 +1,15 @@
 """Anthropic's computer tool over the Messages API (`POST {base_url}/messages`).
 
-The request offers the computer tool (`computer_20250124`; `computer_20241022` for
-Claude 3.5 Sonnet, `computer_20251124` for Opus 4.5, each with its beta header) with the
-screen-size contract: its `display_width_px` × `display_height_px` is the size of every
-screenshot sent (the screen scaled down to fit the image box, 1280×800 by default), and
-the model's coordinates are pixels of it. DeskLoop adds three client tools, `ask_user`,
-`done` (with an optional answer) and `give_up`. The conversation is Anthropic's own:
+The request offers the computer tool the model takes, with its beta header, as the
+format table says (`app.agents.adapters.formats`: `computer_20251124` for Opus 4.5, 4.6
+and 4.7 and Sonnet 4.6, `computer_20250124` for the other Claude 4 models and Sonnet
+3.7, `computer_20241022` for Claude 3.5 Sonnet; `--computer-tool` chooses another), with
+the screen-size contract: its `display_width_px` × `display_height_px` is the size of
+every screenshot sent (the screen scaled down to fit the image box, 1280×800 by
+default, and within the model's image bounds in the table, beyond which Anthropic's API
+would rescale it and move every point), and the model's coordinates are pixels of it.
+DeskLoop adds three client tools, `ask_user`, `done` (with an optional answer) and
+`give_up`. The conversation is Anthropic's own:
 each `tool_use` is answered with a `tool_result` (the last carrying the new
 screenshot), the user's new messages follow as text, and an answer without a tool
 call (`stop_reason: end_turn`) is DONE.
@@ -19,9 +23,9 @@ call (`stop_reason: end_turn`) is DONE.
 | `type` | `type` |
 | `scroll` (`scroll_direction` up/down, `scroll_amount`) | `scroll` |
 | `wait` (`duration`) | `wait` |
-| `screenshot`, `cursor_position` | answered at once with the screen or the position |
+| `screenshot`, `cursor_position` | answered at once: the screen, the position (or: none yet) |
 | `hold_key`, `left_mouse_down`/`up`, clicks holding keys, sideways scroll | refused, with why |
-| `ask_user` tool | ASK; `give_up` tool: FAIL; no tool call: DONE |
+| `ask_user` tool | ASK; `give_up` tool: FAIL; no tool call: DONE (`text_turn: ask`: ASK) |
 | `done` tool (`answer`, optional, text or any JSON value) | DONE with that answer |
 
 A task that asks for a value gets it through DeskLoop's `done` tool: an answer's
@@ -40,7 +44,9 @@ from app.agents.adapters.base import (
     Reading,
     Shot,
     conversation_text,
+    ending,
     malformed,
+    text_turn,
     tool_answer,
 )
 from app.agents.adapters.config import AdapterConfig
@@ -63,26 +69,12 @@ from app.core.errors import ActionError, MalformedAction
 from app.core.keys import xdotool_combos
 from app.endpoints.client import KeyHeader
 
-TOOL_VERSIONS = {
-    "computer_20241022": "computer-use-2024-10-22",
-    "computer_20250124": "computer-use-2025-01-24",
-    "computer_20251124": "computer-use-2025-11-24",
-}
-"""The computer tool's versions and the beta header each needs."""
-TOOL_TYPE = "computer_20250124"
-MAX_AREA = 1_150_000
-MAX_EDGE = 1568
-"""Anthropic's API scales an image down past about 1.15 megapixels (or 1568 px on its
-long side), and the model's coordinates would then be of an image DeskLoop never sent:
-the screenshot is kept within it (1280×800 is 1.02 MP and goes as it is)."""
 API_VERSION = "2023-06-01"
 
 SYSTEM_PROMPT = """\
 You are operating a Linux desktop for a user, through the computer tool. The user's \
 messages come in this conversation; the latest one is the active instruction, and earlier \
-ones stay in force unless it says otherwise. When the active instruction is satisfied, \
-answer with a short summary and no tool call; when it asks for a value (a number, a \
-name, a list), call done with that value as answer instead. If something is unclear and you need \
+ones stay in force unless it says otherwise. {ending} If something is unclear and you need \
 the user's input, call ask_user. If you cannot complete the task, call give_up.
 """
 
@@ -131,11 +123,15 @@ _REFUSED = {
     "left_mouse_up": "left_mouse_up is not in DeskLoop's action space: use left_click_drag",
 }
 OMITTED = "(an earlier screenshot, omitted to keep the conversation small)"
+NO_POSITION = "The pointer's position is not known yet: none of your actions has moved it."
+"""The answer to `cursor_position` before any action put the pointer somewhere (DeskLoop
+knows where the pointer is from the agent's own actions only)."""
 
 
 def computer_action(data: Any, shot: Shot, pointer: Pointer) -> tuple[list[Action], str | None]:
     """The DeskLoop actions of one `computer` tool input, or the text to answer it with
-    at once (a screenshot: '', the cursor position: 'X=..,Y=..').
+    at once (a screenshot: '', the cursor position: 'X=..,Y=..', or `NO_POSITION` before
+    any action put the pointer somewhere).
 
     Raises:
         ActionError: an unknown or refused action, or bad arguments.
@@ -188,20 +184,11 @@ def computer_action(data: Any, shot: Shot, pointer: Pointer) -> tuple[list[Actio
     if name == "screenshot":
         return [], ""
     if name == "cursor_position":
-        x, y = contract.from_screen(*pointer.need("cursor_position"))
+        if pointer.at is None:
+            return [], NO_POSITION
+        x, y = contract.from_screen(*pointer.at)
         return [], f"X={int(x)},Y={int(y)}"
     raise ActionError(f"computer: unknown action {name!r}")
-
-
-def tool_version(model: str) -> str:
-    """The computer tool a Claude model takes: Claude 3.5 Sonnet the first one, Opus 4.5
-    the latest, every other the 2025-01-24 one."""
-    name = model.lower().replace(".", "-")
-    if "3-5-sonnet" in name:
-        return "computer_20241022"
-    if "opus-4-5" in name:
-        return "computer_20251124"
-    return TOOL_TYPE
 
 
 class AnthropicFamily:
@@ -212,7 +199,7 @@ class AnthropicFamily:
 
     def __init__(self, config: AdapterConfig) -> None:
         self.config = config
-        self.tool = tool_version(config.model)
+        self.format = config.format
         self.reset()
 
     def reset(self) -> None:
@@ -231,7 +218,10 @@ class AnthropicFamily:
         """(tool_use id, how many actions it became) of the last answer, in order."""
 
     def headers(self) -> dict[str, str]:
-        return {"anthropic-version": API_VERSION, "anthropic-beta": TOOL_VERSIONS[self.tool]}
+        headers = {"anthropic-version": API_VERSION}
+        if self.format.beta is not None:
+            headers["anthropic-beta"] = self.format.beta
+        return headers
 
     def request(self, observation: Observation, shot: Shot) -> dict[str, Any]:
         image = {
@@ -272,10 +262,10 @@ class AnthropicFamily:
             "model": self.config.model,
             "max_tokens": self.config.max_tokens,
             "temperature": self.config.temperature,
-            "system": SYSTEM_PROMPT,
+            "system": SYSTEM_PROMPT.format(ending=ending(self.config.text_turn)),
             "tools": [
                 {
-                    "type": self.tool,
+                    "type": self.format.tool,
                     "name": "computer",
                     "display_width_px": sent_w,
                     "display_height_px": sent_h,
@@ -332,7 +322,7 @@ class AnthropicFamily:
         if not uses:
             if data.get("stop_reason") == "max_tokens":
                 raise MalformedAction("the answer was cut off at max_tokens", data)
-            return Reading([Done()])
+            return text_turn(self.config.text_turn, text, info, data)
         start = pointer.at
         actions: list[Action] = []
         look = False

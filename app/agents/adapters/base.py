@@ -11,8 +11,8 @@ from typing import Any, Protocol
 from app.agents.adapters.config import AdapterConfig
 from app.agents.adapters.coords import CoordinateContract
 from app.agents.base import Observation
-from app.core.actions import Action, Click, Drag, Move, Scroll, answer_from_text
-from app.core.conversation import Message
+from app.core.actions import Action, Ask, Click, Done, Drag, Move, Scroll, answer_from_text
+from app.core.conversation import Message, message_step
 from app.core.errors import ActionError, MalformedAction
 from app.endpoints.client import KeyHeader
 
@@ -123,6 +123,38 @@ def tool_answer(arguments: Any) -> Any:
     return answer_from_text(answer) if isinstance(answer, str) else answer
 
 
+def ending(policy: str) -> str:
+    """What the prompt of a family with text-only turns (Anthropic, OpenAI computer
+    use) says about ending, as the run's `text_turn` policy reads such a turn."""
+    if policy == "ask":
+        return (
+            "When the active instruction is satisfied, call done (when it asks for a "
+            "value, a number, a name, a list, give that value as answer). A message "
+            "without a tool call is your question to the user: their answer comes next."
+        )
+    return (
+        "When the active instruction is satisfied, answer with a short summary and no "
+        "tool call; when it asks for a value (a number, a name, a list), call done with "
+        "that value as answer instead."
+    )
+
+
+def text_turn(policy: str, text: str, info: dict[str, Any], raw: Any) -> Reading:
+    """A turn of text without a tool call, read by the run's policy (`AdapterConfig.
+    text_turn`): `done`, a DONE (the text, recorded as `content`, is a summary);
+    `ask`, the agent's question to the user. `info` records the policy applied.
+
+    Raises:
+        MalformedAction: `ask`, and the turn has no text to ask.
+    """
+    info["text_turn"] = policy
+    if policy != "ask":
+        return Reading([Done()])
+    if not text.strip():
+        raise MalformedAction("the answer has neither a tool call nor text", raw)
+    return Reading([Ask(text.strip())])
+
+
 def malformed(exc: ActionError | MalformedAction, raw: Any) -> MalformedAction:
     """An action error met while reading an answer, as the rejected step's reason."""
     return MalformedAction(str(exc), raw)
@@ -141,7 +173,8 @@ def conversation_text(observation: Observation, shown: int = 0) -> str:
 def _line(message: Message, active: bool) -> str:
     who = "User" if message.role == "user" else "You"
     mark = "  <- ACTIVE INSTRUCTION" if active else ""
-    return f"[step {message.step}] {who} ({message.kind}): {message.text}{mark}"
+    where = message_step(message.step, message.role)
+    return f"[{where}] {who} ({message.kind}): {message.text}{mark}"
 
 
 def chat_state(observation: Observation, answers: Sequence[tuple[int, str, str | None]]) -> str:

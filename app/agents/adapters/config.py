@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 from app.agents.adapters.coords import (
     CONVENTIONS,
@@ -11,21 +11,18 @@ from app.agents.adapters.coords import (
     QWEN_MIN_PIXELS,
     Convention,
 )
+from app.agents.adapters.formats import CHECKED, TOOLS, Format, model_format
 from app.core.errors import AgentError, DeskLoopError
 from app.endpoints.client import EndpointConfig
 
 ADAPTERS: tuple[str, ...] = ("pyautogui", "uitars", "anthropic", "openai-cua", "qwen")
 """The families DeskLoop reads natively (besides its own tools, `--adapter deskloop`)."""
 
-DEFAULT_CONVENTION: dict[str, Convention] = {
-    "pyautogui": "pixels",
-    "uitars": "0-1000",
-    "anthropic": "pixels",
-    "openai-cua": "pixels",
-    "qwen": "qwen-grid",
-}
-"""Each family's native convention; `coords` overrides it (UI-TARS-1.5 and OpenCUA
-write pixels of the smart-resized image, `qwen-grid`; Qwen3-VL writes `0-1000`)."""
+TextTurn = Literal["done", "ask"]
+TEXT_TURNS: tuple[str, ...] = get_args(TextTurn)
+TEXT_TURN_FAMILIES = ("anthropic", "openai-cua")
+"""The families whose model may answer with text and no tool call: `text_turn` says what
+such a turn is. The chat families read their text as actions, so they have none."""
 
 FAMILY_BASE_URL: dict[str, str] = {"anthropic": "https://api.anthropic.com/v1"}
 FAMILY_KEY_ENV: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY"}
@@ -47,7 +44,16 @@ class AdapterConfig(EndpointConfig):
 
     adapter: str = "pyautogui"
     coords: Convention | None = None
-    """The coordinate convention; None: the family's own (`DEFAULT_CONVENTION`)."""
+    """The coordinate convention; None: the model's, as the format table says
+    (`app.agents.adapters.formats`)."""
+    computer_tool: str | None = None
+    """The computer tool (anthropic, openai-cua; its beta header follows) instead of the
+    one the format table names for the model."""
+    text_turn: TextTurn = "done"
+    """What a turn of text without a tool call is (anthropic, openai-cua): `done`, a DONE
+    whose text is a summary; `ask`, the agent's question to the user (for interactive
+    tasks, where a model may ask in words rather than through `ask_user`). The model's
+    prompt says which."""
     image_width: int = 1280
     image_height: int = 800
     """The screenshot is scaled down (aspect kept) to fit this box; never up."""
@@ -84,6 +90,20 @@ class AdapterConfig(EndpointConfig):
                 f"model agent: unknown adapter {self.adapter!r}; known: "
                 f"deskloop, {', '.join(ADAPTERS)}"
             )
+        if self.computer_tool is not None:
+            tools = TOOLS.get(self.adapter)
+            if tools is None:
+                raise AgentError(
+                    f"model agent: {self.adapter} has no computer tool to choose; "
+                    f"{' and '.join(TOOLS)} have"
+                )
+            if self.computer_tool not in tools:
+                raise AgentError(
+                    f"model agent: {self.computer_tool!r} is not one of {self.adapter}'s "
+                    f"computer tools: {', '.join(tools)}"
+                )
+        if self.text_turn not in TEXT_TURNS:
+            raise AgentError(f"model agent: text_turn must be ask or done, not {self.text_turn!r}")
         if self.coords is not None and self.coords not in CONVENTIONS:
             raise AgentError(
                 f"model agent: unknown coordinate convention {self.coords!r}; known: "
@@ -97,18 +117,17 @@ class AdapterConfig(EndpointConfig):
             raise AgentError("model agent: history must be >= 0, screenshots and images_kept >= 1")
 
     @property
+    def format(self) -> Format:
+        """What the model takes, as the format table says (`computer_tool` replacing
+        its tool)."""
+        return model_format(self.adapter, self.model, self.computer_tool)
+
+    @property
     def convention(self) -> Convention:
-        """`coords`, else the family's convention, refined by the model's name where a
-        family's checkpoints differ (Qwen3-VL writes 0-1000, UI-TARS-1.5 pixels of the
+        """`coords`, else the model's convention in the format table (a family's
+        checkpoints may differ: Qwen3-VL writes 0-1000, UI-TARS-1.5 pixels of the
         smart-resized image)."""
-        if self.coords is not None:
-            return self.coords
-        name = self.model.lower().replace("_", "-").replace(".", "-")
-        if self.adapter == "qwen" and "qwen3" in name:
-            return "0-1000"
-        if self.adapter == "uitars" and "1-5" in name:
-            return "qwen-grid"
-        return DEFAULT_CONVENTION[self.adapter]
+        return self.coords if self.coords is not None else self.format.coords
 
     def public(self) -> dict[str, Any]:
         """The settings recorded with an episode (never the key itself)."""
@@ -129,4 +148,17 @@ class AdapterConfig(EndpointConfig):
                 if self.convention == "qwen-grid"
                 else {}
             ),
+            **({"computer_tool": self._tool_record()} if self.adapter in TOOLS else {}),
+            **({"text_turn": self.text_turn} if self.adapter in TEXT_TURN_FAMILIES else {}),
+        }
+
+    def _tool_record(self) -> dict[str, Any]:
+        """The computer tool the episode used, its beta header, whether the format
+        table or an option chose it, and when the table was checked."""
+        row = self.format
+        return {
+            "type": row.tool,
+            "beta": row.beta,
+            "by": "table" if self.computer_tool is None else "option",
+            "table_checked": CHECKED,
         }

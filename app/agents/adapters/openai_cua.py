@@ -1,13 +1,23 @@
 """OpenAI computer use over the Responses API (`POST {base_url}/responses`).
 
-The request offers the `computer_use_preview` tool (`display_width` × `display_height`
-is the size of every screenshot sent; coordinates are its pixels, `environment:
-linux`) and DeskLoop's `ask_user`, `done` and `give_up` functions, with `truncation:
-auto` as the API requires. Each `computer_call` is answered in the next request (chained with
+The request offers the computer tool the format table names for the model
+(`app.agents.adapters.formats`): the built-in `computer` tool (`{"type": "computer"}`)
+for GPT-5.4 and later, whose `computer_call`s batch their actions in `actions`; else
+`computer_use_preview`, one `action` per call, declared with `display_width` ×
+`display_height`, the size of every screenshot sent, and `environment: linux`. Either
+way the coordinates are pixels of the screenshot sent. DeskLoop's `ask_user`, `done` and
+`give_up` functions come with it, and `truncation: auto` as the preview requires. Each
+`computer_call` is answered in the next request (chained with
 `previous_response_id`) by a `computer_call_output` carrying the new screenshot; a
 `function_call` by a `function_call_output`. A call's `pending_safety_checks` are
 recorded with the step (`safety_checks`) and acknowledged in its output: the desktop
 is a throw-away lab session. A response without a call is DONE (its text recorded).
+A `screenshot` action is answered in the same step with the screen as it is.
+
+A response that is not usable (no `output` list; `failed`, `incomplete` or
+`cancelled` without a call) is refused and is no part of the conversation: the next
+request continues the last usable response and carries again all it owed (the calls'
+outputs, the user's new messages), with why the answer was refused.
 
 | `action.type` | DeskLoop |
 |---|---|
@@ -20,7 +30,8 @@ is a throw-away lab session. A response without a call is DONE (its text recorde
 | `type` | `type` |
 | `wait` | `wait` 1 s |
 | `screenshot` | answered at once with the screen |
-| `ask_user` / `give_up` function call; no call | ASK / FAIL; DONE |
+| `keys` held during a pointer action (the built-in tool) | refused, with why |
+| `ask_user` / `give_up` function call; no call | ASK / FAIL; DONE (`text_turn: ask`: ASK) |
 | `done` function call (`answer`, optional, text or any JSON value) | DONE with that answer |
 
 As for Anthropic, a value the task asks for comes through DeskLoop's `done` function;
@@ -37,7 +48,9 @@ from app.agents.adapters.base import (
     Reading,
     Shot,
     conversation_text,
+    ending,
     malformed,
+    text_turn,
     tool_answer,
 )
 from app.agents.adapters.config import AdapterConfig
@@ -63,9 +76,7 @@ from app.endpoints.client import KeyHeader
 INSTRUCTIONS = """\
 You are operating a Linux desktop for a user. The user's messages come in this \
 conversation; the latest one is the active instruction, and earlier ones stay in force \
-unless it says otherwise. When the active instruction is satisfied, answer with a short \
-summary and no tool call; when it asks for a value (a number, a name, a list), call \
-done with that value as answer instead. If something is unclear and you need the \
+unless it says otherwise. {ending} If something is unclear and you need the \
 user's input, call ask_user. If you cannot complete the task, call give_up.
 """
 
@@ -126,6 +137,13 @@ def cua_action(data: Any, shot: Shot) -> list[Action] | None:
             raise ActionError(f"{kind}: a point is {{x, y}}, not {item!r}")
         return contract.to_screen(item.get("x"), item.get("y"), str(kind))
 
+    held = data.get("keys") if kind != "keypress" else None
+    if held:
+        # The built-in tool's pointer actions may hold keys (a shift-click).
+        what = "click" if kind in ("click", "double_click") else kind
+        names = "+".join(map(str, held)) if isinstance(held, list) else repr(held)
+        raise ActionError(f"{what} holding {names}: DeskLoop's {what}s hold no keys")
+
     if kind == "click":
         button = data.get("button", "left")
         if button not in _BUTTONS:
@@ -174,10 +192,13 @@ class OpenAICUAFamily:
 
     def reset(self) -> None:
         self.previous: str | None = None
-        """The last response's id: the next request continues it."""
+        """The last usable response's id: the next request continues it."""
         self.shown = 0
+        """How many of the episode's messages that response's conversation holds."""
+        self.sending = 0
+        """How many the request in flight holds (`shown` once its answer is usable)."""
         self.pending: list[dict[str, Any]] = []
-        """The last response's calls, each owed an output."""
+        """The last usable response's calls, each owed an output."""
         self.note: str | None = None
 
     def headers(self) -> dict[str, str]:
@@ -224,21 +245,14 @@ class OpenAICUAFamily:
             parts.append({"type": "input_image", "image_url": shot.data_url})
         if parts:
             items.append({"role": "user", "content": parts})
-        self.shown = len(observation.conversation)
-        self.pending, self.note = [], None
-        sent_w, sent_h = shot.contract.sent
+        # What this request owes stays owed until a usable answer comes (`read`): an
+        # unusable one is no part of the conversation, and the next request continues
+        # the last usable response with all of it again.
+        self.sending = len(observation.conversation)
         body: dict[str, Any] = {
             "model": self.config.model,
-            "instructions": INSTRUCTIONS,
-            "tools": [
-                {
-                    "type": "computer_use_preview",
-                    "display_width": sent_w,
-                    "display_height": sent_h,
-                    "environment": "linux",
-                },
-                *FUNCTIONS,
-            ],
+            "instructions": INSTRUCTIONS.format(ending=ending(self.config.text_turn)),
+            "tools": [self._computer_tool(shot), *FUNCTIONS],
             "input": items,
             "truncation": "auto",
         }
@@ -246,14 +260,39 @@ class OpenAICUAFamily:
             body["previous_response_id"] = self.previous
         return body
 
+    def _computer_tool(self, shot: Shot) -> dict[str, Any]:
+        """The computer tool the format table names for the model: the built-in
+        `computer` (the screenshot's own size is the display), or the preview, declared
+        with the screenshot's size."""
+        tool = self.config.format.tool
+        if tool == "computer":
+            return {"type": "computer"}
+        sent_w, sent_h = shot.contract.sent
+        return {
+            "type": tool,
+            "display_width": sent_w,
+            "display_height": sent_h,
+            "environment": "linux",
+        }
+
     def read(
         self, data: dict[str, Any], shot: Shot, pointer: Pointer, info: dict[str, Any]
     ) -> Reading:
         output = data.get("output")
         if not isinstance(output, list):
             raise MalformedAction("the response has no output list", data)
+        calls = [
+            item
+            for item in output
+            if isinstance(item, dict) and item.get("type") in ("computer_call", "function_call")
+        ]
+        status = data.get("status")
+        if status in ("failed", "incomplete", "cancelled") and not calls:
+            raise MalformedAction(f"the response is {status}{_why(data)}", data)
+        # A usable answer: the conversation goes on from it.
         if isinstance(data.get("id"), str):
             self.previous = data["id"]
+        self.shown, self.pending, self.note = self.sending, calls, None
         text = "".join(
             part.get("text", "")
             for item in output
@@ -263,13 +302,7 @@ class OpenAICUAFamily:
         )
         if text:
             info["content"] = text
-        calls = [
-            item
-            for item in output
-            if isinstance(item, dict) and item.get("type") in ("computer_call", "function_call")
-        ]
-        self.pending = calls
-        info["calls"] = [
+        info["calls_in_answer"] = [
             {
                 "type": c.get("type"),
                 "action": c.get("action"),
@@ -282,7 +315,7 @@ class OpenAICUAFamily:
         if checks:
             info["safety_checks"] = checks
         if not calls:
-            return Reading([Done()])
+            return text_turn(self.config.text_turn, text, info, data)
         start = pointer.at
         actions: list[Action] = []
         look = False
@@ -338,3 +371,12 @@ class OpenAICUAFamily:
             "completion_tokens": usage.get("output_tokens"),
             "total_tokens": usage.get("total_tokens"),
         }
+
+
+def _why(data: dict[str, Any]) -> str:
+    """': reason' of a response that failed or stopped short, where it says one."""
+    details = data.get("incomplete_details") or data.get("error")
+    if not isinstance(details, dict):
+        return ""
+    why = details.get("reason") or details.get("message")
+    return f": {why}" if why else ""

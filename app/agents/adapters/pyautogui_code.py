@@ -73,6 +73,11 @@ def code_of(text: str) -> str:
     return "\n".join(blocks) if blocks else text
 
 
+def fenced(text: str) -> bool:
+    """Whether the answer holds a code block (else its whole text is read as code)."""
+    return bool(_FENCE.search(text))
+
+
 class _Reader:
     def __init__(self, contract: CoordinateContract, pointer: Pointer) -> None:
         self.contract = contract
@@ -410,8 +415,8 @@ def read_pyautogui(text: str, contract: CoordinateContract, pointer: Pointer) ->
     """The actions of one answer (see the module doc), in screen pixels.
 
     Raises:
-        MalformedAction: code that does not parse, or a statement or call DeskLoop does
-            not read; nothing of the answer acts then.
+        MalformedAction: no code block and no code, a block that does not parse, or a
+            statement or call DeskLoop does not read; nothing of the answer acts then.
     """
     code = code_of(text).strip()
     if code.upper().rstrip(".") in _WORDS:
@@ -421,6 +426,13 @@ def read_pyautogui(text: str, contract: CoordinateContract, pointer: Pointer) ->
     try:
         tree = ast.parse(code, mode="exec")
     except SyntaxError as exc:
+        if not fenced(text):
+            # Prose without code: say what is missing, not that prose is bad Python.
+            raise MalformedAction(
+                "no code block: expected a ```python block of pyautogui calls (or DONE, "
+                f"FAIL, WAIT); the text is not Python either: {exc.msg} (line {exc.lineno})",
+                text,
+            ) from None
         raise MalformedAction(
             f"the code does not parse: {exc.msg} (line {exc.lineno})", text
         ) from None

@@ -9,6 +9,7 @@ from typing import Any
 
 from app.agents.base import Observation
 from app.agents.openai.config import ToolMode
+from app.core.conversation import message_step
 
 SYSTEM_PROMPT = """\
 You operate a Linux desktop for a user. Each turn you see a screenshot ({width}x{height} \
@@ -148,7 +149,8 @@ def describe_state(observation: Observation, history: Sequence[Turn]) -> str:
     for message in observation.conversation:
         who = "User" if message.role == "user" else "You"
         mark = "  <- ACTIVE INSTRUCTION" if message is active else ""
-        lines.append(f"[step {message.step}] {who} ({message.kind}): {message.text}{mark}")
+        where = message_step(message.step, message.role)
+        lines.append(f"[{where}] {who} ({message.kind}): {message.text}{mark}")
     if history:
         lines.append("")
         lines.append("Your recent actions:")

@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Input, RichLog, Select, Static
 
 from app.core.conversation import Message as ChatMessage
+from app.core.conversation import message_step
 from app.core.vocabulary import UserKind
 from app.episode.events import (
     EndedEvent,
@@ -28,7 +29,7 @@ from app.episode.events import (
     WaitingEvent,
 )
 from app.rfb.client import VncEndpoint
-from app.ui.describe import describe_end, flow, message_step
+from app.ui.describe import describe_end, flow
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
 from app.ui.modals import ConfirmScreen

@@ -15,11 +15,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.timer import Timer
 from textual.widgets import DataTable, Header, Static
 
-from app.core.conversation import describe_origin
+from app.core.conversation import describe_origin, message_step
 from app.core.integrity import IntegrityFlag
 from app.core.outcomes import CheckOutcome
 from app.store import EpisodeRecord, MessageRecord, StepRecord
-from app.ui.describe import flow, message_step
+from app.ui.describe import flow
 from app.ui.halfblock import HalfBlockView, Pixels, mark_point
 from app.ui.screens.base import LabFooter, LabScreen
 

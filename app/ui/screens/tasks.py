@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Header, Input, Label, Markdown, Select, Static, Tree
 
+from app.agents.adapters.formats import TOOLS
 from app.agents.factory import AGENT_SPECS
 from app.agents.openai.config import OpenAIConfig
 from app.core.validation import positive_seconds
@@ -29,7 +30,23 @@ Choice = tuple[str, UserMode, float | None, dict[str, str], dict[str, str] | Non
 """Agent, user mode, agent timeout, the model agent's endpoint, and the LLM user's
 (model, base URL, key variable; None: no LLM user)."""
 """(agent spec, user mode, agent timeout or None for the default, a model agent's
-endpoint fields: adapter, model, base_url, api_key_env, those filled in)."""
+endpoint fields: adapter, model, base_url, api_key_env, computer_tool, text_turn, those
+filled in)."""
+
+COMPUTER_TOOL_OPTIONS = [
+    ("computer tool: as the format table says", ""),
+    *(
+        (f"computer tool: {tool} ({family})", tool)
+        for family, tools in TOOLS.items()
+        for tool in tools
+    ),
+]
+
+TEXT_TURN_OPTIONS = [
+    ("text without a tool call: DONE (default)", ""),
+    ("text without a tool call: a question (ASK)", "ask"),
+]
+"""anthropic, openai-cua: what a turn of text without a tool call is (`--text-turn`)."""
 
 ADAPTER_OPTIONS = [
     ("as the agent spec says (default: DeskLoop's tools)", ""),
@@ -65,6 +82,9 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
             with Horizontal(id="endpoint-fields"):
                 yield Input(placeholder="base URL, e.g. http://127.0.0.1:8000/v1", id="base-url")
                 yield Input(placeholder="key variable (default per adapter)", id="api-key-env")
+            with Horizontal(id="format-fields"):
+                yield Select(COMPUTER_TOOL_OPTIONS, value="", allow_blank=False, id="computer-tool")
+                yield Select(TEXT_TURN_OPTIONS, value="", allow_blank=False, id="text-turn")
             yield Label("Agent timeout, seconds per model call (model agents)")
             yield Input(placeholder=f"default {OpenAIConfig.deadline:g}", id="agent-timeout")
             yield Static("", id="agent-timeout-error")
@@ -121,6 +141,8 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
                 ("model", self.query_one("#model", Input).value.strip()),
                 ("base_url", self.query_one("#base-url", Input).value.strip()),
                 ("api_key_env", self.query_one("#api-key-env", Input).value.strip()),
+                ("computer_tool", str(self.query_one("#computer-tool", Select).value or "")),
+                ("text_turn", str(self.query_one("#text-turn", Select).value or "")),
             )
             if value
         }
