@@ -107,9 +107,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return DesktopAwareScheduling(config, log)
 
 
+_IS_WORKER = False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _IS_WORKER
+    # Read off this run's config, not the environment: a pytest started by a test
+    # inherits the worker variables of the run around it.
+    _IS_WORKER = hasattr(config, "workerinput")
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # Under xdist the controller sees every worker's reports: recorded there once.
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if _IS_WORKER:
         return
     record_time(
         "test",
@@ -148,7 +158,7 @@ def pytest_fixture_setup(
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """The run's total and the image builds' share, before pytest's closing line."""
     path = os.environ.get(TIMES_ENV)
-    if not path or not Path(path).is_file() or os.environ.get("PYTEST_XDIST_WORKER"):
+    if not path or not Path(path).is_file() or _IS_WORKER:
         return
 
     terminalreporter.section("suite time")

@@ -17,9 +17,10 @@ from app.core.errors import DeskLoopError, DesktopError
 T = TypeVar("T")
 
 # How long a failure of the desktop's side waits for the death watch to speak: above
-# the VNC watch's reopen timeout and its wait for the backend's own account
-# (app.desktops.vnc_screen.REOPEN_TIMEOUT + BACKEND_GRACE).
-DEATH_GRACE = 3.5
+# the VNC watch's reopen timeout (app.desktops.vnc_screen.REOPEN_TIMEOUT). A refused
+# reopen is told at once, and the watch's wait for the backend's account
+# (BACKEND_GRACE) fits in it.
+DEATH_GRACE = 2.0
 
 
 class Mortal(Protocol):
