@@ -1,4 +1,4 @@
-"""`tasks audit`'s table (issue 27): what each cell says. The runs themselves need
+"""`tasks audit`'s table: what each cell says. The runs themselves need
 desktops (tests/test_integrity_desktop.py); a task without a cheater needs none."""
 
 from __future__ import annotations

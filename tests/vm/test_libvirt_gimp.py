@@ -15,17 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from app.agents.factory import make_agent
-from app.desktops.base import Desktop
 from app.desktops.libvirt import LibvirtDesktop
 from app.desktops.local import LocalDesktop
-from app.episode.events import EpisodeResult
-from app.episode.runner import EpisodeRunner
 from app.store import Store
-from app.tasks.loader import load_task
-from app.users.simulated import SimulatedUser
 from tests.episode_story import episode_story
-from tests.vm.episodes import ROOT
+from tests.vm.episodes import ROOT, run_episode, verdicts
 
 pytestmark = [
     pytest.mark.desktop,
@@ -37,32 +31,18 @@ TASK = ROOT / "tasks" / "gimp" / "gimp-flip-export.yaml"
 VM_IMAGE = "gimp"
 
 
-async def _episode(desktop: Desktop, agent: str, store: Store, backend: str) -> EpisodeResult:
-    task = load_task(TASK)
-    runner = EpisodeRunner(
-        task, desktop, make_agent(agent, task), SimulatedUser(), store, backend=backend
-    )
-    result = await runner.run()
-    assert result.status == "finished", episode_story(store, result)
-    return result
-
-
-def _verdicts(store: Store, result: EpisodeResult) -> list[tuple[str, bool]]:
-    return [(c.name, c.passed) for c in store.checks(result.episode_id)]
-
-
 async def test_gimp_task_on_a_vm_scores_as_on_the_local_desktop(
     pooled_vm: LibvirtDesktop, tmp_path: Path
 ) -> None:
     with Store(tmp_path / "db.sqlite") as store:
         # From the boot state: opens GIMP by the task's setup and saves the start state.
         pooled_vm.timings.clear()
-        first_null = await _episode(pooled_vm, "null", store, "libvirt")
+        first_null = await run_episode(TASK, pooled_vm, "null", store, "libvirt")
         assert "save" in pooled_vm.timings, pooled_vm.timings
         print("start state made:", pooled_vm.timings)
 
         pooled_vm.timings.clear()
-        reference = await _episode(pooled_vm, "reference", store, "libvirt")
+        reference = await run_episode(TASK, pooled_vm, "reference", store, "libvirt")
         assert "restore" in pooled_vm.timings and "save" not in pooled_vm.timings
         listing = await pooled_vm.guest.run(["ls", "-la", "/home/user/Desktop"], 30)
         desktop_files = listing.stdout.decode(errors="replace")
@@ -70,10 +50,10 @@ async def test_gimp_task_on_a_vm_scores_as_on_the_local_desktop(
 
         # The reference exported ~/Desktop/photo-flipped.png; after a restore it must
         # be gone (disk and memory come back from the saved state).
-        second_null = await _episode(pooled_vm, "null", store, "libvirt")
+        second_null = await run_episode(TASK, pooled_vm, "null", store, "libvirt")
 
         async with LocalDesktop() as local:
-            local_reference = await _episode(local, "reference", store, "local")
+            local_reference = await run_episode(TASK, local, "reference", store, "local")
 
         story = episode_story(store, reference) + "\n~/Desktop after it:\n" + desktop_files
         assert reference.end_reason == "done" and reference.score == 1.0, story
@@ -81,5 +61,5 @@ async def test_gimp_task_on_a_vm_scores_as_on_the_local_desktop(
             episode_story(store, first_null),
             episode_story(store, second_null),
         )
-        assert _verdicts(store, reference) == _verdicts(store, local_reference)
+        assert verdicts(store, reference) == verdicts(store, local_reference)
         assert reference.score == local_reference.score
