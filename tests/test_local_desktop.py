@@ -26,7 +26,7 @@ import pytest
 
 from app.core.actions import Type
 from app.core.errors import DesktopError, GuestError, VNCError
-from app.core.procfs import process_start_time
+from app.core.procfs import process_environ, process_start_time
 from app.desktops import local_session, reaper, xvnc
 from app.desktops.lab_user import lab_user
 from app.desktops.local import LocalDesktop, reap_orphans
@@ -121,6 +121,13 @@ def test_password_file_matches_vncpasswd(password: str) -> None:
     assert vnc_password_file_bytes(password) == expected
 
 
+def wait_for_marker(pid: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while "DESKLOOP_DESKTOP" not in process_environ(pid):
+        assert time.monotonic() < deadline, f"pid {pid} never showed its environment"
+        time.sleep(0.01)
+
+
 def test_reap_orphans_kills_leftovers_of_dead_owners_only(tmp_path: Path) -> None:
     dead_pid = subprocess.Popen(["true"])
     dead_pid.wait()
@@ -148,6 +155,11 @@ def test_reap_orphans_kills_leftovers_of_dead_owners_only(tmp_path: Path) -> Non
     recycled = start("recycled-" + os.urandom(4).hex(), me, "1", orphan_dir)
     kept = start("kept-" + os.urandom(4).hex(), me, my_start, live_dir)
     try:
+        # Popen returns once exec has closed the child's descriptors, but the kernel
+        # sets up the new environment a moment later: until then /proc shows none,
+        # and a leftover (always long-lived) would not be told from an exec in flight.
+        for proc in (orphan, recycled, kept):
+            wait_for_marker(proc.pid)
         killed = reap_orphans(root=tmp_path)
         assert orphan.wait(timeout=10) is not None
         assert recycled.wait(timeout=10) is not None
