@@ -48,7 +48,7 @@ from app.core.vocabulary import (
     ErrorKind,
     PhaseKind,
 )
-from app.store import Store, encode_png
+from app.store import Store, frame_png
 from app.store.schema import MIGRATIONS
 from app.tasks.model import Phase
 from tests.check_outcomes import outcome
@@ -97,7 +97,7 @@ def step(store: Store, episode_id: int, idx: int, **overrides: Any) -> list[int]
 
 
 def png_of(value: int, size: tuple[int, int] = (8, 12)) -> bytes:
-    return encode_png(np.full((*size, 3), value, dtype=np.uint8))
+    return frame_png(np.full((*size, 3), value, dtype=np.uint8))
 
 
 # -- schema ------------------------------------------------------------------
@@ -703,7 +703,7 @@ CHILD = textwrap.dedent(
     from app.core.conversation import Message
     from app.core.triggers import AgentDone
     from app.tasks.model import Phase
-    from app.store import Store, encode_png
+    from app.store import Store, frame_png
     import numpy as np
     store = Store(sys.argv[1])
     episode = store.start_episode(
@@ -715,7 +715,7 @@ CHILD = textwrap.dedent(
     print(episode, flush=True)
     for idx in range(100000):
         frame = store.save_frame(
-            episode, idx, encode_png(np.full((4, 4, 3), idx % 256, dtype=np.uint8)))
+            episode, idx, frame_png(np.full((4, 4, 3), idx % 256, dtype=np.uint8)))
         store.record_step(
             episode, idx=idx, action={"kind": "wait", "seconds": idx}, kind="wait",
             description=f"step {idx}", started_at=time.time(), agent_seconds=0.0,
@@ -970,16 +970,16 @@ async def test_close_waits_for_the_calls_handed_over(tmp_path: Path) -> None:
 # -- frames -----------------------------------------------------------------------
 
 
-def test_encode_png_is_lossless() -> None:
+def test_frame_png_is_lossless() -> None:
     rng = np.random.default_rng(7)
     for shape in [(30, 40, 3), (30, 40, 4), (30, 40)]:
         pixels = rng.integers(0, 256, size=shape, dtype=np.uint8)
-        with Image.open(io.BytesIO(encode_png(pixels))) as image:
+        with Image.open(io.BytesIO(frame_png(pixels))) as image:
             assert np.array_equal(np.asarray(image), pixels)
     with pytest.raises(StoreError, match="uint8"):
-        encode_png(np.zeros((4, 4, 3), dtype=np.float32))
+        frame_png(np.zeros((4, 4, 3), dtype=np.float32))
     with pytest.raises(StoreError, match="shape"):
-        encode_png(np.zeros((4, 4, 2), dtype=np.uint8))
+        frame_png(np.zeros((4, 4, 2), dtype=np.uint8))
 
 
 def test_identical_frames_share_a_file_within_an_episode(tmp_path: Path) -> None:

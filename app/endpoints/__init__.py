@@ -7,7 +7,8 @@ retries, deadline), the request, explicit httpx timeouts, the one retry policy a
 the total deadline per call, and the typed errors that tell an unavailable endpoint
 (`EndpointUnavailable`, which a batch retries) from a refused request
 (`EndpointRefused`, which it does not). What a request asks and what its answer
-means stay with the callers.
+means stay with the callers. `cache` keeps answers on disk for the callers that reuse
+them (the model judge, the LLM user): one file format, one key.
 
 It sits below agents and users because those two are siblings that may not import
 each other. May import `app.core` only.

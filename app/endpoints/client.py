@@ -162,16 +162,8 @@ class EndpointClient:
             EndpointRefused: a 4xx other than 408/409/425/429, or an unusable URL.
             EndpointUnavailable: the retries or the deadline ran out.
         """
-        config = self.config
-        body: dict[str, Any] = {
-            "model": config.model,
-            "messages": messages,
-            "temperature": config.temperature,
-            "max_tokens": config.max_tokens,
-        }
-        if config.seed is not None:
-            body["seed"] = config.seed
-        return await _Call(self, config.url, body | extra).run()
+        body = chat_body(self.config, messages, **extra)
+        return await _Call(self, self.config.url, body).run()
 
     async def post(
         self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None
@@ -330,6 +322,22 @@ class _Call:
             f"{state.upcoming_sleep:g} s more would pass the call's {config.deadline:g} s "
             f"deadline; last: {self.problem}"
         )
+
+
+def chat_body(
+    config: EndpointConfig, messages: list[dict[str, Any]], **extra: Any
+) -> dict[str, Any]:
+    """A chat-completions request of `messages` with the config's model and sampling
+    (what `EndpointClient.complete` sends); `extra` adds or replaces fields."""
+    body: dict[str, Any] = {
+        "model": config.model,
+        "messages": messages,
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+    }
+    if config.seed is not None:
+        body["seed"] = config.seed
+    return body | extra
 
 
 def retry_after(response: httpx.Response) -> float | None:

@@ -29,7 +29,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,6 +39,7 @@ from app.checks.judge import JudgeParams, judge_key
 from app.checks.tree import CheckLeaf, EvalNode, leaves
 from app.core.errors import DeskLoopError, EndpointRefused, EndpointUnavailable
 from app.core.judgements import JudgedImage, Judgement, Verdict
+from app.endpoints.cache import AnswerCache, answer_key
 from app.endpoints.client import EndpointClient, EndpointConfig
 from app.tasks.model import Task
 
@@ -137,6 +137,7 @@ class _Asker:
         self.state = state
         self.phase = phase
         self._frame: bytes | None = None
+        self._cache = AnswerCache(context.cache_dir, "judge")
 
     async def frame(self) -> bytes | None:
         if self._frame is None and self.context.frame is not None:
@@ -210,7 +211,7 @@ class _Asker:
             return replace(base, error=problem)
         if self.context.config is None:
             return replace(base, error="no judge endpoint is configured (--judge-model)")
-        cached = await asyncio.to_thread(_read_cache, self.context.cache_dir, key)
+        cached = await asyncio.to_thread(self._cache.read, key)
         if cached is not None:
             return replace(base, answer=cached, verdict=parse_verdict(cached), cached=True)
         assert client is not None
@@ -244,7 +245,7 @@ class _Asker:
         except ValueError as exc:
             return replace(base, answer=answer, error=f"no verdict: {exc}: {_cut(answer)!r}")
         entry = {"request_key": key, "model": config.model, "prompt": prompt, "answer": answer}
-        await asyncio.to_thread(_write_cache, self.context.cache_dir, key, entry)
+        await asyncio.to_thread(self._cache.write, key, entry)
         return replace(base, answer=answer, verdict=verdict)
 
 
@@ -258,8 +259,7 @@ def request_key(config: EndpointConfig, prompt: list[dict[str, Any]]) -> str:
         "max_tokens": config.max_tokens,
         "prompt": prompt,
     }
-    blob = json.dumps(material, sort_keys=True, ensure_ascii=False).encode()
-    return hashlib.sha256(blob).hexdigest()
+    return answer_key(material)
 
 
 def _content(data: dict[str, Any]) -> str:
@@ -268,34 +268,6 @@ def _content(data: dict[str, Any]) -> str:
     except (KeyError, IndexError, TypeError):
         return ""
     return content if isinstance(content, str) else ""
-
-
-def _cache_file(cache_dir: Path, key: str) -> Path:
-    return cache_dir / key[:2] / f"{key}.json"
-
-
-def _read_cache(cache_dir: Path, key: str) -> str | None:
-    path = _cache_file(cache_dir, key)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise DeskLoopError(f"{path}: unreadable judge cache entry: {exc}") from None
-    answer = data.get("answer") if isinstance(data, dict) else None
-    if not isinstance(answer, str):
-        raise DeskLoopError(f"{path}: judge cache entry has no answer")
-    return answer
-
-
-def _write_cache(cache_dir: Path, key: str, entry: dict[str, Any]) -> None:
-    path = _cache_file(cache_dir, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Write then rename: a crash never leaves half an answer for the next run.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(entry, handle, ensure_ascii=False)
-    os.replace(tmp, path)
 
 
 def judge_leaves(tree: EvalNode) -> list[CheckLeaf]:

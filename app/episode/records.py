@@ -30,7 +30,7 @@ from app.episode.protocol import Protocol
 from app.episode.scoring import ScoreResult
 from app.episode.waits import PersonWaits
 from app.store import Store
-from app.store.frames import encode_png
+from app.store.frames import frame_png
 from app.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class EpisodeRecords:
         """An agent's image kept with the episode's frames (its path), if frames are."""
         if not self.options.store_frames:
             return None
-        png = await asyncio.to_thread(encode_png, pixels)
+        png = await asyncio.to_thread(frame_png, pixels)
         return await self._stored(self.store.save_frame, episode_id, name, png)
 
     async def _save_frame(self, episode_id: int, name: str, frame: Frame) -> str | None:
@@ -124,7 +124,7 @@ class EpisodeRecords:
                 last.pixels, frame.pixels
             ):
                 return last_path
-        png = await asyncio.to_thread(encode_png, frame.pixels)
+        png = await asyncio.to_thread(frame_png, frame.pixels)
         path = await self._stored(self.store.save_frame, episode_id, name, png)
         self._last_frame = (frame, path)
         return path
@@ -223,7 +223,7 @@ class EpisodeRecords:
 
         async def frame() -> bytes:
             shot = await self.desktop.frame()
-            return await asyncio.to_thread(encode_png, shot.pixels)
+            return await asyncio.to_thread(frame_png, shot.pixels)
 
         return JudgeContext(self.options.judge, self.store.root / JUDGE_CACHE, frame)
 

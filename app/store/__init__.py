@@ -2,7 +2,7 @@
 
 The only writer of the database. Its interface is what this file exports: the
 `Store`, the records it reads back (one per table; a check reads back as the
-`app.core.outcomes.CheckOutcome` it was recorded from), and `encode_png` for the
+`app.core.outcomes.CheckOutcome` it was recorded from), and `frame_png` for the
 frames it saves. The words it stores (statuses, kinds, sources...) are
 `app.core.vocabulary`'s, a phase's trigger is `app.core.triggers`'s. May import only
 `app.core`.
@@ -10,7 +10,7 @@ frames it saves. The words it stores (statuses, kinds, sources...) are
 
 from app.store.archive import ArchiveRecord, RescoreRecord
 from app.store.base import LockWait
-from app.store.frames import encode_png
+from app.store.frames import frame_png
 from app.store.notes import normalize_tag
 from app.store.records import (
     BatchRecord,
@@ -31,6 +31,6 @@ __all__ = [
     "RescoreRecord",
     "StepRecord",
     "Store",
-    "encode_png",
+    "frame_png",
     "normalize_tag",
 ]

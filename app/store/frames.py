@@ -1,6 +1,6 @@
 """Frame images on disk: PNG encoding and atomic, deduplicated writes.
 
-`encode_png` is pure (no I/O, no shared state) and takes tens of milliseconds for a
+`frame_png` is pure (no I/O, no shared state) and takes tens of milliseconds for a
 full screen, so the runner calls it from a worker thread and keeps the asyncio loop
 free; the store then only hashes and writes bytes (~1.5 ms for a 680 KiB frame).
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import os
 import re
 import tempfile
@@ -17,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from PIL import Image
 
 from app.core.errors import StoreError
+from app.core.frames import png_bytes
 
 # Measured on a 1280×800 GIMP screenshot: level 1 takes 38-56 ms, the default (6)
 # 50-146 ms for files only ~10% smaller; frames are written every step.
@@ -30,8 +29,13 @@ FRAME_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 FRAMES_FOLDER = re.compile(r"frames/[0-9a-f]{12}")
 
 
-def encode_png(pixels: npt.NDArray[np.uint8]) -> bytes:
-    """Encode height × width × 3 (RGB), × 4 (RGBA) or height × width (grey) uint8 pixels."""
+def frame_png(pixels: npt.NDArray[np.uint8]) -> bytes:
+    """The PNG bytes of a frame to store: height × width × 3 (RGB), × 4 (RGBA) or
+    height × width (grey) uint8 pixels, checked first.
+
+    Raises:
+        StoreError: the pixels are not uint8, not of one of those shapes, or empty.
+    """
     if pixels.dtype != np.uint8:
         raise StoreError(f"frame pixels must be uint8, got {pixels.dtype}")
     shape = tuple(pixels.shape)
@@ -39,11 +43,7 @@ def encode_png(pixels: npt.NDArray[np.uint8]) -> bytes:
         raise StoreError(f"frame pixels must be H×W, H×W×3 or H×W×4, got shape {shape}")
     if shape[0] == 0 or shape[1] == 0:
         raise StoreError(f"frame has no pixels (shape {shape})")
-    # Pillow picks L / RGB / RGBA from the uint8 array's shape.
-    image = Image.fromarray(np.ascontiguousarray(pixels))
-    out = io.BytesIO()
-    image.save(out, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
-    return out.getvalue()
+    return png_bytes(pixels, compress_level=PNG_COMPRESS_LEVEL)
 
 
 class FrameDir:

@@ -294,7 +294,7 @@ class Writes(StoreBase):
             return ids
 
     def save_frame(self, episode_id: int, name: str | int, png: bytes) -> str:
-        """Write a PNG (see frames.encode_png) as frame `name` (a step index or 'final').
+        """Write a PNG (see frames.frame_png) as frame `name` (a step index or 'final').
 
         Returns its path relative to the database's directory, for `record_step`; a
         frame identical to one already saved in this episode returns that one's path.

@@ -32,11 +32,7 @@ retries the episode), one that refuses the request or answers without text raise
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-import os
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -51,6 +47,7 @@ from app.core.errors import (
     describe_error,
 )
 from app.core.vocabulary import Source, UserMode
+from app.endpoints.cache import AnswerCache, answer_key
 from app.endpoints.client import EndpointClient, EndpointConfig, message_text
 from app.tasks.model import Task
 from app.users.simulated import NO_FURTHER_INFORMATION
@@ -185,6 +182,7 @@ class LLMUser:
         self.task = task
         self.config = config
         self.cache_dir = cache_dir
+        self._cache = AnswerCache(cache_dir, "LLM user")
         self.hidden = hidden if hidden is not None else hidden_details(task)
         self._conversation: Callable[[], Sequence[Message]] = lambda: ()
         self.calls = 0
@@ -205,12 +203,12 @@ class LLMUser:
             (m.role, m.kind, m.text) for m in self._conversation()
         ]
         key = self._key(question, history)
-        cached = await asyncio.to_thread(self._read_cache, key)
+        cached = await asyncio.to_thread(self._cache.read, key)
         if cached is not None:
             return cached, "simulated"
         text = await self._ask_model(question, history)
         entry = {"task": self.task.id, "model": self.config.model, "question": question}
-        await asyncio.to_thread(self._write_cache, key, {**entry, "answer": text})
+        await asyncio.to_thread(self._cache.write, key, {**entry, "answer": text})
         return text, "simulated"
 
     async def phrase_phases(self) -> tuple[Task, list[PhaseWording]]:
@@ -231,7 +229,7 @@ class LLMUser:
     async def _phrase(self, index: int, scripted: str) -> PhaseWording:
         key = self._phrase_key(index, scripted)
         try:
-            text = await asyncio.to_thread(self._read_cache, key)
+            text = await asyncio.to_thread(self._cache.read, key)
             if text is None:
                 text = await self._complete(
                     PHRASE_PROMPT.format(
@@ -242,7 +240,7 @@ class LLMUser:
                 )
                 entry = {"task": self.task.id, "model": self.config.model, "phase": index}
                 entry |= {"scripted": scripted, "answer": text}
-                await asyncio.to_thread(self._write_cache, key, entry)
+                await asyncio.to_thread(self._cache.write, key, entry)
         except DeskLoopError as exc:
             # The phase still comes when its trigger holds; only the wording is lost.
             reason = describe_error(exc)
@@ -276,33 +274,7 @@ class LLMUser:
             "seed": self.config.seed,
             **request,
         }
-        blob = json.dumps(material, sort_keys=True, ensure_ascii=False).encode()
-        return hashlib.sha256(blob).hexdigest()
-
-    def _cache_file(self, key: str) -> Path:
-        return self.cache_dir / key[:2] / f"{key}.json"
-
-    def _read_cache(self, key: str) -> str | None:
-        path = self._cache_file(key)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            raise DeskLoopError(f"{path}: unreadable LLM user cache entry: {exc}") from None
-        answer = data.get("answer") if isinstance(data, dict) else None
-        if not isinstance(answer, str):
-            raise DeskLoopError(f"{path}: LLM user cache entry has no answer")
-        return answer
-
-    def _write_cache(self, key: str, entry: dict[str, Any]) -> None:
-        path = self._cache_file(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Write then rename: a crash never leaves half an answer for the next run.
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(entry, handle, ensure_ascii=False)
-        os.replace(tmp, path)
+        return answer_key(material)
 
     async def _ask_model(self, question: str, history: list[tuple[str, str, str]]) -> str:
         lines = [

@@ -16,7 +16,7 @@ from app.core.vocabulary import UserMode
 from app.desktops.inventory import BackendListing, SavedState, VmListing
 from app.desktops.libvirt import DOMAIN_PREFIX
 from app.rfb.client import VncEndpoint
-from app.store import Store, encode_png
+from app.store import Store, frame_png
 from tests.check_outcomes import outcome
 
 T0 = datetime(2026, 1, 15, 9, 0, tzinfo=UTC)
@@ -46,11 +46,11 @@ async def wait_until(
         await pilot.pause(0.05)
 
 
-def frame_png(color: tuple[int, int, int], size: tuple[int, int] = (160, 100)) -> bytes:
+def coloured_frame_png(color: tuple[int, int, int], size: tuple[int, int] = (160, 100)) -> bytes:
     pixels = np.zeros((size[1], size[0], 3), dtype=np.uint8)
     pixels[:, :] = color
     pixels[10:30, 10:60] = (255, 255, 255)
-    return encode_png(pixels)
+    return frame_png(pixels)
 
 
 def record_episode(
@@ -98,7 +98,7 @@ def record_episode(
         ({"kind": "type", "text": "hello"}, "type", "type('hello')"),
     ]
     for idx, (action, kind, description) in enumerate(actions):
-        frame = store.save_frame(episode, idx, frame_png((20 * idx, 60, 120)))
+        frame = store.save_frame(episode, idx, coloured_frame_png((20 * idx, 60, 120)))
         store.record_step(
             episode,
             idx=idx,
@@ -132,7 +132,7 @@ def record_episode(
             source="person" if user_mode == "person" else "simulated",
             created_at=start + timedelta(seconds=3 + n),
         )
-    final = store.save_frame(episode, "final", frame_png((200, 60, 40)))
+    final = store.save_frame(episode, "final", coloured_frame_png((200, 60, 40)))
     if passed is not None and score is not None:
         store.record_score(
             episode,

@@ -13,14 +13,9 @@ position, Qwen3's `answer`) is answered at once with the same screen, at most
 from __future__ import annotations
 
 import asyncio
-import base64
-import io
 from typing import Any
 
 import httpx
-import numpy as np
-import numpy.typing as npt
-from PIL import Image
 
 from app.agents.adapters.anthropic import AnthropicFamily
 from app.agents.adapters.base import Family, Pointer, Shot
@@ -36,6 +31,7 @@ from app.core.errors import (
     AgentError,
     MalformedAction,
 )
+from app.core.frames import png_base64
 from app.endpoints.client import Completion, EndpointClient
 
 MAX_LOOKS = 3
@@ -48,16 +44,6 @@ def make_family(config: AdapterConfig) -> Family:
     if config.adapter == "openai-cua":
         return OpenAICUAFamily(config)
     return ChatFamily(config, config.adapter)  # type: ignore[arg-type]
-
-
-def encode_png(pixels: npt.NDArray[np.uint8], size: tuple[int, int]) -> str:
-    """Base64 PNG of the frame resized to `size` (CPU-bound: call in a thread)."""
-    image = Image.fromarray(pixels, "RGB")
-    if image.size != size:
-        image = image.resize(size, Image.Resampling.LANCZOS)
-    buffer = io.BytesIO()
-    image.save(buffer, "PNG", compress_level=3)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 class AdapterAgent(EndpointAgent[AdapterConfig]):
@@ -119,7 +105,9 @@ class AdapterAgent(EndpointAgent[AdapterConfig]):
             max_area=row.max_area,
             max_edge=row.max_edge,
         )
-        png = await asyncio.to_thread(encode_png, frame.pixels, contract.sent)
+        png = await asyncio.to_thread(
+            png_base64, frame.pixels, size=contract.sent, compress_level=3
+        )
         shot = Shot(contract, png)
         info: dict[str, Any] = {
             "adapter": self.config.adapter,

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from app.agents.adapters.config import AdapterConfig
 from app.agents.adapters.coords import CoordinateContract
 from app.agents.base import Observation
 from app.core.actions import Action, Ask, Click, Done, Drag, Move, Scroll, answer_from_text
@@ -200,21 +199,6 @@ def chat_usage(data: dict[str, Any]) -> dict[str, Any]:
         "completion_tokens": usage.get("completion_tokens"),
         "total_tokens": usage.get("total_tokens"),
     }
-
-
-def chat_body(
-    config: AdapterConfig, messages: list[dict[str, Any]], **extra: Any
-) -> dict[str, Any]:
-    """A chat-completions request (what `EndpointClient.complete` sends)."""
-    body: dict[str, Any] = {
-        "model": config.model,
-        "messages": messages,
-        "temperature": config.temperature,
-        "max_tokens": config.max_tokens,
-    }
-    if config.seed is not None:
-        body["seed"] = config.seed
-    return body | extra
 
 
 def chat_reply(data: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from app.agents.adapters.base import (
     Pointer,
     Reading,
     Shot,
-    chat_body,
     chat_reply,
     chat_state,
     chat_usage,
@@ -24,7 +23,7 @@ from app.agents.adapters.config import AdapterConfig
 from app.agents.adapters.coords import CoordinateContract
 from app.agents.base import Observation
 from app.core.actions import Done
-from app.endpoints.client import KeyHeader, message_text
+from app.endpoints.client import KeyHeader, chat_body, message_text
 
 ChatKind = Literal["pyautogui", "uitars", "qwen"]
 

@@ -35,7 +35,7 @@ from app.agents.openai.agent import OpenAIAgent
 from app.agents.openai.answer import action_from_call, action_from_text, read_answer
 from app.agents.openai.config import OpenAIConfig, ToolMode
 from app.agents.openai.prompt import TOOL_PARAMETERS, tool_definitions
-from app.agents.openai.screen import Scaler, encode_screenshot, fit_size
+from app.agents.openai.screen import Scaler, fit_size
 
 __all__ = [
     "TOOL_PARAMETERS",
@@ -45,7 +45,6 @@ __all__ = [
     "ToolMode",
     "action_from_call",
     "action_from_text",
-    "encode_screenshot",
     "fit_size",
     "read_answer",
     "tool_definitions",

@@ -14,9 +14,10 @@ from app.agents.endpoint_agent import EndpointAgent
 from app.agents.openai.answer import read_answer
 from app.agents.openai.config import OpenAIConfig
 from app.agents.openai.prompt import Turn, request_messages, tool_definitions
-from app.agents.openai.screen import Scaler, encode_screenshot, fit_size
+from app.agents.openai.screen import Scaler, fit_size
 from app.core.actions import Action, describe_action
 from app.core.errors import ActionError, AgentError, MalformedAction
+from app.core.frames import png_data_url
 from app.endpoints.client import Completion, EndpointClient
 
 
@@ -59,7 +60,7 @@ class OpenAIAgent(EndpointAgent[OpenAIConfig]):
         frame = observation.frame
         screen = (frame.width, frame.height)
         sent = fit_size(*screen, config.image_width, config.image_height)
-        image_url = await asyncio.to_thread(encode_screenshot, frame.pixels, sent)
+        image_url = await asyncio.to_thread(png_data_url, frame.pixels, size=sent, compress_level=3)
         recent = self._history[-config.history :]
         messages = request_messages(observation, recent, sent, image_url, config.tool_mode)
         info: dict[str, Any] = {"model": config.model, "mode": config.tool_mode}

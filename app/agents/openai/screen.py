@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import base64
-import io
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
-from PIL import Image
 
 from app.core.actions import Action, Click, Drag, Move, Scroll
 from app.core.errors import ActionError
@@ -18,16 +12,6 @@ def fit_size(width: int, height: int, max_width: int, max_height: int) -> tuple[
     """The largest size within the box with the screen's aspect; never larger than it."""
     scale = min(1.0, max_width / width, max_height / height)
     return max(1, round(width * scale)), max(1, round(height * scale))
-
-
-def encode_screenshot(pixels: npt.NDArray[np.uint8], size: tuple[int, int]) -> str:
-    """PNG data URL of the frame resized to `size` (CPU-bound: call in a thread)."""
-    image = Image.fromarray(pixels, "RGB")
-    if image.size != size:
-        image = image.resize(size, Image.Resampling.LANCZOS)
-    buffer = io.BytesIO()
-    image.save(buffer, "PNG", compress_level=3)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 @dataclass(frozen=True)
