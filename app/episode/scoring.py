@@ -49,23 +49,52 @@ class ScoreResult:
 # probers and the tree walk. Its hash is the evaluator's version.
 _EVALUATOR_SOURCES = ("checks", "probes")
 
+# The libraries whose results become scores: SSIM values (scikit-image, over numpy and
+# scipy), decoded pixels (Pillow), Kdenlive's XML (lxml), check and answer validation
+# (pydantic, jsonschema). pyproject.toml pins each to the series the suite passes on;
+# their versions are part of the evaluator's version, so two scores of one episode
+# differ in version whenever they could differ in value.
+SCORING_LIBRARIES = ("numpy", "scipy", "scikit-image", "pillow", "lxml", "pydantic", "jsonschema")
+
+
+def scoring_library_versions() -> dict[str, str]:
+    """The installed version of each library in SCORING_LIBRARIES ("absent" if none)."""
+    from importlib import metadata
+
+    versions: dict[str, str] = {}
+    for name in SCORING_LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def evaluator_digest(files: list[Path], root: Path, libraries: dict[str, str]) -> str:
+    """12 hex digits over the evaluator's source files (named relative to `root`) and
+    the versions of the libraries that compute scores."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    for name, version in sorted(libraries.items()):
+        digest.update(f"{name}=={version}".encode() + b"\0")
+    return digest.hexdigest()[:12]
+
 
 @cache
 def evaluator_version() -> str:
     """`<DeskLoop version>+<12 hex digits>`: a hash of the evaluator's source (the checks,
-    their readers, the probers and their guest scripts, this module), so a rescore says
-    exactly which code made it, even between releases."""
+    their readers, the probers and their guest scripts, this module) and of the
+    versions of the libraries that compute scores, so a rescore says exactly which
+    code made it, even between releases."""
     from app import __version__
 
     app_dir = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
     files = [Path(__file__).resolve()]
     for package in _EVALUATOR_SOURCES:
         files += sorted(p for p in (app_dir / package).rglob("*") if p.suffix == ".py")
-    for path in files:
-        digest.update(path.relative_to(app_dir).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return f"{__version__}+{digest.hexdigest()[:12]}"
+    return f"{__version__}+{evaluator_digest(files, app_dir, scoring_library_versions())}"
 
 
 class StateSource(ABC):
