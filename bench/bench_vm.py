@@ -53,7 +53,7 @@ def mem_available_mib() -> float:
     return float("nan")
 
 
-# The goal per desktop (issue 16): eight GIMP desktops on a 24 GB machine.
+# The goal per desktop: eight GIMP desktops on a 24 GB machine.
 GOAL_MIB = 1024
 
 

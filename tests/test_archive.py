@@ -1,4 +1,4 @@
-"""The final-state archive and re-scoring (issue 17, item 1), on real files.
+"""The final-state archive and re-scoring, on real files.
 
 A guest over a plain folder (no desktop: what is under test is the archive's own
 logic) holds the exported image; scoring reads it through the recorder, the archive

@@ -1,4 +1,4 @@
-"""Re-scoring phase checks and judges from the archive (issue 17, items 1 and 4).
+"""Re-scoring phase checks and judges from the archive.
 
 A real episode runner on a desktop with a still screen and a guest over a plain
 folder (what is under test is the archive, not a GUI): the agent says done, the

@@ -64,7 +64,7 @@ async def test_reference_solution_scores_one(task_path: Path, tmp_path: Path) ->
             assert step.frame is not None
             assert store.frame_path(step.frame).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert all(c.passed for c in store.checks(result.episode_id))
-        # An honest reference works through the GUI: no integrity flag (issue 17).
+        # An honest reference works through the GUI: no integrity flag.
         flags, checked = store.flags(result.episode_id)
         assert flags == [] and checked, story
         assert store.get_archive(result.episode_id) is not None

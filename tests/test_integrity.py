@@ -1,4 +1,4 @@
-"""Integrity flags (issue 17 item 2) on plain data: the exec trace's lines, which
+"""Integrity flags on plain data: the exec trace's lines, which
 programs bypass the GUI of which app, and typed secrets. The same on real desktops
 is tests/test_integrity_desktop.py."""
 

@@ -1,4 +1,4 @@
-"""Blender's Python console in the integrity flags (issue 17), with the real Blender on
+"""Blender's Python console in the integrity flags, with the real Blender on
 a local desktop shared by both episodes of blender-move-cube:
 
 - the reference (the viewport: g x 2, ctrl+s) is not flagged, and the flags' record

@@ -1,5 +1,5 @@
-"""Issue 17 on a real local desktop with the real GIMP: the final-state archive and
-re-scoring, and the integrity flags.
+"""The final-state archive, re-scoring and the integrity flags on a real local desktop
+with the real GIMP.
 
 - The reference solution of gimp-flip-export: its episode is archived, is not
   flagged, and re-scored after a threshold changes it has two scores.

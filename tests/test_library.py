@@ -90,7 +90,7 @@ def test_the_sample_holds_every_cell_check_and_trigger_of_the_library() -> None:
 
 
 def test_the_library_meets_its_bar() -> None:
-    """At least 150 proven tasks, every app × level × kind cell holding 3 (issue 15)."""
+    """At least 150 proven tasks, every app × level × kind cell holding 3."""
     statuses = [read_proof(load_task(path)) for path in task_files(TASKS)]
     counts = cell_counts(statuses)
     short = {cell: n for cell, n in counts.items() if n < 3}

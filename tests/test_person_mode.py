@@ -1,4 +1,4 @@
-"""Person mode (issue 14): the person is the user. A due phase's scripted message is
+"""Person mode: the person is the user. A due phase's scripted message is
 offered as a draft and delivered in the person's words, recorded as the script's,
 edited or free; an ASK waits for the person; the waits are off the time budget."""
 

@@ -1,4 +1,4 @@
-"""The proof ledger (issue 15 item 6): what a proof is bound to, and how it is read.
+"""The proof ledger: what a proof is bound to, and how it is read.
 
 The real library's ledger is checked by tests/test_library.py; these tests are about
 the ledger's own logic, on a copy of one task in a temporary folder.

@@ -1,4 +1,4 @@
-"""`deskloop tasks audit`: the library's health in one table (issue 17 item 5)."""
+"""`deskloop tasks audit`: the library's health in one table."""
 
 from __future__ import annotations
 

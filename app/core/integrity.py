@@ -1,5 +1,5 @@
 """Integrity flags: evidence that an episode's final state may not have come through
-the GUI (issue 17). A flag never changes a score; it is recorded beside it, with the
+the GUI. A flag never changes a score; it is recorded beside it, with the
 evidence a person needs to judge it, and reports show success with and without the
 flagged episodes.
 

@@ -1,4 +1,4 @@
-"""Every program a local desktop's processes start, short-lived ones too (issue 17).
+"""Every program a local desktop's processes start, short-lived ones too.
 
 The long-lived programs of a session (its D-Bus daemon, openbox, and each app setup
 launches) are started under `strace -f` with a seccomp filter, so only execve and

@@ -1,5 +1,5 @@
 """What a VM guest recorded of the programs started in it and of who wrote which file,
-read after an episode (issue 17: integrity flags on the libvirt backend).
+read after an episode (integrity flags on the libvirt backend).
 
 The image (vm_images/) turns on the kernel's process accounting at boot
 (`deskloop-watch`: `accton /var/log/deskloop/pacct`) and runs `fatrace` as root, logging

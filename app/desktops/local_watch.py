@@ -1,4 +1,4 @@
-"""What a local desktop session watches for the integrity flags (issue 17): every exec
+"""What a local desktop session watches for the integrity flags: every exec
 of its programs (app.desktops.exec_trace) and who last wrote each file of its home
 (app.desktops.write_watch). One per session, made with it, stopped with it."""
 

@@ -1,4 +1,4 @@
-"""Who last wrote each file of a local desktop's home (issue 17: integrity flags).
+"""Who last wrote each file of a local desktop's home (integrity flags).
 
 A fanotify watch on the home's filesystem reports every file closed after writing,
 with the writer's pid, whichever mount namespace it wrote through (the sandbox's

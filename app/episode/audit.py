@@ -1,4 +1,4 @@
-"""`deskloop tasks audit`: the library's health, one row per task (issue 17 item 5).
+"""`deskloop tasks audit`: the library's health, one row per task.
 
 For each task, on fresh desktops, every episode recorded in the store:
 

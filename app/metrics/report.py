@@ -237,7 +237,7 @@ def episode_json(store: Store, record: EpisodeRecord) -> dict[str, Any]:
             }
             for j in store.judgements(record.id)
         ],
-        # Issue 17: flags beside the score (never changing it), and rescores beside it.
+        # Flags beside the score (never changing it), and rescores beside it.
         "integrity_flags": [
             {"kind": f.kind, "summary": f.summary, "evidence": list(f.evidence)}
             for f in store.flags(record.id)[0]

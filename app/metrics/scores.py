@@ -1,4 +1,4 @@
-"""Which score a report counts, and success with and without flagged episodes (issue 17).
+"""Which score a report counts, and success with and without flagged episodes.
 
 An episode has its original score (made at its end) and may have rescores (the
 evaluator run again on its final-state archive, `deskloop score --rescore`). A report

@@ -1,4 +1,4 @@
-"""Final-state archives, rescores and integrity flags (issue 17).
+"""Final-state archives, rescores and integrity flags.
 
 An archive is what an episode's checks read at scoring: its manifest (JSON, made and
 read by `app.episode.archive`) in the `archives` table, and the bytes it names in

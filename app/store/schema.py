@@ -311,7 +311,7 @@ def _v7(db: Database) -> None:
 
 @MIGRATIONS(name="0009a_final_state_archive")
 def _v9a(db: Database) -> None:
-    # The final-state archive (issue 17): what an episode's checks read, kept so it can
+    # The final-state archive: what an episode's checks read, kept so it can
     # be re-scored after the desktop is gone. `manifest` is JSON (app.episode.archive:
     # files and probe results, each naming its content-addressed blob in the
     # database's `archive/<id>/` folder, or why it has none: a problem scoring met, or
@@ -351,7 +351,7 @@ def _v9a(db: Database) -> None:
 
 @MIGRATIONS(name="0009b_integrity_flags")
 def _v9b(db: Database) -> None:
-    # Integrity flags (issue 17): evidence that the final state may not have come
+    # Integrity flags: evidence that the final state may not have come
     # through the GUI, recorded beside the score and never changing it. `checked`
     # lists what was looked at (JSON), so "no flags" can be told from "not looked".
     db.execute(
@@ -423,7 +423,7 @@ def _v10_judgements(db: Database) -> None:
 
 @MIGRATIONS(name="0011_person_replies")
 def _v11(db: Database) -> None:
-    # Person mode (issue 14): the person is the user. A due phase's scripted message is
+    # Person mode: the person is the user. A due phase's scripted message is
     # offered as a draft; what the person sent is recorded with how it came about
     # (`origin`: the script's text, edited, or free; only on the person's messages),
     # the script's original (`scripted`), and how long the episode waited for it
@@ -459,7 +459,7 @@ def _v12(db: Database) -> None:
 
 @MIGRATIONS(name="0014_step_actor")
 def _v14(db: Database) -> None:
-    # Take-over (issue 14 item 3): the person can drive the desktop from the live view
+    # Take-over: the person can drive the desktop from the live view
     # mid-episode; their actions are steps of the episode like the agent's, told apart
     # by who acted. Every step recorded before was the agent's.
     db.execute(
@@ -470,7 +470,7 @@ def _v14(db: Database) -> None:
 
 @MIGRATIONS(name="0015_episode_notes")
 def _v15(db: Database) -> None:
-    # A researcher's own words on an episode (issue 14 item 7): a free note and a set of
+    # A researcher's own words on an episode: a free note and a set of
     # tags to cut results by (`tag:pilot` in the Episodes filter). Kept on the episode
     # row, written only by `Store.annotate_episode`; tags as a JSON array of words
     # (app.store.notes.TAG), sorted and unique. Episodes before: no note, no tags.
@@ -484,7 +484,7 @@ def _v15(db: Database) -> None:
 @MIGRATIONS(name="0016_rescore_phases_judgements")
 def _v16(db: Database) -> None:
     # A rescore re-runs the phases' checks on what their archive kept at each delivery
-    # and asks the judge again on the archived frame and files (issue 17): each phase's
+    # and asks the judge again on the archived frame and files: each phase's
     # tree result ({"0": {"passed": bool, "score": float}}, JSON) and the judgements
     # (as app.store.records.judgement_raw writes them) beside the rescore's checks.
     # NULL for rescores recorded before.

@@ -283,7 +283,7 @@ class Task(_Strict):
     """The reference solution (scripted-agent file) relative to the task folder."""
     secrets: list[Annotated[str, Field(min_length=1)]] = []
     """Expected values an agent must not be able to type in (an answer the checks
-    compare with): an episode whose agent typed one is flagged (integrity, issue 17);
+    compare with): an episode whose agent typed one is flagged (integrity);
     the score is unchanged."""
 
     folder: Path = Path(".")

@@ -1,4 +1,4 @@
-"""Person mode end to end (issue 14, "how we will check it"): the agent asks, the due
+"""Person mode end to end: the agent asks, the due
 phase's scripted answer is offered in the chat box, the person edits it, and the store
 records it as edited with the script's original; on a real local desktop (an xterm)."""
 

@@ -145,7 +145,7 @@ async def test_episodes_filter_and_replay(lab: DeskLoopApp) -> None:
         await pilot.press("enter")
         await wait_until(pilot, lambda: table.row_count == 1, 5, "the filtered episodes")
         assert [e.task_id for e in screen.shown] == ["gimp-badge-interactive"]
-        assert not table.has_focus  # the cursor stays in the filter box (issue 14)
+        assert not table.has_focus  # the cursor stays in the filter box
         submitted = [m for m in unique(seen) if isinstance(m, Input.Submitted)]
         assert submitted[-1].value == "user:person"
 
@@ -246,7 +246,7 @@ async def test_live_screen_without_an_episode(lab: DeskLoopApp) -> None:
         assert "No episode is running" in screen_text(lab)
         await pilot.press("f2", "f3", "f4")  # nothing to pause, accept or abort: no crash
         await pilot.press("c", *"hello", "enter")
-        # Not sent anywhere, and not kept for the next episode (issue 14).
+        # Not sent anywhere, and not kept for the next episode.
         assert screen.query_one("#chat-input", Input).value == ""
         notes = [n.message for n in lab._notifications]
         assert any("nothing was sent" in note for note in notes), notes
@@ -278,7 +278,7 @@ async def test_desktops_start_view_snapshot_and_stop(lab: DeskLoopApp) -> None:
         assert info.vnc.password in detail
 
         # The local backend has no snapshots: a documented limitation, said as such,
-        # not a "Desktop error" dialog (issue 14).
+        # not a "Desktop error" dialog.
         await pilot.press("p")
         await pilot.press("b")
         await pilot.pause(0.3)

@@ -23,7 +23,7 @@ SnapCompare = Callable[..., bool]
 BIG = (160, 50)
 SMALL = (100, 30)
 TINY = (80, 24)
-"""The smallest terminal the TUI is laid out for (issue 14): the footer keeps `q Quit`."""
+"""The smallest terminal the TUI is laid out for: the footer keeps `q Quit`."""
 SIZES = [BIG, SMALL, TINY]
 SIZE_IDS = ["160x50", "100x30", "80x24"]
 

@@ -1,4 +1,4 @@
-"""Integrity flags on a real VM of the `gimp` image (issue 17): the guest's process
+"""Integrity flags on a real VM of the `gimp` image: the guest's process
 accounting and fatrace's write log, read after the episode over the guest channel,
 raise the same flags as the local backend's exec trace and write watch.
 

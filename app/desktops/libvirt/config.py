@@ -66,7 +66,7 @@ class LibvirtConfig:
         default_factory=lambda: _env_float("DESKLOOP_BOOT_TIMEOUT") or 420.0
     )
     """Seconds a cold boot may take to a usable desktop; eight VMs booting at once on
-    two loaded cores under emulation need more (issue 16: over 7 minutes at load 30)."""
+    two loaded cores under emulation need more (over 7 minutes at load 30)."""
     restore_timeout: float = 120.0
     time_scale: float | None = field(default_factory=lambda: _env_float("DESKLOOP_TIME_SCALE"))
     """Multiplier for waits written for a native desktop; None: TCG_TIME_SCALE under

@@ -175,7 +175,7 @@ One recorded episode.
             windows = "; ".join(w.describe() for w in e.final_windows.windows) or "none"
             head.append(f"\nwindows open at the end: {windows}", "dim")
         if self.flags:
-            # Integrity flags (issue 17): beside the score, never changing it.
+            # Integrity flags: beside the score, never changing it.
             head.append("\nflagged: " + "; ".join(f.summary for f in self.flags), "yellow")
         if e.tags or e.note:
             tags = " ".join(f"#{t}" for t in e.tags)

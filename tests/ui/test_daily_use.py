@@ -1,5 +1,6 @@
-"""Issue 14's findings, each reproduced with Pilot before its fix: the Tasks screen,
-the start dialog, the Live screen without a desktop, Episodes and Replay."""
+"""The TUI as a researcher uses it every day, with Pilot: the Tasks screen and its
+filter, the start dialog, the Live screen without a desktop, Episodes, Replay and
+quitting while an episode runs."""
 
 from __future__ import annotations
 
