@@ -46,4 +46,3 @@ def test_the_digest_follows_the_sources_and_the_library_versions(tmp_path: Path)
     assert evaluator_digest([source], tmp_path, {"scikit-image": "0.26.0"}) != first
     source.write_text("THRESHOLD = 0.8\n")
     assert evaluator_digest([source], tmp_path, libraries) != first
-
