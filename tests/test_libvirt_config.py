@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.core.errors import DesktopError
+from app.core.settings import SettingError
 from app.desktops.libvirt import TCG_TIME_SCALE, LibvirtConfig, LibvirtDesktop
 from app.desktops.ssh_host import SshTarget
 from app.desktops.vm_host import is_local_uri
@@ -30,7 +31,7 @@ def test_time_scale_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("raw", ["fast", "0", "-2"])
 def test_a_bad_time_scale_names_the_variable(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
     monkeypatch.setenv("DESKLOOP_TIME_SCALE", raw)
-    with pytest.raises(DesktopError, match=r"\$DESKLOOP_TIME_SCALE="):
+    with pytest.raises(SettingError, match=r"\$DESKLOOP_TIME_SCALE="):
         LibvirtConfig()
 
 

@@ -7,12 +7,12 @@ entry, before the batch records anything.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.core.errors import DeskLoopError
+from app.core.settings import read_settings
 
 URIS_ENV = "DESKLOOP_LIBVIRT_URIS"
 # driver[+transport]://[user@][host][:port]/[path][?params], as libvirt writes them.
@@ -77,7 +77,7 @@ def parse_hosts(items: Sequence[str], where: str = "--libvirt-uri") -> tuple[Hos
 
 def hosts_from_env(environ: Mapping[str, str] | None = None) -> tuple[Host, ...]:
     """The pool in $DESKLOOP_LIBVIRT_URIS (comma separated `URI[*N]`), or ()."""
-    value = (os.environ if environ is None else environ).get(URIS_ENV, "")
+    value = read_settings(environ).libvirt_uris
     items = [item.strip() for item in value.split(",")]
     if not any(items):
         return ()

@@ -30,6 +30,7 @@ from app.cli import (
 )
 from app.cli.common import print_err
 from app.core.errors import DeskLoopError
+from app.core.settings import read_settings
 
 DEFAULT_DB = Path("sessions") / "deskloop.db"
 
@@ -71,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--db",
         type=Path,
-        default=Path(os.environ.get("DESKLOOP_DB", DEFAULT_DB)),
+        default=read_settings().db or DEFAULT_DB,
         help="episode database (default: sessions/deskloop.db, or $DESKLOOP_DB)",
     )
     parser.add_argument(

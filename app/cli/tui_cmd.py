@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from app.core.settings import GRAPHICS_CHOICES
+
 SCREENS = ("tasks", "desktops", "live", "episodes", "results")
-GRAPHICS = ("auto", "kitty", "sixel", "halfblock")
-"""The --graphics choices (app.ui.graphics.GRAPHICS_CHOICES; not imported here, so
-the CLI's parser does not load Textual)."""
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
@@ -44,7 +43,7 @@ def register(sub: Any) -> None:
     tui.add_argument("--screen", choices=SCREENS, default="tasks", help="screen to open first")
     tui.add_argument(
         "--graphics",
-        choices=GRAPHICS,
+        choices=GRAPHICS_CHOICES,
         default=None,
         help="how the Live screen draws the desktop: kitty or sixel images, or half blocks "
         "(default: $DESKLOOP_GRAPHICS, else auto: ask the terminal; half blocks in tmux)",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 
 from app.core.errors import DesktopError
+from app.core.settings import read_settings
 from app.desktops.base import Desktop
 
 BACKENDS = ("local", "libvirt")
@@ -46,7 +46,7 @@ def make_desktop(
     if backend == "libvirt":
         from app.desktops.libvirt import DEFAULT_IMAGE, LibvirtConfig, LibvirtDesktop
 
-        image_name = image or os.environ.get("DESKLOOP_IMAGE", DEFAULT_IMAGE)
+        image_name = image or read_settings().image or DEFAULT_IMAGE
         config = LibvirtConfig() if uri is None else LibvirtConfig(uri=uri)
         return LibvirtDesktop(
             name=libvirt_desktop_name(image_name, uri, index, default_uri=LibvirtConfig().uri),

@@ -13,7 +13,6 @@ wrong image: four of them once started the GIMP image for every task on libvirt.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from app.agents.base import Agent
 from app.agents.factory import make_agent
 from app.core.errors import DeskLoopError
+from app.core.settings import read_settings
 from app.desktops.base import Desktop
 from app.desktops.factory import make_desktop
 from app.episode.control import EpisodeControl, RunOptions
@@ -65,7 +65,7 @@ def task_image(backend: str, task: Task) -> str | None:
     None: the backend has no images (one local desktop runs every app)."""
     if backend != "libvirt":
         return None
-    return os.environ.get("DESKLOOP_IMAGE") or task.app
+    return read_settings().image or task.app
 
 
 def desktop_spec(

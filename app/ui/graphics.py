@@ -49,7 +49,7 @@ from rich.style import Style
 from textual.geometry import Region
 from textual.strip import Strip
 
-from app.core.errors import DeskLoopError
+from app.core.settings import read_settings
 from app.ui.halfblock import FrameView
 
 # textual-image's sixel encoder (numpy, fast); a private name, so pyproject.toml pins
@@ -58,7 +58,6 @@ from textual_image._sixel import image_to_sixels  # isort: skip
 
 Pixels = npt.NDArray[np.uint8]
 Mode = Literal["kitty", "sixel", "halfblock"]
-GRAPHICS_CHOICES = ("auto", "kitty", "sixel", "halfblock")
 GRAPHICS_ENV = "DESKLOOP_GRAPHICS"
 DEFAULT_CELL = (10, 20)
 """Cell size in pixels when the terminal does not say (a VT340's, as textual-image)."""
@@ -130,17 +129,14 @@ def choose_graphics(
     $DESKLOOP_GRAPHICS, else 'auto', which asks the terminal.
 
     Raises:
-        DeskLoopError: $DESKLOOP_GRAPHICS is not one of GRAPHICS_CHOICES.
+        SettingError: $DESKLOOP_GRAPHICS is not one of GRAPHICS_CHOICES.
     """
     how = requested
     source = "--graphics"
-    if how is None and environ.get(GRAPHICS_ENV):
-        how, source = environ[GRAPHICS_ENV].strip().lower(), GRAPHICS_ENV
-        if how not in GRAPHICS_CHOICES:
-            raise DeskLoopError(
-                f"{GRAPHICS_ENV}={environ[GRAPHICS_ENV]!r}: expected one of "
-                f"{', '.join(GRAPHICS_CHOICES)}"
-            )
+    if how is None:
+        given = read_settings(environ).graphics
+        if given is not None:
+            how, source = given, GRAPHICS_ENV
     how = how or "auto"
     if how == "halfblock":
         return Graphics("halfblock", f"chosen with {source}")

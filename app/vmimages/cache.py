@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.core.settings import read_settings
 from app.vmimages.recipes import RECIPES_DIR, ImageError, get_recipe, recipe_hash
 
 
@@ -52,9 +53,9 @@ class Image:
 
 def cache_dir() -> Path:
     """Where images, layers and VM files live: $DESKLOOP_CACHE or ~/.cache/deskloop."""
-    env = os.environ.get("DESKLOOP_CACHE")
-    if env:
-        return Path(env).expanduser()
+    given = read_settings().cache
+    if given:
+        return given
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "deskloop"

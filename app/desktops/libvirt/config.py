@@ -11,6 +11,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from app.core.errors import DesktopError
+from app.core.settings import read_settings
 from app.desktops.vm_host import VmHost, is_local_uri, open_host
 from app.vmimages.cache import cache_dir
 from app.vmimages.recipes import RECIPES_DIR
@@ -36,10 +37,8 @@ def detect_virt_type(exists: Callable[[str], bool] = os.path.exists) -> tuple[st
     such hosts use software emulation (TCG), as do hosts without /dev/kvm.
     $DESKLOOP_VIRT_TYPE overrides the choice.
     """
-    forced = os.environ.get("DESKLOOP_VIRT_TYPE", "").strip().lower()
+    forced = read_settings().virt_type
     if forced:
-        if forced not in ("kvm", "qemu"):
-            raise DesktopError(f"DESKLOOP_VIRT_TYPE={forced!r}: expected 'kvm' or 'qemu'")
         return forced, "set by DESKLOOP_VIRT_TYPE"
     if exists("/sys/module/kvm_pvm"):
         return "qemu", "software emulation (TCG): /dev/kvm is PVM, which cannot boot a stock kernel"
@@ -55,25 +54,21 @@ def detect_virt_type(exists: Callable[[str], bool] = os.path.exists) -> tuple[st
 class LibvirtConfig:
     """Settings for libvirt desktops; every field has an environment override."""
 
-    uri: str = field(default_factory=lambda: os.environ.get("DESKLOOP_LIBVIRT_URI", DEFAULT_URI))
+    uri: str = field(default_factory=lambda: read_settings().libvirt_uri or DEFAULT_URI)
     virt_type: str | None = None  # None: detect_virt_type()
-    vcpus: int = field(default_factory=lambda: int(os.environ.get("DESKLOOP_VM_VCPUS", "2")))
+    vcpus: int = field(default_factory=lambda: read_settings().vm_vcpus or 2)
     memory_mib: int | None = None  # None: the image's default
-    subnet: str = field(default_factory=lambda: os.environ.get("DESKLOOP_SUBNET", DEFAULT_SUBNET))
+    subnet: str = field(default_factory=lambda: read_settings().subnet or DEFAULT_SUBNET)
     cache: Path = field(default_factory=cache_dir)
     recipes: Path = RECIPES_DIR
-    boot_timeout: float = field(
-        default_factory=lambda: _env_float("DESKLOOP_BOOT_TIMEOUT") or 420.0
-    )
+    boot_timeout: float = field(default_factory=lambda: read_settings().boot_timeout or 420.0)
     """Seconds a cold boot may take to a usable desktop; eight VMs booting at once on
     two loaded cores under emulation need more (over 7 minutes at load 30)."""
     restore_timeout: float = 120.0
-    time_scale: float | None = field(default_factory=lambda: _env_float("DESKLOOP_TIME_SCALE"))
+    time_scale: float | None = field(default_factory=lambda: read_settings().time_scale)
     """Multiplier for waits written for a native desktop; None: TCG_TIME_SCALE under
     software emulation, 1 under KVM."""
-    remote_cache: str | None = field(
-        default_factory=lambda: os.environ.get("DESKLOOP_REMOTE_CACHE") or None
-    )
+    remote_cache: str | None = field(default_factory=lambda: read_settings().remote_cache)
     """On a remote libvirt host: the absolute folder for images and desktop files
     there; None: ~/.cache/deskloop of the SSH user."""
 
@@ -94,19 +89,6 @@ class LibvirtConfig:
         if self.time_scale is not None:
             return self.time_scale
         return TCG_TIME_SCALE if virt_type == "qemu" else 1.0
-
-
-def _env_float(name: str) -> float | None:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise DesktopError(f"${name}={raw!r}: expected a number such as 3") from None
-    if value <= 0:
-        raise DesktopError(f"${name}={raw!r}: must be positive")
-    return value
 
 
 def validate_name(name: str) -> str:

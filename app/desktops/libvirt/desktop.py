@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -26,6 +25,7 @@ from types import TracebackType
 import libvirt
 
 from app.core.errors import DesktopError
+from app.core.settings import read_settings
 from app.desktops.base import DesktopInfo
 from app.desktops.libvirt.config import DEFAULT_IMAGE, LibvirtConfig, validate_name
 from app.desktops.libvirt.link import GuestLink
@@ -63,7 +63,7 @@ class LibvirtDesktop(GuestWatching, VncScreen):
         progress: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config or LibvirtConfig()
-        image_name = image or os.environ.get("DESKLOOP_IMAGE", DEFAULT_IMAGE)
+        image_name = image or read_settings().image or DEFAULT_IMAGE
         self.name = validate_name(name or f"{image_name}-{secrets.token_hex(3)}")
         if width < 320 or height < 200:
             raise DesktopError(f"libvirt desktop size {width}x{height} is too small")

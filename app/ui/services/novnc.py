@@ -22,10 +22,18 @@ from pathlib import Path
 from urllib.parse import quote
 
 from app.core.errors import DesktopError
+from app.core.settings import read_settings
 from app.desktops.xvnc import free_port
 from app.rfb.client import VncEndpoint
 
-NOVNC_DIR = Path(os.environ.get("DESKLOOP_NOVNC_DIR", "/usr/share/novnc"))
+DEFAULT_NOVNC_DIR = Path("/usr/share/novnc")
+
+
+def novnc_dir() -> Path:
+    """Where noVNC's files are: $DESKLOOP_NOVNC_DIR, else Debian's folder."""
+    return read_settings().novnc_dir or DEFAULT_NOVNC_DIR
+
+
 # How long websockify may take to listen (a Python start-up; seconds on a busy host).
 START_TIMEOUT = 15.0
 
@@ -63,8 +71,9 @@ def novnc_available() -> str | None:
     """Why noVNC cannot be served here, or None when it can."""
     if shutil.which("websockify") is None:
         return "websockify is not installed (Debian: apt-get install websockify)"
-    if not (NOVNC_DIR / "vnc_lite.html").is_file():
-        return f"noVNC is not installed in {NOVNC_DIR} (Debian: apt-get install novnc)"
+    folder = novnc_dir()
+    if not (folder / "vnc_lite.html").is_file():
+        return f"noVNC is not installed in {folder} (Debian: apt-get install novnc)"
     return None
 
 
@@ -100,7 +109,7 @@ def start_novnc(endpoint: VncEndpoint, *, timeout: float = START_TIMEOUT) -> NoV
             [
                 "websockify",
                 "--web",
-                str(NOVNC_DIR),
+                str(novnc_dir()),
                 f"127.0.0.1:{port}",
                 f"{endpoint.host}:{endpoint.port}",
             ],
