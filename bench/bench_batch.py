@@ -65,7 +65,7 @@ from pathlib import Path
 from app.batch import BatchOptions, Host, hosts_from_env, parse_hosts, resolve_tasks, start_batch
 from app.cli.common import run_async
 from app.core.errors import DeskLoopError
-from app.core.tables import render_table
+from app.metrics.tables import render_table
 from app.store import Store
 
 

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli.common import open_store, print_err, run_async, table
+from app.cli.common import open_store, print_err, run_async
 from app.core.errors import DeskLoopError
+from app.metrics.tables import print_table
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -39,7 +40,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(json.dumps({"ok": ok, "invalid": invalid, "tasks": [audit_json(a) for a in audits]}))
         return 0 if ok else 1
     print()
-    table(*audit_table(audits))
+    print_table(*audit_table(audits))
     failures = [(a.task.id, c) for a in audits for c in a.checks if not c.ok]
     if failures:
         print("\nfailures:")

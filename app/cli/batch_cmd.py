@@ -18,8 +18,9 @@ from app.cli.agent_options import (
     judge_config,
     openai_config,
 )
-from app.cli.common import open_store, print_err, run_async, table
+from app.cli.common import open_store, print_err, run_async
 from app.core.errors import DeskLoopError
+from app.metrics.tables import print_table
 
 
 def cmd_batch_run(args: argparse.Namespace) -> int:
@@ -140,7 +141,7 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                 + f"; {runner.options.concurrency} at once"
             )
         rows = run_async(runner.run())
-    print_table(rows)
+    print_slots(rows)
     for host, errors in runner.host_failures.items():
         print_err(f"host {host}: {len(errors)} desktop(s) failed at start-up; last: {errors[-1]}")
     print(f"\nbatch {runner.batch_id}; see `deskloop report --batch {runner.batch_id}`")
@@ -170,7 +171,7 @@ def join_ray(runner: Any, concurrency: int | None, log: Any) -> None:
     )
 
 
-def print_table(rows: list[Any]) -> None:
+def print_slots(rows: list[Any]) -> None:
     out = []
     for row in rows:
         e = row.episode
@@ -187,7 +188,7 @@ def print_table(rows: list[Any]) -> None:
                 str(row.attempts),
             ]
         )
-    table(
+    print_table(
         ["task", "agent", "repeat", "episode", "status", "passed", "score", "steps", "tries"],
         out,
     )
@@ -212,7 +213,7 @@ def cmd_batch_list(args: argparse.Namespace) -> int:
                     f"{finished}/{len(slots)}",
                 ]
             )
-    table(["batch", "created (UTC)", "tasks", "agents", "repeats", "finished"], rows)
+    print_table(["batch", "created (UTC)", "tasks", "agents", "repeats", "finished"], rows)
     return 0
 
 
@@ -225,7 +226,7 @@ def cmd_batch_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(table_json(rows)))
     else:
-        print_table(rows)
+        print_slots(rows)
     return 0
 
 

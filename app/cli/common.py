@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.core.errors import DeskLoopError
-from app.core.tables import print_table
 
 if TYPE_CHECKING:
     # Imported where a store is opened: the command line starts without it.
@@ -28,10 +27,6 @@ def indent_block(text: str, prefix: str) -> str:
     """Multi-line text with continuation lines aligned under the first."""
     lines = text.strip().splitlines() or [""]
     return lines[0] + "".join("\n" + prefix + line for line in lines[1:])
-
-
-def table(headers: list[str], rows: list[list[str]]) -> None:
-    print_table(headers, rows, empty="(none)")
 
 
 class Interrupt:

@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.cli.common import indent_block, table
+from app.cli.common import indent_block
 from app.core.conversation import describe_origin, message_step
 from app.core.integrity import IntegrityFlag
 from app.core.judgements import Judgement
 from app.core.outcomes import CheckOutcome
 from app.core.triggers import trigger_to_raw
+from app.metrics.tables import print_table
 
 if TYPE_CHECKING:
     # The store is imported where it is opened: the command line starts without it.
@@ -49,7 +50,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for e in episodes
     ]
     headers = ["id", "task", "agent", "user", "status", "end", "steps", "passed", "score"]
-    table([*headers, "started (UTC)", "tags"], rows)
+    print_table([*headers, "started (UTC)", "tags"], rows)
     return 0
 
 

@@ -14,8 +14,9 @@ from app.cli.agent_options import (
     judge_config,
     openai_config,
 )
-from app.cli.common import INTERRUPT, open_store, run_async, table
+from app.cli.common import INTERRUPT, open_store, run_async
 from app.core.errors import DeskLoopError, describe_error
+from app.metrics.tables import print_table
 
 if TYPE_CHECKING:
     # Imported where episodes run: the command line starts without the runner.
@@ -163,7 +164,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with open_store(args.db) as store:
         results = run_async(run_tasks(args, list(args.tasks or DEMO_TASKS), store))
     print()
-    table(
+    print_table(
         ["task", "episode", "status", "steps", "passed", "score"],
         [
             [

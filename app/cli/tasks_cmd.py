@@ -9,8 +9,9 @@ from typing import Any
 
 from app.cli import import_cmd
 from app.cli.audit_cmd import register_audit
-from app.cli.common import indent_block, print_err, table
+from app.cli.common import indent_block, print_err
 from app.core.errors import DeskLoopError
+from app.metrics.tables import print_table
 
 DEFAULT_TASKS = Path("tasks")
 
@@ -23,7 +24,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         [t.id, t.app, t.level, "interactive" if t.interactive else "standard", t.title]
         for t in sorted(tasks, key=lambda t: (t.app, t.level, t.id))
     ]
-    table(["id", "app", "level", "kind", "title"], rows)
+    print_table(["id", "app", "level", "kind", "title"], rows)
     for err in errors:
         print_err(f"invalid task:\n{err}")
     return 2 if errors else 0
@@ -185,7 +186,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return f"{score} {'ok' if run.ok else 'FAIL'} (#{run.episode_id})"
 
     print()
-    table(
+    print_table(
         ["task", "app", "level", "kind", "solution", *modes, "verdict"],
         [
             [
@@ -211,7 +212,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if v.ok
     )
     print("\nverified tasks by app, level and kind:")
-    table(
+    print_table(
         ["app", "level", "kind", "verified"],
         [[app, level, kind, str(n)] for (app, level, kind), n in sorted(counts.items())],
     )
@@ -264,13 +265,13 @@ def cmd_proofs(args: argparse.Namespace) -> int:
     for problem in invalid:
         print_err(f"invalid task:\n{problem}")
     if args.verbose:
-        table(
+        print_table(
             ["task", "app", "level", "proof", "evaluator"],
             [[s.task.id, s.task.app, s.task.level, s.state, s.evaluator] for s in statuses],
         )
         print()
     print("proven tasks by app, level and kind (standard / interactive):")
-    table(
+    print_table(
         ["app", *LEVELS],
         [
             [

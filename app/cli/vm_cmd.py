@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.cli.common import run_async, table
+from app.cli.common import run_async
 from app.core.errors import DesktopError
+from app.metrics.tables import print_table
 
 
 def _say(text: str) -> None:
@@ -60,7 +61,7 @@ def cmd_vm_list(args: argparse.Namespace) -> int:
 
     config = _config(args)
     vms = list_vms(config)
-    table(
+    print_table(
         ["name", "domain", "state", "image", "start states"],
         [[v.name, v.domain, v.state, v.image, str(len(v.states))] for v in vms],
     )
@@ -240,7 +241,7 @@ def cmd_image_list(args: argparse.Namespace) -> int:
             size = f"{image.manifest['disk_bytes'] / 2**20:.0f} MiB"
             built = str(image.manifest.get("built_at", ""))
         rows.append([name, " + ".join(recipe.layers), status, size, built])
-    table(["image", "layers", "status", "qcow2", "built"], rows)
+    print_table(["image", "layers", "status", "qcow2", "built"], rows)
     print(f"\ncache: {cache_dir()}")
     return 0
 

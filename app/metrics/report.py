@@ -21,7 +21,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from app.core.tables import render_table
 from app.metrics.slots import counted_episodes
 from app.metrics.summary import (
     CHECK_COLUMNS,
@@ -43,6 +42,7 @@ from app.metrics.summary import (
     repeat_cells,
     token_usage,
 )
+from app.metrics.tables import render_table
 from app.store import EpisodeRecord, Store
 
 # -- text -----------------------------------------------------------------------------

@@ -26,7 +26,9 @@ def build_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
     return table
 
 
-def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str) -> str:
+def render_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str = "(none)"
+) -> str:
     """The table as plain text at its natural width; `empty` when there are no rows."""
     if not rows:
         return empty
@@ -40,7 +42,9 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, empty
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
 
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str) -> None:
+def print_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str = "(none)"
+) -> None:
     """Print the table on stdout: rich's terminal output on a terminal, `render_table`
     elsewhere."""
     if rows and sys.stdout.isatty():
