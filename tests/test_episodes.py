@@ -14,7 +14,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +29,7 @@ from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
 from tests.episode_story import episode_story
 from tests.library_sample import sample_paths
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 GIMP_TASKS = sorted((ROOT / "tasks" / "gimp").glob("*.yaml"))
@@ -111,15 +111,6 @@ def _runner_pids_left(owner_pid: int) -> list[int]:
     return [pid for pid in all_pids() if process_environ(pid).get(OWNER_PID_ENV) == str(owner_pid)]
 
 
-def _wait_for(condition: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 def _steps_in(db: Path) -> int:
     if not db.exists():
         return 0
@@ -152,7 +143,7 @@ def test_sigkill_mid_episode_loses_nothing_recorded(tmp_path: Path) -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_for(lambda: _steps_in(db) >= 4 or proc.poll() is not None, 180, "4 recorded steps")
+        wait_until(lambda: _steps_in(db) >= 4 or proc.poll() is not None, "4 recorded steps", 180)
         assert proc.poll() is None, "the run ended before it could be killed"
         assert _runner_pids_left(proc.pid), "the desktop's processes carry the owner marker"
         os.kill(proc.pid, signal.SIGKILL)
@@ -160,7 +151,7 @@ def test_sigkill_mid_episode_loses_nothing_recorded(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-    _wait_for(lambda: not _runner_pids_left(proc.pid), 30, "the desktop processes to be reaped")
+    wait_until(lambda: not _runner_pids_left(proc.pid), "the desktop processes to be reaped", 30)
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     with Store(db) as store:  # opening recovers the interrupted episode
@@ -182,7 +173,7 @@ def test_sigterm_records_aborted_episode_and_closes_desktop(tmp_path: Path) -> N
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_for(lambda: _steps_in(db) >= 2 or proc.poll() is not None, 180, "2 steps")
+        wait_until(lambda: _steps_in(db) >= 2 or proc.poll() is not None, "2 steps", 180)
         assert proc.poll() is None, "the run ended before it could be stopped"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 130

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ from app.desktops.local import LocalDesktop, reap_orphans
 from app.desktops.xvnc import vnc_password_file_bytes
 from app.desktops.xwindows import active_window_title, wait_window
 from app.rfb.client import connect
+from tests.waiting import eventually, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -62,16 +63,6 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(")") + 2] != "Z"
-
-
-async def eventually(
-    condition: Callable[[], bool], what: str, timeout: float = 15.0, interval: float = 0.05
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still not true after {timeout:g} s: {what}")
-        await asyncio.sleep(interval)
 
 
 @pytest.fixture
@@ -121,13 +112,6 @@ def test_password_file_matches_vncpasswd(password: str) -> None:
     assert vnc_password_file_bytes(password) == expected
 
 
-def wait_for_marker(pid: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while "DESKLOOP_DESKTOP" not in process_environ(pid):
-        assert time.monotonic() < deadline, f"pid {pid} never showed its environment"
-        time.sleep(0.01)
-
-
 def test_reap_orphans_kills_leftovers_of_dead_owners_only(tmp_path: Path) -> None:
     dead_pid = subprocess.Popen(["true"])
     dead_pid.wait()
@@ -158,8 +142,11 @@ def test_reap_orphans_kills_leftovers_of_dead_owners_only(tmp_path: Path) -> Non
         # Popen returns once exec has closed the child's descriptors, but the kernel
         # sets up the new environment a moment later: until then /proc shows none,
         # and a leftover (always long-lived) would not be told from an exec in flight.
-        for proc in (orphan, recycled, kept):
-            wait_for_marker(proc.pid)
+        pids = [orphan.pid, recycled.pid, kept.pid]
+        wait_until(
+            lambda: all("DESKLOOP_DESKTOP" in process_environ(pid) for pid in pids),
+            "the sleepers' environments",
+        )
         killed = reap_orphans(root=tmp_path)
         assert orphan.wait(timeout=10) is not None
         assert recycled.wait(timeout=10) is not None

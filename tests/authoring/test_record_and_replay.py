@@ -4,7 +4,7 @@ on a real desktop, compile the recording, and replay the reference on a fresh de
 from __future__ import annotations
 
 import asyncio
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -28,6 +28,7 @@ from app.core.conversation import Message
 from app.desktops.local import LocalDesktop
 from app.desktops.xwindows import wait_window
 from app.rfb.client import connect
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.desktop
 
@@ -51,13 +52,6 @@ async def open_xterm(desktop: LocalDesktop) -> None:
     await desktop.settle(timeout=5, quiet=0.5)
 
 
-async def wait_until(condition, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not await condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.1)
-
-
 async def test_a_recorded_workflow_compiles_and_replays(tmp_path: Path) -> None:
     folder = tmp_path / "rec"
     async with LocalDesktop() as desktop:
@@ -70,18 +64,18 @@ async def test_a_recorded_workflow_compiles_and_replays(tmp_path: Path) -> None:
             await person.pointer(120, 80, 1)  # focus the xterm
             await person.pointer(120, 80, 0)
             await person.type_text("echo one > ~/one.txt\n")
-            await wait_until(lambda: desktop.guest.exists("~/one.txt"))
+            await eventually(lambda: desktop.guest.exists("~/one.txt"), "~/one.txt")
             await person.key_combo([CTRL, ALT, SHIFT, ord("m")])  # a boundary
             await person.type_text("echo two > ~/two.txt\n")
-            await wait_until(lambda: desktop.guest.exists("~/two.txt"))
+            await eventually(lambda: desktop.guest.exists("~/two.txt"), "~/two.txt")
             append_control(folder, {"mark": "Now the third file"})
 
             async def marked_twice() -> bool:
                 return len(read_recording(folder).marks) == 2
 
-            await wait_until(marked_twice)
+            await eventually(marked_twice, "the mark twice")
             await person.type_text("echo three > ~/three.txt\n")
-            await wait_until(lambda: desktop.guest.exists("~/three.txt"))
+            await eventually(lambda: desktop.guest.exists("~/three.txt"), "~/three.txt")
             await person.key_combo([CTRL, ALT, SHIFT, ord("q")])  # the end
             assert await asyncio.wait_for(recorder.wait(), 10) == "the author's end key"
         finally:
@@ -143,7 +137,8 @@ async def test_a_recorded_workflow_compiles_and_replays(tmp_path: Path) -> None:
             await desktop.act(action)
         assert phase == len(messages)
         for name in ("one", "two", "three"):
-            await wait_until(lambda n=name: desktop.guest.exists(f"~/{n}.txt"))
+            path = f"~/{name}.txt"
+            await eventually(partial(desktop.guest.exists, path), path)
 
 
 async def test_an_unchanged_screen_is_not_written_twice(tmp_path: Path) -> None:

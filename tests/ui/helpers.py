@@ -18,32 +18,17 @@ from app.desktops.libvirt import DOMAIN_PREFIX
 from app.rfb.client import VncEndpoint
 from app.store import Store, frame_png
 from tests.check_outcomes import outcome
+from tests.waiting import eventually
 
 T0 = datetime(2026, 1, 15, 9, 0, tzinfo=UTC)
-
-
-PATIENCE = 30.0
 
 
 async def wait_until(
     pilot: Pilot[None], condition: Callable[[], bool], timeout: float, what: str
 ) -> None:
-    """Let the app run until `condition` holds; fail after `timeout` seconds, or after
-    PATIENCE seconds when that is longer.
-
-    The floor is there because a suite run loads two cores with three workers and a
-    VM under software emulation: a Textual app can then go seconds without a turn,
-    and a timeout picked on an idle machine fails a test that is right. It costs a
-    passing test nothing, since the wait ends as soon as the condition holds.
-    """
-    import time
-
-    patience = max(timeout, PATIENCE)
-    deadline = time.monotonic() + patience
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {patience:g} s waiting for {what}")
-        await pilot.pause(0.05)
+    """Let the app run until `condition` holds (tests/waiting.py's `eventually`, pausing
+    with the pilot so the app processes its messages)."""
+    await eventually(condition, what, timeout, pause=pilot.pause)
 
 
 def coloured_frame_png(color: tuple[int, int, int], size: tuple[int, int] = (160, 100)) -> bytes:
