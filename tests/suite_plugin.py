@@ -9,7 +9,8 @@ Spreading: under pytest-xdist (`-n 2`, as scripts/test.sh runs the suite) each m
 one unit of work, so its module-scoped desktops and VMs are made once, on one worker.
 Every module under tests/vm/ is one unit together: those tests boot VMs under software
 emulation, which takes both cores, so they run one after another on one worker and two
-guests never starve each other. That unit starts first, because it is the longest, and
+guests never starve each other. The library sample's proof test is one unit per app
+(SPLIT_BY_APP), so the apps' episodes spread over the workers. That unit starts first, because it is the longest, and
 the modules with the most real-desktop tests follow it; the many quick modules fill the
 gaps at the end.
 """
@@ -42,6 +43,9 @@ VM_ORDER = (
     "test_libvirt_blender.py",
     "test_vm_create.py",
 )
+# Modules whose one parametrised test spans the apps, with ids `app/...`: each app's
+# part is a unit of its own, so their desktop episodes spread over the workers.
+SPLIT_BY_APP = ("tests/test_library_sample.py",)
 # Fixture setups shorter than this are not worth a line.
 FIXTURE_FLOOR_S = 0.5
 
@@ -72,36 +76,49 @@ def _is_vm(nodeid: str) -> bool:
     return nodeid.startswith(VM_SCOPE + "/")
 
 
+def _scope_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: all of tests/vm/, an app's part of a module
+    split by app, or its module."""
+    if _is_vm(nodeid):
+        return VM_SCOPE
+    module = _module_of(nodeid)
+    if module in SPLIT_BY_APP and "[" in nodeid:
+        return f"{module}::{nodeid.split('[', 1)[1].split('/', 1)[0]}"
+    return module
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """VM modules first (in image order), then modules by their count of real-desktop
-    tests, most first; within a module, the order pytest found."""
+    """VM modules first (in image order), then units of work by their count of
+    real-desktop tests, most first; within a unit, the order pytest found."""
     desktop_tests: dict[str, int] = {}
     first_seen: dict[str, int] = {}
     for index, item in enumerate(items):
-        module = _module_of(item.nodeid)
-        first_seen.setdefault(module, index)
+        unit = _module_of(item.nodeid) if _is_vm(item.nodeid) else _scope_of(item.nodeid)
+        first_seen.setdefault(unit, index)
         if item.get_closest_marker("desktop") is not None:
-            desktop_tests[module] = desktop_tests.get(module, 0) + 1
+            desktop_tests[unit] = desktop_tests.get(unit, 0) + 1
 
     def key(pair: tuple[int, pytest.Item]) -> tuple[int, int, int, int]:
         index, item = pair
-        module = _module_of(item.nodeid)
         if _is_vm(item.nodeid):
+            module = _module_of(item.nodeid)
             name = module.rsplit("/", 1)[-1]
             rank = VM_ORDER.index(name) if name in VM_ORDER else len(VM_ORDER)
             return (0, rank, first_seen[module], index)
-        return (1, -desktop_tests.get(module, 0), first_seen[module], index)
+        unit = _scope_of(item.nodeid)
+        return (1, -desktop_tests.get(unit, 0), first_seen[unit], index)
 
     items[:] = [item for _, item in sorted(enumerate(items), key=key)]
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Modules as units of work, with every VM module in one unit (see the docstring)."""
+    """Modules as units of work, with every VM module in one unit and the modules of
+    SPLIT_BY_APP split by app (see the docstring)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class DesktopAwareScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            return VM_SCOPE if _is_vm(nodeid) else _module_of(nodeid)
+            return _scope_of(nodeid)
 
     config.option.loadscopereorder = False  # keep pytest_collection_modifyitems' order
     return DesktopAwareScheduling(config, log)

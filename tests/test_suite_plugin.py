@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.suite_plugin import pytest_collection_modifyitems, record_time
+from tests.suite_plugin import _scope_of, pytest_collection_modifyitems, record_time
 from tests.suite_times import module_times, read_times, report_lines, summary_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,6 +108,32 @@ def test_vm_modules_go_first_in_image_order_then_the_most_desktop_tests() -> Non
         "tests/test_a.py::quick",
         "tests/test_a.py::quick2",
     ]
+
+
+def test_the_library_sample_is_a_unit_per_app_ordered_by_its_desktop_tests() -> None:
+    sample = "tests/test_library_sample.py::test_a_sampled_task_is_proven"
+    items = [
+        _Item(f"{sample}[gimp/gimp-a-reference]", desktop=True),
+        _Item(f"{sample}[web/web-a-reference]", desktop=True),
+        _Item("tests/test_b.py::gui", desktop=True),
+        _Item(f"{sample}[web/web-a-null]", desktop=True),
+        _Item(f"{sample}[web/web-a-untouched]", desktop=True),
+        _Item(f"{sample}[gimp/gimp-a-null]", desktop=True),
+    ]
+    pytest_collection_modifyitems(None, items)  # type: ignore[arg-type]
+    assert [i.nodeid.rsplit("[", 1)[-1] for i in items] == [
+        "web/web-a-reference]",
+        "web/web-a-null]",
+        "web/web-a-untouched]",
+        "gimp/gimp-a-reference]",
+        "gimp/gimp-a-null]",
+        "tests/test_b.py::gui",
+    ]
+    assert {_scope_of(i.nodeid) for i in items} == {
+        "tests/test_library_sample.py::web",
+        "tests/test_library_sample.py::gimp",
+        "tests/test_b.py",
+    }
 
 
 def test_under_xdist_the_vm_modules_share_one_worker_and_other_modules_stay_whole(

@@ -1,8 +1,9 @@
 """`deskloop tasks verify`: every shipped task is proven on a real desktop.
 
-tests/test_episodes.py already runs every GIMP task's reference solution (score 1)
-and the null agent (score 0). Here: the third proof, the untouched start state,
-for every task; the whole command end to end; and how verdicts are judged.
+tests/test_library_sample.py already runs the sampled tasks' reference solutions (score 1)
+and the null agent (score 0). Here: the third proof, the untouched start state, for
+the sampled GIMP tasks through `verify_tasks`; the whole command end to end; and how
+verdicts are judged.
 """
 
 from __future__ import annotations
