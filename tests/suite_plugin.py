@@ -5,14 +5,14 @@ every fixture setup that takes a while, every image build and every VM cold boot
 appended to that file as one JSON line; `bench/bench_suite.py` turns the file into the
 tables of docs/testing.md, and the end of the run prints its summary.
 
-Spreading: under pytest-xdist (`-n 2`, as scripts/test.sh runs the suite) each module is
+Spreading: under pytest-xdist (`-n 3`, as scripts/test.sh runs the suite) each module is
 one unit of work, so its module-scoped desktops and VMs are made once, on one worker.
 Every module under tests/vm/ is one unit together: those tests boot VMs under software
 emulation, which takes both cores, so they run one after another on one worker and two
-guests never starve each other. The library sample's proof test is one unit per app
-(SPLIT_BY_APP), so the apps' episodes spread over the workers. That unit starts first, because it is the longest, and
-the modules with the most real-desktop tests follow it; the many quick modules fill the
-gaps at the end.
+guests never starve each other. That unit starts first, because it is the longest, and
+the units with the most real-desktop tests follow it; the many quick modules fill the
+gaps at the end. The library sample's proof test is split into one unit per app
+(SPLIT_BY_APP), so the apps' episodes spread over the workers.
 """
 
 from __future__ import annotations
