@@ -17,7 +17,7 @@ from app.tasks.deskcraft_checks import map_evaluator
 from app.tasks.deskcraft_rules import Leaf
 from app.tasks.loader import load_task
 from app.tasks.model import Task
-from tests.test_blender_checks import _guest
+from tests.checks.test_blender import _guest
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "deskcraft"

@@ -11,7 +11,7 @@
   (kdenliverc [project] enableproxy, generateproxy, proxyminsize=800), harbour.mp4
   inserted twice into V1 (`v`, two A/V pairs Kdenlive groups itself), the timeline
   selected (`ctrl+a`) and grouped (`ctrl+g`), saved: a user group and proxy settings
-  as Kdenlive writes them (tests/test_kdenlive_bin_checks.py).
+  as Kdenlive writes them (tests/checks/test_kdenlive_bin.py).
 - showcase.kdenlive: scripts/make_media_assets.py's `showcase()` project opened in
   Kdenlive, a guide added at 3 s ("Harbour"), saved by Kdenlive: effects with
   keyframes, a title, a dissolve, guides, a renamed/locked/muted track as
@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path[:0] = [str(ROOT)]
 
-from tests.test_kdenlive_checks import media_assets_script  # noqa: E402
+from tests.checks.test_kdenlive import media_assets_script  # noqa: E402
 
 _assets = media_assets_script()
 KDENLIVE_ASSETS: Path = _assets.KDENLIVE_ASSETS

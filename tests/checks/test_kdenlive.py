@@ -25,7 +25,7 @@ from app.desktops.local import LocalDesktop
 from app.probes import gather_probe
 from app.probes.media import FFPROBE_ARGS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "kdenlive"
 ASSETS = ROOT / "tasks" / "kdenlive" / "assets"
 P = "~/Videos/edit.kdenlive"

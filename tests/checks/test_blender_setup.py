@@ -1,7 +1,7 @@
 """The scene-setup Blender checks (world texture, texture links, visibility, constraints,
 text, particles) on dumps made by the real Blender from .blend files it saved.
 
-As in tests/test_blender_checks.py: a Blender script builds `good.blend`, which meets
+As in tests/checks/test_blender.py: a Blender script builds `good.blend`, which meets
 every condition below, and `near.blend`, where each is off in the way a person's slip
 would leave it (the HDRI loaded but not plugged in, the normal map in Roughness, the
 object hidden in renders only, the wrong tracking axis, one letter of the text, half the
@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from app.checks.base import CheckState, Probe, ProbeResult
 from app.checks.registry import get_check, run_check
 from app.probes import gather_probe
-from tests.test_blender_checks import _guest
+from tests.checks.test_blender import _guest
 
 pytestmark = pytest.mark.desktop  # runs the real Blender (no display needed)
 

@@ -16,7 +16,7 @@ from app.checks import CheckResult, CheckState, FileState, get_check, run_check
 from app.checks.kdenlive_bin import read_bin
 from app.checks.mlt import parse_project
 
-DATA = Path(__file__).resolve().parent / "data" / "kdenlive"
+DATA = Path(__file__).resolve().parents[1] / "data" / "kdenlive"
 PATH = "~/Videos/project.kdenlive"
 
 
