@@ -16,6 +16,7 @@ from app.desktops.exec_trace import parse_line
 from app.episode.integrity import (
     IntegrityWatch,
     bypass_category,
+    gimp_batch_options,
     process_flags,
     secret_flags,
     writer_flags,
@@ -52,6 +53,21 @@ def test_strace_lines_become_exec_records() -> None:
 
 def test_what_bypasses_the_gui_depends_on_the_app() -> None:
     assert bypass_category("gimp", ran("/usr/bin/xterm")) == "a terminal"
+    # GIMP's own binary without its GUI, however the options are written; the GUI as
+    # task setups start it is not flagged.
+    for args in (
+        ["-i", "-b", "(gimp-quit 0)"],
+        ["-idf", "--batch=-"],
+        ["--no-interface"],
+        ["--batch-interpreter", "python-fu-eval", "-b", "-"],
+        ["-nb", "(x)"],
+    ):
+        assert bypass_category("gimp", ran("/usr/bin/gimp-2.10", *args)) == (
+            f"GIMP in batch or headless mode ({' '.join(gimp_batch_options(args))})"
+        ), args
+    assert gimp_batch_options(["-idf", "--batch=-", "-s"]) == ["-idf", "--batch"]
+    for args in ([], ["-n", "--no-splash", "~/Desktop/a.png"], ["-s", "--", "-ib.png"]):
+        assert bypass_category("gimp", ran("/usr/bin/gimp", *args)) is None, args
     assert bypass_category("gimp", ran("/usr/bin/dash", "-c", "x")) == "a shell"
     assert bypass_category("gimp", ran("/usr/bin/python3.11", "-c", "x")) == "an interpreter"
     assert bypass_category("gimp", ran("/usr/bin/convert", "a.png", "b.png")) == "ImageMagick"

@@ -111,6 +111,8 @@ async def test_a_cheater_in_a_terminal_is_flagged(tmp_path: Path) -> None:
         summaries = [f.summary for f in flags]
         assert "a command-line media tool ran in the desktop: ffmpeg" in summaries, story
         assert "an interpreter ran in the desktop: python3" in summaries, story
+        # GIMP's own binary, but with no window: not the GUI.
+        assert "GIMP in batch or headless mode (-i -b) ran in the desktop: gimp" in summaries, story
         evidence = "\n".join(line for f in flags for line in f.evidence)
         assert "-vf hflip" in evidence and "os.utime" in evidence
         # The checked file's last writer was ffmpeg, not GIMP.

@@ -6,8 +6,9 @@ never confused with "not looked":
 - **processes**: every program started in the desktop after the agent began, where
   the desktop can say (`WatchesPrograms`: the local backend traces every exec of
   the session's programs, app.desktops.exec_trace). A terminal, a shell, an
-  interpreter, ImageMagick, a media tool the task's app does not use, or Blender
-  in background mode or with a Python script is flagged, with its command line.
+  interpreter, ImageMagick, a media tool the task's app does not use, Blender in
+  background mode or with a Python script, or GIMP with no interface or in batch mode
+  (`-i`, `-b`, `--batch-interpreter`) is flagged, with its command line.
   Programs the app ships under /usr/lib/<app> or /usr/share/<app> (GIMP's plug-ins,
   say) and the helpers of its own (Kdenlive's melt and ffmpeg) are not. On libvirt
   VMs the guest's process accounting and fatrace's write log are read after the
@@ -110,6 +111,11 @@ APP_HELPERS = {
 BLENDER_SCRIPTING = frozenset(
     ["-b", "--background", "-P", "--python", "--python-text", "--python-expr", "--python-console"]
 )
+# GIMP with no window or running Script-Fu/Python-Fu from its command line: the same
+# binary as the GUI, so its arguments tell. Short options may come grouped (`-idb`).
+GIMP_BINARY_RE = re.compile(r"^gimp(-[0-9.]+)?$")
+GIMP_BATCH_LONG = frozenset(["--no-interface", "--batch", "--batch-interpreter"])
+GIMP_BATCH_SHORT = frozenset("ib")
 # A converter DeskLoop installs as /usr/local/bin/convert where ImageMagick is absent
 # is a Python script: its interpreter's exec is the same act, reported once.
 _SCRIPT_DIRS = ("/usr/lib/", "/usr/share/", "/usr/libexec/")
@@ -126,6 +132,22 @@ def _ships_with(app: str, path: str) -> bool:
     )
 
 
+def gimp_batch_options(args: Sequence[str]) -> list[str]:
+    """The options among GIMP's arguments that run it without its GUI or run a script
+    (`-i`, `-b`, `--no-interface`, `--batch`, `--batch-interpreter`, grouped or with
+    `=VALUE`), in the order given. Arguments after `--` are files, not options."""
+    used: list[str] = []
+    for arg in args:
+        if arg == "--":
+            break
+        if arg.startswith("--"):
+            if arg.split("=", 1)[0] in GIMP_BATCH_LONG:
+                used.append(arg.split("=", 1)[0])
+        elif arg.startswith("-") and len(arg) > 1 and GIMP_BATCH_SHORT & set(arg[1:]):
+            used.append(arg)
+    return used
+
+
 def bypass_category(app: str, record: ExecRecord) -> str | None:
     """Why an exec bypasses the GUI of `app`'s task, or None when it does not."""
     name = _name(record.path)
@@ -135,6 +157,9 @@ def bypass_category(app: str, record: ExecRecord) -> str | None:
     if name == "blender" or name.startswith("blender-"):
         used = sorted(BLENDER_SCRIPTING & set(args))
         return f"Blender scripting or background mode ({' '.join(used)})" if used else None
+    if GIMP_BINARY_RE.match(name):
+        batch = gimp_batch_options(args)
+        return f"GIMP in batch or headless mode ({' '.join(batch)})" if batch else None
     if name in TERMINALS:
         return "a terminal"
     if name in SHELLS:
