@@ -30,12 +30,23 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _reachable_temp(prefix: str) -> Path:
+    """A fresh folder in the temporary directory that the desktop user may pass
+    through to its session folder (mkdtemp makes it 0700)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder.chmod(0o711)
+    return folder
+
+
 @dataclass
 class RayCluster:
     folder: Path
     """Where the nodes' logs go."""
     temp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="dl-ray-")))
     """Ray's own folder (its sockets' paths must be short: 107 bytes at most)."""
+    tmpdir: Path = field(default_factory=lambda: _reachable_temp("dl-ray-tmp-"))
+    """The nodes' TMPDIR, where their episodes' folders and desktops' session folders
+    go: a test can see what is left there."""
     address: str = ""
     nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
@@ -54,7 +65,7 @@ class RayCluster:
         else:
             args += [f"--address={self.address}"]
         log = self.folder / f"{name}.log"
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(self.tmpdir)}
         with log.open("wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tests.ray_node", *args],
@@ -108,6 +119,7 @@ class RayCluster:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=15)
         shutil.rmtree(self.temp, ignore_errors=True)
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
 def _parents() -> dict[int, int]:

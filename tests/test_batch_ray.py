@@ -4,6 +4,7 @@ back whole to the driver's database; a worker node killed mid-batch loses nothin
 
 from __future__ import annotations
 
+import os
 import socket
 import sqlite3
 import subprocess
@@ -102,6 +103,15 @@ def test_a_ray_batch_survives_a_worker_node_killed_mid_batch(tmp_path: Path) -> 
                 driver.wait()
         output = (tmp_path / "driver.log").read_text()
         assert rc == 0, output
+        # The lost node's worker was SIGKILLed in its episode: its folder and its
+        # desktop's session folder stayed. `desktops cleanup` removes them all.
+        cleanup = subprocess.run(
+            [sys.executable, "-m", "app.cli", "desktops", "cleanup"], cwd=REPO,
+            env={**os.environ, "TMPDIR": str(cluster.tmpdir)}, capture_output=True,
+            text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
+        assert not sorted(p.name for p in cluster.tmpdir.glob("deskloop-*"))
     assert "episodes on the Ray cluster at 127.0.0.1:" in output
     with Store(db) as store:
         episodes = store.list_episodes(batch_id="on-ray", limit=None)
@@ -173,3 +183,26 @@ def test_a_ray_batch_whose_driver_was_killed_resumes_to_every_slot_once(
         interrupted = [e for e in episodes if e.status == "error"]
         assert interrupted and all(e.error_kind == "interrupted" for e in interrupted)
         assert not [e for e in episodes if e.status == "running"]
+
+
+def test_a_place_on_a_node_is_freed_when_its_holder_dies_and_leaves_no_file(
+    tmp_path: Path,
+) -> None:
+    from app.batch.ray_nodes import _claim_place
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom app.batch.ray_nodes import _claim_place\n"
+         "with _claim_place() as place:\n    print(place, flush=True)\n    time.sleep(600)"],
+        cwd=REPO, stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)},
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None
+        held = int(holder.stdout.readline())
+        with _claim_place() as mine:
+            assert mine != held
+    finally:
+        holder.kill()
+        holder.wait()
+    with _claim_place() as first, _claim_place() as second:
+        assert (first, second) == (0, 1)  # the killed holder's place is free again
+    assert not list(tmp_path.iterdir())

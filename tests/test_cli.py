@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,3 +95,42 @@ def test_a_closed_pipe_ends_a_command_quietly() -> None:
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141, stderr
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+def test_a_command_that_starts_desktops_first_removes_what_dead_runs_left(
+    tmp_path: Path,
+) -> None:
+    """A Ray node's folder (or a desktop's session folder) whose owner died without its
+    clean-up, as a SIGKILL leaves it, goes when the next command that starts desktops
+    runs; a folder whose owner lives stays, and so does everything on a command that
+    starts none."""
+    from app.cli.desktops_cmd import starts_desktops
+    from app.core.procfs import write_owner_file
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = temp / "deskloop-ray-node-left"
+    left.mkdir()
+    write_owner_file(left, dead.pid)
+    (left / "node.db").write_bytes(b"")
+    alive = temp / "deskloop-ray-node-alive"
+    alive.mkdir()
+    write_owner_file(alive)
+    env = {**os.environ, "TMPDIR": str(temp)}
+
+    def deskloop(*args: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "app.cli", "--db", str(tmp_path / "lab.db"), *args],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    deskloop("tasks", "list")
+    assert left.exists()  # listing tasks starts no desktop
+    deskloop("batch", "list")
+    assert not left.exists() and alive.exists()
+    parser = build_parser()
+    assert starts_desktops(parser.parse_args(["tasks", "verify", "t"]))
+    assert not starts_desktops(parser.parse_args(["episodes", "list"]))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _pytest.mark import ParameterSet
 
 from app.agents.factory import make_agent
 from app.desktops.local import LocalDesktop
@@ -34,7 +35,7 @@ MODES_OF: dict[str, tuple[Mode, ...]] = {"web": MODES}
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def cases() -> list[pytest.ParameterSet]:
+def cases() -> list[ParameterSet]:
     """(task file, mode) for every sampled task, with ids `app/task-mode`: the
     scheduler reads the app from the id."""
     return [

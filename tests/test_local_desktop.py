@@ -150,7 +150,8 @@ def test_reap_orphans_kills_leftovers_of_dead_owners_only(tmp_path: Path) -> Non
         killed = reap_orphans(root=tmp_path)
         assert orphan.wait(timeout=10) is not None
         assert recycled.wait(timeout=10) is not None
-        assert {orphan.pid, recycled.pid} <= set(killed)
+        # Which call stopped them is not asked: another process's clean-up (every
+        # command that starts desktops runs one) may have been first.
         assert kept.poll() is None and kept.pid not in killed
         assert not orphan_dir.exists()
         assert live_dir.exists()

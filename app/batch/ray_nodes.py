@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
+import errno
 import ipaddress
 import os
 import queue
@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from app.batch.options import BatchOptions
 from app.batch.pool import Lease
 from app.core.errors import DeskLoopError, TaskError
+from app.core.procfs import write_owner_file
 from app.episode.events import EpisodeResult
 from app.episode.launch import desktop_spec, make_spec_desktop
 from app.metrics.slots import Slot
@@ -53,8 +54,9 @@ if TYPE_CHECKING:
 
 RESOURCE = "deskloop_desktop"
 """The custom Ray resource a node offers, one unit per desktop it can run at once."""
-PLACES_DIR = Path(tempfile.gettempdir()) / f"deskloop-ray-places-{os.getuid()}"
-"""Lock files that number the desktops running at once on one node (VM names)."""
+PLACE_NAME = "deskloop-ray-place-{uid}-{index}"
+"""An abstract Unix socket name per place: it numbers the desktops running at once on
+one node (VM names)."""
 
 
 class RayUnavailable(DeskLoopError):
@@ -293,7 +295,7 @@ async def _run_on_node(job: NodeJob, changes: _Changes) -> EpisodeBundle:
     options = BatchOptions.from_json(job.options, concurrency=1)
     with (
         tempfile.TemporaryDirectory(prefix="deskloop-ray-node-") as folder,
-        Store(Path(folder) / "node.db") as store,
+        Store(_owned(Path(folder)) / "node.db") as store,
         _claim_place() as place,
     ):
         runner = BatchRunner(store, job.batch_id, {task.id: task}, {}, options)
@@ -316,6 +318,14 @@ async def _run_on_node(job: NodeJob, changes: _Changes) -> EpisodeBundle:
         return await store.off_loop(store.export_episode, result.episode_id)
 
 
+def _owned(folder: Path) -> Path:
+    """`folder`, named as this worker's: Ray SIGKILLs a worker whose node or driver is
+    lost, which skips the folder's clean-up; `deskloop desktops cleanup` (also run when
+    a command starts desktops) removes it once this process is gone."""
+    write_owner_file(folder)
+    return folder
+
+
 def _node_id() -> str | None:
     """This Ray node's id (None outside a Ray worker)."""
     try:
@@ -328,21 +338,23 @@ def _node_id() -> str | None:
 
 @contextlib.contextmanager
 def _claim_place() -> Iterator[int]:
-    """The lowest place number no other episode on this node holds (a lock file each,
-    released when the process ends, even killed): desktops running at once on one
-    node differ in it, and so do their VM names."""
-    PLACES_DIR.mkdir(parents=True, exist_ok=True)
+    """The lowest place number no other episode on this node holds: desktops running at
+    once on one node differ in it, and so do their VM names. A place is an abstract
+    Unix socket bound under its name (Linux): no file is left anywhere, and the kernel
+    releases it when the process ends, even killed."""
     index = 0
     while True:
-        fd = os.open(PLACES_DIR / f"{index}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        claim = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+            claim.bind("\0" + PLACE_NAME.format(uid=os.getuid(), index=index))
+        except OSError as exc:
+            claim.close()
+            if exc.errno != errno.EADDRINUSE:
+                raise
             index += 1
             continue
         try:
             yield index
         finally:
-            os.close(fd)
+            claim.close()
         return

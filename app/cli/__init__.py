@@ -93,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         # No command: open the terminal UI (the lab's front door).
         args.func = tui_cmd.cmd_tui
+    if desktops_cmd.starts_desktops(args):
+        desktops_cmd.cleanup_in_background()
     try:
         code: int = args.func(args)
         # Inside the try: a reader that went away is noticed here, not in the flush at

@@ -26,6 +26,18 @@ def process_start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
+OWNER_FILE = "owner"
+"""In a folder DeskLoop leaves in the temporary directory: `PID START`, the process that
+owns it. `deskloop desktops cleanup` removes the folder once that process is gone."""
+
+
+def write_owner_file(folder: Path, pid: int | None = None) -> None:
+    """Name the process that owns `folder` (this one by default), so a crash that skips
+    its clean-up still leaves nothing for good."""
+    owner = os.getpid() if pid is None else pid
+    (folder / OWNER_FILE).write_text(f"{owner} {process_start_time(owner)}\n")
+
+
 def process_parent(pid: int) -> int | None:
     """The parent pid of `pid`, or None if it is gone."""
     try:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.core.errors import DesktopError, GuestError, VNCError
-from app.core.procfs import process_start_time
+from app.core.procfs import process_start_time, write_owner_file
 from app.desktops import reaper
 from app.desktops.lab_user import LabUser
 from app.desktops.local_guest import LocalGuest
@@ -110,7 +110,7 @@ class LocalSession:
                 )
         owner_pid = os.getpid()
         owner_start = process_start_time(owner_pid) or ""
-        reaper.write_owner_file(session_dir, owner_pid, owner_start)
+        write_owner_file(session_dir, owner_pid)
         home = session_dir / "home"
         dirs = {
             "TMPDIR": home / ".tmp",

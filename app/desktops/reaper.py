@@ -31,14 +31,19 @@ from pathlib import Path
 if not __package__:  # run by path as the watchdog: `app` is two folders up
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.core.procfs import all_pids, process_environ, process_parent, process_start_time
+from app.core.procfs import (
+    OWNER_FILE,
+    all_pids,
+    process_environ,
+    process_parent,
+    process_start_time,
+)
 
 MARKER_ENV = "DESKLOOP_DESKTOP"
 OWNER_PID_ENV = "DESKLOOP_OWNER_PID"
 OWNER_START_ENV = "DESKLOOP_OWNER_START"
 SESSION_DIR_ENV = "DESKLOOP_SESSION_DIR"
 SESSION_PREFIX = "deskloop-"
-OWNER_FILE = "owner"
 
 
 def marked_processes(marker: str) -> list[int]:
@@ -110,10 +115,6 @@ def remove_session_dir(path: Path) -> None:
     """Remove a desktop's session directory; only one that looks like ours."""
     if path.name.startswith(SESSION_PREFIX) and (path / OWNER_FILE).exists():
         shutil.rmtree(path, ignore_errors=True)
-
-
-def write_owner_file(session_dir: Path, pid: int, start: str) -> None:
-    (session_dir / OWNER_FILE).write_text(f"{pid} {start}\n")
 
 
 def _owner_alive(pid_text: str, start: str) -> bool:

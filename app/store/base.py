@@ -41,7 +41,7 @@ from typing import Any, ParamSpec, Self, TypeVar
 from sqlite_utils import Database
 
 from app.core.errors import StoreError
-from app.core.procfs import process_name, write_lock_holders
+from app.core.procfs import process_name, write_lock_holders, write_owner_file
 from app.store.frames import FRAMES_FOLDER, FrameDir
 from app.store.schema import migrate
 
@@ -152,6 +152,8 @@ class StoreBase:
         self._tmp_root: Path | None = None
         if self.is_memory:
             self._tmp_root = Path(tempfile.mkdtemp(prefix="deskloop-frames-"))
+            # Removed on close; named as this process's for a crash that skips that.
+            write_owner_file(self._tmp_root)
             self.root = self._tmp_root
         else:
             db_path = Path(self.path)
