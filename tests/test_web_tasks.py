@@ -14,7 +14,7 @@ from app.core.triggers import trigger_to_raw
 from app.desktops.local import LocalDesktop
 from app.episode.events import EpisodeResult
 from app.episode.runner import EpisodeRunner
-from app.episode.verify import MODES, Mode, UntouchedAgent, judge
+from app.proving.verify import MODES, Mode, UntouchedAgent, judge
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import OpenPageStep
