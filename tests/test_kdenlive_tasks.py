@@ -10,7 +10,7 @@ import pytest
 
 from app.agents.factory import make_agent
 from app.core.triggers import trigger_to_raw
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.episode.events import EpisodeResult
 from app.episode.runner import EpisodeRunner
 from app.store import Store

@@ -7,7 +7,7 @@ from typing import Any
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from app.desktops.local import reap_orphans
+    from app.desktops.local.desktop import reap_orphans
 
     killed = reap_orphans()
     if killed:

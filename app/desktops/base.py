@@ -17,7 +17,7 @@ from app.core.actions import GuiAction
 from app.core.commands import CommandResult
 from app.core.frames import Frame, SettleResult
 from app.core.integrity import ExecLog, LastWrite
-from app.desktops.cdp import WebPage
+from app.desktops.web.cdp import WebPage
 from app.rfb.client import VncEndpoint
 
 
@@ -161,8 +161,8 @@ class SavesStartStates(Protocol):
 @runtime_checkable
 class HostsWebPages(Protocol):
     """A guest channel that can show a web page in a kiosk browser and reach the
-    page's contract over a private DevTools channel (app/desktops/web.py). The local
-    backend's guest does, and a VM's (app/desktops/ssh_web.py: the pipe relayed over
+    page's contract over a private DevTools channel (app/desktops/web/kiosk.py). The local
+    backend's guest does, and a VM's (app/desktops/remote/ssh_web.py: the pipe relayed over
     SSH); a guest without it cannot run `app: web` tasks."""
 
     async def open_page(self, url: str, timeout: float = 30.0) -> WebPage:
@@ -185,7 +185,7 @@ class HostsWebPages(Protocol):
 @runtime_checkable
 class WatchesPrograms(Protocol):
     """A desktop that can list every program started in it so far, short-lived ones
-    too (the local backend: app/desktops/exec_trace.py), for the integrity flags."""
+    too (the local backend: app/desktops/local/exec_trace.py), for the integrity flags."""
 
     def exec_log(self) -> ExecLog:
         """The execs seen, or `covered=False` with why none could be."""
@@ -205,7 +205,7 @@ class ReadsGuestWatch(Protocol):
 @runtime_checkable
 class WatchesWrites(Protocol):
     """A desktop that can say which program last wrote a file (the local backend:
-    app/desktops/write_watch.py with the exec trace), for the integrity flags."""
+    app/desktops/local/write_watch.py with the exec trace), for the integrity flags."""
 
     @property
     def writes_note(self) -> str:

@@ -32,7 +32,7 @@ from app.desktops.libvirt.link import GuestLink
 from app.desktops.libvirt.machine import Machine
 from app.desktops.libvirt.states import BOOT_STATE, StartState, state_key, state_keys
 from app.desktops.libvirt.watch import GuestWatching
-from app.desktops.ssh_guest import SSHGuest, lab_key
+from app.desktops.remote.ssh_guest import SSHGuest, lab_key
 from app.desktops.vnc_screen import VncScreen
 from app.rfb.client import VncEndpoint, VNCSession
 

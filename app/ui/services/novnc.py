@@ -22,7 +22,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from app.core.errors import DesktopError
-from app.desktops.xvnc import free_port
+from app.desktops.local.xvnc import free_port
 from app.rfb.client import VncEndpoint
 
 NOVNC_DIR = Path(os.environ.get("DESKLOOP_NOVNC_DIR", "/usr/share/novnc"))

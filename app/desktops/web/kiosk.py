@@ -5,7 +5,7 @@ the desktop's home and opened as a `file://` URL, so nothing serves it: there is
 port for anyone to reach. The page speaks the *page contract* (ScaleWoB's):
 `window.getTasks()`, `window.evaluateTask(id, returned)` and `window.reset()`, and
 optionally `window.getState()` (named values for other checks). DeskLoop calls them
-over the Chrome DevTools Protocol on `--remote-debugging-pipe` (app/desktops/cdp.py):
+over the Chrome DevTools Protocol on `--remote-debugging-pipe` (app/desktops/web/cdp.py):
 the pipe's other ends stay in this process, so neither the agent (which only has VNC)
 nor another local user can reach the page's DevTools.
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.desktops.cdp import CdpError, CdpPipe, WebPage
-from app.desktops.sandbox import Sandbox
+from app.desktops.local.sandbox import Sandbox
+from app.desktops.web.cdp import CdpError, CdpPipe, WebPage
 
 CHROMIUM = "chromium"
 

@@ -1,15 +1,15 @@
 """The local desktop backend: Xvnc + openbox on this host, one throw-away HOME per session.
 
-`reset()` throws the whole session away (app/desktops/local_session.py: its folder,
+`reset()` throws the whole session away (app/desktops/local/session.py: its folder,
 HOME, bus, Xvnc, openbox and VNC connection) and starts a new one, so nothing from one
 episode reaches the next.
 
-Every process of the desktop runs as the lab user (app/desktops/lab_user.py: an
+Every process of the desktop runs as the lab user (app/desktops/local/lab_user.py: an
 unprivileged system user when DeskLoop runs as root) inside a sandbox whose only
-writable place is the HOME (app/desktops/sandbox.py).
+writable place is the HOME (app/desktops/local/sandbox.py).
 
 Nothing is left behind: every process of a session carries a marker in its
-environment, and a watchdog (app/desktops/reaper.py) fed by a pipe from this
+environment, and a watchdog (app/desktops/local/reaper.py) fed by a pipe from this
 process kills them all and removes the session directory when this process
 dies, however it dies.
 """
@@ -25,11 +25,11 @@ from types import TracebackType
 from app.core.errors import DesktopError, GuestError
 from app.core.integrity import ExecLog, LastWrite
 from app.desktops.base import DesktopInfo
-from app.desktops.lab_user import lab_user
-from app.desktops.local_guest import LocalGuest
-from app.desktops.local_session import LocalSession
-from app.desktops.reaper import reap_orphans
-from app.desktops.sandbox import find_bwrap
+from app.desktops.local.guest import LocalGuest
+from app.desktops.local.lab_user import lab_user
+from app.desktops.local.reaper import reap_orphans
+from app.desktops.local.sandbox import find_bwrap
+from app.desktops.local.session import LocalSession
 from app.desktops.vnc_screen import VncScreen
 from app.rfb.client import VncEndpoint, VNCSession
 
@@ -152,7 +152,7 @@ class LocalDesktop(VncScreen):
         return session.watch.last_write(path, resolve)
 
     def exec_log(self) -> ExecLog:
-        """Every program started in the session so far (see app.desktops.exec_trace)."""
+        """Every program started in the session so far (see app.desktops.local.exec_trace)."""
         return self._running().watch.exec_log()
 
     async def close(self) -> None:
