@@ -1,7 +1,8 @@
 """Desktops: live graphical sessions an agent can see and drive.
 
 Shared by every backend, here: `base` is the contract (`Desktop`, `Guest` and the
-capabilities a desktop may have); `vnc_screen` sees and drives a desktop over its VNC
+capabilities a desktop may have); `lifecycle` is the reset, close and `async with` that
+every backend's desktop shares; `vnc_screen` sees and drives a desktop over its VNC
 session; `liveness` races work against a desktop's death (`while_alive`); `xwindows`
 lists a guest's windows; `factory` makes a desktop from backend options; `inventory`
 lists what exists and runs `deskloop vm` actions for the TUI.
