@@ -159,6 +159,46 @@ class SavesStartStates(Protocol):
 
 
 @runtime_checkable
+class SavesStates(Protocol):
+    """A desktop that can save its running state under a key and go back to it later
+    (libvirt: the domain's memory and disk; `deskloop vm snapshot`, the TUI's snapshots).
+    A desktop without it has no states to go back to: its reset starts a fresh session
+    (the local backend), which is the state every episode starts from."""
+
+    async def save_state(self, key: str) -> object:
+        """Save the running desktop as state `key` (replacing one with that key); it
+        keeps running.
+
+        Returns:
+            What the backend keeps of the state (libvirt: its `StartState`).
+
+        Raises:
+            DesktopError: the desktop is not running, or saving failed.
+        """
+        ...
+
+    async def restore_state(self, key: str) -> None:
+        """Bring the desktop back to state `key`, running.
+
+        Raises:
+            DesktopError: it has no state `key`, or restoring failed.
+        """
+        ...
+
+
+@runtime_checkable
+class MarksProcesses(Protocol):
+    """A desktop whose every process carries a marker in its environment (the local
+    backend: app/desktops/local/reaper.py), so the processes can be found, measured and
+    killed by it."""
+
+    @property
+    def marker(self) -> str | None:
+        """The running session's marker; None when it is not running."""
+        ...
+
+
+@runtime_checkable
 class HostsWebPages(Protocol):
     """A guest channel that can show a web page in a kiosk browser and reach the
     page's contract over a private DevTools channel (app/desktops/web/kiosk.py). The local
