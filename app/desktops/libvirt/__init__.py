@@ -35,6 +35,9 @@ The modules, each with its own concern:
 - `listing`: the desktops that exist (`list_vms`) and `reach_vnc`;
 - `actions`: one `deskloop vm` action in a child process, reporting as JSON lines
   (`python -m app.desktops.libvirt`, for the TUI through `inventory`).
+
+May import the shared modules above it and `remote` (SSH to its guests and remote
+hosts); never `local` or `web` directly (an import-linter contract holds it).
 """
 
 from app.desktops.libvirt.config import (

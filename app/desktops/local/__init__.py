@@ -11,6 +11,7 @@
 - `watch`: the integrity watch, `exec_trace` (every program started) and `write_watch`
   (who last wrote a file).
 
-May import the shared modules above it (`base`, `vnc_screen`) and `web` (a local guest
-shows web pages); never `remote` or `libvirt` (an import-linter contract holds it).
+May import the shared modules above it (`base`, `lifecycle`, `vnc_screen`) and `web` (a
+local guest shows web pages); never `remote` or `libvirt` (an import-linter contract
+holds it).
 """
