@@ -22,7 +22,7 @@ from typing import Any
 
 from app.agents.base import AgentContext, Observation
 from app.core.actions import Action, Done, Move
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.episode.runner import EpisodeRunner
 from app.episode.setup_steps import run_setup
 from app.store import Store

@@ -6,7 +6,7 @@
 Starts N local desktops (Xvnc + openbox each, in their own sessions) together, runs the
 task's setup in each (GIMP opens with the task's image), then prints each desktop's
 memory: the resident memory of its processes (found by the marker every process of a
-session carries, app/desktops/reaper.py), as RSS summed (shared libraries counted in
+session carries, app/desktops/local/reaper.py), as RSS summed (shared libraries counted in
 every process) and as PSS (shared pages split between the processes that map them, the
 fairer share), and the fall of the host's MemAvailable divided by N, and the load
 average (a shared machine moves the times). Every desktop is stopped at the end.
@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from app.desktops.local import LocalDesktop
-from app.desktops.reaper import marked_processes
+from app.desktops.local.desktop import LocalDesktop
+from app.desktops.local.reaper import marked_processes
 from app.episode.setup_steps import run_setup
 from app.tasks.loader import find_task
 

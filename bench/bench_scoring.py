@@ -37,7 +37,7 @@ from pathlib import Path
 from app.agents.factory import make_agent
 from app.agents.scripted import Oracle, load_script
 from app.checks.tree import leaves
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.episode.control import RunOptions
 from app.episode.runner import EpisodeRunner
 from app.episode.scoring import score_task

@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.desktops.bare_xvnc import bare_xvnc
+from app.desktops.local.bare_xvnc import bare_xvnc
 from app.rfb.client import VNCClient, connect
 
 PASSWORD = "benchpw1"

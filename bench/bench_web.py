@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.core.actions import Click
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.episode.setup_steps import run_setup
 from app.tasks.loader import load_task
 from app.tasks.model import ResetPageStep

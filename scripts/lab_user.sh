@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create the unprivileged system user local desktops run as when DeskLoop runs as
-# root (app/desktops/lab_user.py): no login shell, no home of its own, a group of
+# root (app/desktops/local/lab_user.py): no login shell, no home of its own, a group of
 # its own and no other. scripts/setup.sh calls this; safe to run again.
 set -euo pipefail
 

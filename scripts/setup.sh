@@ -37,7 +37,7 @@ APT_PACKAGES=(
   dnsmasq-utils                             # dhcp_release: a removed desktop gives its lease back
   procps                                    # pgrep/ps, used by tests and cleanup
   bubblewrap                                # bwrap: the local desktop's sandbox (home-only writes)
-  strace                                    # the exec trace behind the integrity flags (app/desktops/exec_trace.py)
+  strace                                    # the exec trace behind the integrity flags (app/desktops/local/exec_trace.py)
   novnc websockify                          # the TUI's browser viewer (o) where no vncviewer is installed
 )
 

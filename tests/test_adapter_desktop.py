@@ -21,7 +21,7 @@ import pytest
 from app.agents.adapters import AdapterAgent, AdapterConfig, CoordinateContract
 from app.agents.base import AgentContext, Observation
 from app.core.actions import Click
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.desktops.xwindows import active_window_title
 from app.episode.protocol import Protocol
 from app.episode.runner import EpisodeRunner

@@ -18,7 +18,7 @@ import pytest
 from PIL import Image, ImageOps
 
 from app.cli import main
-from app.desktops.local_guest import LocalGuest
+from app.desktops.local.guest import LocalGuest
 from app.episode.archive import RecordingSource, keep, rescore
 from app.episode.scoring import GuestSource, evaluator_version, score_task
 from app.store import Store

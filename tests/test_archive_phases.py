@@ -25,7 +25,7 @@ import pytest
 from app.agents.base import AgentContext, Observation
 from app.cli import main
 from app.core.actions import Action, Done
-from app.desktops.local_guest import LocalGuest
+from app.desktops.local.guest import LocalGuest
 from app.episode.archive import rescore
 from app.episode.control import RunOptions
 from app.episode.judge import JudgeConfig

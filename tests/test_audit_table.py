@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.episode.audit import Check, TaskAudit, _cheater, audit_json, audit_table, cheater_path
+from app.proving.audit import Check, TaskAudit, _cheater, audit_json, audit_table, cheater_path
 from app.store import Store
 from app.tasks.loader import load_task
 

@@ -13,12 +13,12 @@ from app.cli import main
 from app.core.actions import Ask, Click, Done
 from app.core.triggers import AgentAsk, AgentDone, StepCount
 from app.episode.protocol import PhaseSpec, Protocol
-from app.tasks.deskcraft import convert, task_id, task_yaml
-from app.tasks.deskcraft_checks import (
+from app.importers.deskcraft.checks import (
     Unmapped,
     map_evaluator,
     target_path,
 )
+from app.importers.deskcraft.convert import convert, task_id, task_yaml
 from app.tasks.loader import load_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -236,7 +236,7 @@ def test_a_blend_saved_by_a_newer_blender_is_a_manual_step(tmp_path: Path) -> No
     which the desktops' Blender 3.4 refuses: the import must say so, not pass them on."""
     import gzip as gz
 
-    from app.tasks.deskcraft_blender import blend_problem, blend_version
+    from app.importers.deskcraft.blender import blend_problem, blend_version
 
     new = tmp_path / "new.blend"
     new.write_bytes(b"BLENDER17-01v0500" + bytes(64))
@@ -303,7 +303,7 @@ def test_a_photo_with_an_icc_profile_opened_at_launch_is_a_manual_step(
     the setup's wait for the image window would time out (DeskCraft's photos have one)."""
     from PIL import Image
 
-    from app.tasks.deskcraft_gimp import has_icc_profile
+    from app.importers.deskcraft.gimp import has_icc_profile
 
     (repo / "assets" / "jpg").mkdir(parents=True)
     photo = repo / "assets" / "jpg" / "photo.jpg"

@@ -1,5 +1,5 @@
 """DeskCraft evaluator functions map onto checks the registry accepts, with DeskCraft's
-option names, and what has no DeskLoop equivalent is named (app/tasks/deskcraft_checks.py)."""
+option names, and what has no DeskLoop equivalent is named (app/importers/deskcraft/checks.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from app.checks.registry import get_check
-from app.tasks.deskcraft_checks import (
+from app.importers.deskcraft.checks import (
     MAPPERS,
     OUTPUT_IS_EXPECTED,
     Unmapped,

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from app.episode.scoring import gather_state, score_state
-from app.tasks.deskcraft import convert, task_yaml
-from app.tasks.deskcraft_checks import map_evaluator
-from app.tasks.deskcraft_rules import Leaf
+from app.importers.deskcraft.checks import map_evaluator
+from app.importers.deskcraft.convert import convert, task_yaml
+from app.importers.deskcraft.rules import Leaf
 from app.tasks.loader import load_task
 from app.tasks.model import Task
 from tests.checks.test_blender import _guest

@@ -1,5 +1,5 @@
 """The local desktop is a sandbox: its programs run as the lab user and can write only
-in its home (app/desktops/lab_user.py, app/desktops/sandbox.py).
+in its home (app/desktops/local/lab_user.py, app/desktops/local/sandbox.py).
 
 Real Xvnc, real bubblewrap, real programs: what is proven is what the operating
 system refuses them.
@@ -19,10 +19,10 @@ from app.agents.factory import make_agent
 from app.checks.base import Probe
 from app.core.errors import DesktopError, GuestError
 from app.core.procfs import all_pids, process_environ
-from app.desktops import lab_user as lab_user_module
-from app.desktops import reaper
-from app.desktops.lab_user import lab_user
-from app.desktops.local import LocalDesktop
+from app.desktops.local import lab_user as lab_user_module
+from app.desktops.local import reaper
+from app.desktops.local.desktop import LocalDesktop
+from app.desktops.local.lab_user import lab_user
 from app.episode.runner import EpisodeRunner
 from app.probes import gather_probe
 from app.store import Store
@@ -65,7 +65,7 @@ async def test_every_desktop_process_runs_as_the_lab_user(desktop: LocalDesktop)
     names = {_comm(p) for p in marked}
     assert {"Xvnc", "openbox", "dbus-daemon", "xterm"} <= names, names
     user = lab_user()
-    # The exec tracers (app.desktops.exec_trace) stay DeskLoop's user, outside the
+    # The exec tracers (app.desktops.local.exec_trace) stay DeskLoop's user, outside the
     # sandbox, so nothing in the desktop can stop them; what they run is the lab user's.
     tracers = [p for p in marked if _comm(p) == "strace"]
     assert tracers and {_uid_of(p) for p in tracers} == {os.geteuid()}

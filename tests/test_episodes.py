@@ -19,8 +19,8 @@ import pytest
 
 from app.agents.factory import make_agent
 from app.core.procfs import all_pids, process_environ
-from app.desktops.local import LocalDesktop
-from app.desktops.reaper import OWNER_PID_ENV
+from app.desktops.local.desktop import LocalDesktop
+from app.desktops.local.reaper import OWNER_PID_ENV
 from app.episode.events import EpisodeResult
 from app.episode.runner import EpisodeRunner
 from app.store import Store

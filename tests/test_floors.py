@@ -51,11 +51,11 @@ def test_the_tree_keeps_its_floors(tree_copy: Path) -> None:
 
 def test_an_upward_import_breaks_the_floors(tree_copy: Path) -> None:
     # The store (floor 1) reaching up to the desktops (floor 2), as it once did.
-    add_import(tree_copy / "app/store/schema.py", "from app.desktops import reaper  # noqa")
+    add_import(tree_copy / "app/store/schema.py", "from app.desktops.local import reaper  # noqa")
     out = lint_imports(tree_copy)
     assert out.returncode != 0
     assert "Floors: each layer imports only the layers below it BROKEN" in out.stdout
-    assert "app.store.schema -> app.desktops.reaper" in out.stdout
+    assert "app.store.schema -> app.desktops.local.reaper" in out.stdout
 
 
 def test_siblings_on_one_floor_stay_apart(tree_copy: Path) -> None:
@@ -102,3 +102,14 @@ def test_ray_outside_its_module_breaks_a_contract(tree_copy: Path) -> None:
     out = lint_imports(tree_copy)
     assert out.returncode != 0
     assert "Ray only in app.batch.ray_nodes BROKEN" in out.stdout
+
+
+def test_the_desktop_backends_stay_apart(tree_copy: Path) -> None:
+    # A VM's guest channel reaching into the local backend's sandbox.
+    add_import(
+        tree_copy / "app/desktops/remote/ssh_guest.py", "import app.desktops.local.sandbox  # noqa"
+    )
+    out = lint_imports(tree_copy)
+    assert out.returncode != 0
+    assert "Desktop backends stay apart BROKEN" in out.stdout
+    assert "app.desktops.remote.ssh_guest -> app.desktops.local.sandbox" in out.stdout

@@ -1,5 +1,5 @@
 """Reading a VM guest's process accounting, ps and fatrace's write log into the
-integrity watch's records (app.desktops.guest_watch), on bytes laid out as the
+integrity watch's records (app.desktops.libvirt.guest_watch), on bytes laid out as the
 kernel's `struct acct_v3` and lines as `ps` and `fatrace -tt` print them. The same
 on a real VM is tests/vm/test_libvirt_integrity.py."""
 
@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from app.desktops.guest_watch import (
+from app.desktops.libvirt.guest_watch import (
     ProgramIndex,
     build_log,
     parse_pacct,

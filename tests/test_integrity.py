@@ -12,7 +12,7 @@ import pytest
 
 from app.core.commands import CommandResult
 from app.core.integrity import ExecRecord, IntegrityFlag, LastWrite
-from app.desktops.exec_trace import parse_line
+from app.desktops.local.exec_trace import parse_line
 from app.episode.integrity import (
     IntegrityWatch,
     bypass_category,

@@ -21,7 +21,7 @@ import pytest
 
 from app.agents.factory import make_agent
 from app.cli import main
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.episode.archive import rescore
 from app.episode.events import EpisodeResult
 from app.episode.integrity import IntegrityWatch

@@ -18,7 +18,7 @@ from PIL import Image
 from app.agents.base import AgentContext, Observation
 from app.cli import main
 from app.core.actions import Action, Done, Type
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.episode.control import RunOptions
 from app.episode.judge import JUDGE_CACHE, JudgeConfig
 from app.episode.runner import EpisodeRunner

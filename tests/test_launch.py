@@ -24,7 +24,7 @@ from app.desktops.inventory import BackendListing
 from app.desktops.libvirt import LibvirtDesktop
 from app.env import DeskLoopEnv
 from app.episode.launch import desktop_spec, fits, launch, task_desktop, task_image
-from app.episode.verify import verify_tasks
+from app.proving.verify import verify_tasks
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task

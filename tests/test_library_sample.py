@@ -17,10 +17,10 @@ import pytest
 from _pytest.mark import ParameterSet
 
 from app.agents.factory import make_agent
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.episode.events import EpisodeResult
 from app.episode.runner import EpisodeRunner
-from app.episode.verify import MODES, Mode, UntouchedAgent, judge, reference_kind
+from app.proving.verify import MODES, Mode, UntouchedAgent, judge, reference_kind
 from app.store import Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser

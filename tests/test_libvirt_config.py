@@ -11,8 +11,8 @@ import pytest
 from app.core.errors import DesktopError
 from app.core.settings import SettingError
 from app.desktops.libvirt import TCG_TIME_SCALE, LibvirtConfig, LibvirtDesktop
-from app.desktops.ssh_host import SshTarget
-from app.desktops.vm_host import is_local_uri
+from app.desktops.libvirt.host import is_local_uri
+from app.desktops.remote.ssh_host import SshTarget
 
 
 def test_waits_stretch_under_software_emulation_only(monkeypatch: pytest.MonkeyPatch) -> None:

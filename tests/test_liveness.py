@@ -27,7 +27,7 @@ from app.core.actions import Action
 from app.core.errors import DesktopError
 from app.core.windows import Window, WindowList
 from app.desktops.liveness import DesktopDied, while_alive
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.desktops.vnc_screen import VncScreen
 from app.episode.events import EpisodeResult
 from app.episode.runner import EpisodeRunner

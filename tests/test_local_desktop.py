@@ -27,10 +27,11 @@ import pytest
 from app.core.actions import Type
 from app.core.errors import DesktopError, GuestError, VNCError
 from app.core.procfs import process_environ, process_start_time
-from app.desktops import local_session, reaper, xvnc
-from app.desktops.lab_user import lab_user
-from app.desktops.local import LocalDesktop, reap_orphans
-from app.desktops.xvnc import vnc_password_file_bytes
+from app.desktops.local import reaper, xvnc
+from app.desktops.local import session as local_session
+from app.desktops.local.desktop import LocalDesktop, reap_orphans
+from app.desktops.local.lab_user import lab_user
+from app.desktops.local.xvnc import vnc_password_file_bytes
 from app.desktops.xwindows import active_window_title, wait_window
 from app.rfb.client import connect
 from tests.waiting import eventually, wait_until
@@ -538,7 +539,7 @@ async def test_gimp_runs_on_the_session_bus_and_leaves_nothing() -> None:
 
 _CRASHING_OWNER = """
 import asyncio, json, sys
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 
 async def main() -> None:
     d = LocalDesktop(name="doomed")

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.desktops.bare_xvnc import BareXvnc, bare_xvnc
-from app.desktops.web import Browser, start_browser
+from app.desktops.local.bare_xvnc import BareXvnc, bare_xvnc
+from app.desktops.web.kiosk import Browser, start_browser
 from app.rfb.client import VncEndpoint, connect
 from app.ui.services.novnc import NoVncServer, NoVncServers, novnc_available, start_novnc
 

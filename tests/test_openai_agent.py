@@ -27,7 +27,7 @@ from app.agents.openai import (
 from app.core.actions import Ask, Click, Done, Drag, Fail, Key, Scroll, Type, Wait
 from app.core.errors import AgentError, AgentUnavailable, MalformedAction
 from app.core.frames import Frame
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.episode.protocol import Protocol
 from app.episode.runner import EpisodeRunner
 from app.store import Store

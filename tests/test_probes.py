@@ -8,7 +8,7 @@ import pytest
 
 from app.checks.base import Probe
 from app.checks.registry import REGISTRY
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.probes import ANSWER_PROBERS, PROBERS, gather_probe
 
 

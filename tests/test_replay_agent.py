@@ -16,7 +16,7 @@ from app.agents.factory import make_agent
 from app.agents.replay import ReplayAgent, difference
 from app.agents.scripted import ScriptedAgent
 from app.core.errors import AgentError
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.loader import load_task

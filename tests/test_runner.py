@@ -14,7 +14,7 @@ from app.agents.base import AgentContext, Observation
 from app.core.actions import Action, Done, Type
 from app.core.errors import AgentUnavailable, MalformedAction
 from app.core.vocabulary import Source
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.episode.control import EpisodeControl
 from app.episode.events import (
     EndedEvent,

@@ -14,7 +14,7 @@ from app.core.actions import Done, Fail
 from app.core.commands import CommandResult
 from app.core.errors import AgentError
 from app.core.frames import Frame
-from app.desktops.local_guest import LocalGuest
+from app.desktops.local.guest import LocalGuest
 from app.episode.protocol import Protocol
 
 

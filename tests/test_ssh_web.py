@@ -1,4 +1,4 @@
-"""The DevTools relay of VM desktops (app/desktops/ssh_web.py) over a real SSH server.
+"""The DevTools relay of VM desktops (app/desktops/remote/ssh_web.py) over a real SSH server.
 
 A VM is not needed to check the relay itself: the test's OpenSSH server on 127.0.0.1
 (tests/sshd.py) stands in for the guest's, and a small program that answers CDP on its
@@ -20,9 +20,9 @@ import paramiko
 import pytest
 import pytest_asyncio
 
-from app.desktops.cdp import CdpError
-from app.desktops.ssh_guest import SSHGuest
-from app.desktops.ssh_web import CDP_DIR, PID_FILE, RELAY_PIDS
+from app.desktops.remote.ssh_guest import SSHGuest
+from app.desktops.remote.ssh_web import CDP_DIR, PID_FILE, RELAY_PIDS
+from app.desktops.web.cdp import CdpError
 from tests.sshd import SshdServer, start_sshd
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -17,7 +17,7 @@ import pytest
 
 from app.core.outcomes import CheckOutcome
 from app.episode.events import EpisodeResult
-from app.episode.verify import judge, reference_kind, verify_tasks
+from app.proving.verify import judge, reference_kind, verify_tasks
 from app.store import Store
 from app.tasks.loader import load_task, task_files
 from tests.check_outcomes import outcome

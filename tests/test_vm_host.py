@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from app.core.errors import DesktopError
-from app.desktops.ssh_host import SshTarget
-from app.desktops.vm_host import LocalHost, RemoteHost
+from app.desktops.libvirt.host import LocalHost, RemoteHost
+from app.desktops.remote.ssh_host import SshTarget
 from app.vmimages.cache import Image
 from tests.sshd import SshdServer, start_sshd
 

@@ -17,7 +17,7 @@ import pytest
 from app.core.actions import Click, Drag, Key, Move, Scroll, Type, Wait
 from app.core.errors import ActionError, VNCError
 from app.core.keys import parse_combo
-from app.desktops.bare_xvnc import BareXvnc, bare_xvnc
+from app.desktops.local.bare_xvnc import BareXvnc, bare_xvnc
 from app.rfb.client import VNCClient, VNCSession, connect
 from app.rfb.wire import vnc_auth_response
 from tests.rfb_server import (

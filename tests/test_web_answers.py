@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.agents.factory import make_agent
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.episode.events import EpisodeResult
 from app.episode.runner import EpisodeRunner
 from app.store import Store

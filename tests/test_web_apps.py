@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from app.core.actions import Click
-from app.desktops.cdp import WebPage
-from app.desktops.local import LocalDesktop
-from app.desktops.web import call_evaluate, call_reset, page_state, page_tasks
+from app.desktops.local.desktop import LocalDesktop
+from app.desktops.web.cdp import WebPage
+from app.desktops.web.kiosk import call_evaluate, call_reset, page_state, page_tasks
 from app.episode.setup_steps import run_setup
 from app.tasks.loader import load_task
 

@@ -16,10 +16,10 @@ import pytest
 from app.core.actions import Click
 from app.core.errors import DesktopError, GuestError, TaskError
 from app.core.procfs import process_name, process_start_time
-from app.desktops import reaper
 from app.desktops.base import DesktopInfo
-from app.desktops.local import LocalDesktop
-from app.desktops.web import call_evaluate, call_reset, page_tasks
+from app.desktops.local import reaper
+from app.desktops.local.desktop import LocalDesktop
+from app.desktops.web.kiosk import call_evaluate, call_reset, page_tasks
 from app.desktops.xwindows import wait_window
 from app.episode.scoring import score_task
 from app.episode.setup_steps import run_setup

@@ -368,7 +368,7 @@ class ScriptedAgent:
 
     `lenient_guards`: a guard that times out is passed over instead of FAILing, after
     at most `LENIENT_GUARD_SECONDS`. Only skip replays use it (a reference with one
-    sub-goal left out, `app.authoring.prove`): the later sub-goals' guards may wait for
+    sub-goal left out, `app.proving.prove`): the later sub-goals' guards may wait for
     what the skipped one would have made, and the replay must still reach the end so
     the checks, not a guard, tell whether the sub-goal happened.
     """

@@ -43,7 +43,7 @@ from app.authoring.recording import (
     WindowEvent,
 )
 from app.core.actions import Action, Click, Drag, GuiAction, Move, Scroll, compact_action
-from app.desktops.reaper import SESSION_PREFIX
+from app.desktops.local.reaper import SESSION_PREFIX
 from app.rfb import wire
 from app.rfb.proxy import CLICK_SLOP, InputRecorder
 

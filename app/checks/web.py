@@ -1,4 +1,4 @@
-"""Checks of a web desktop's page, through the page contract (app/desktops/web.py).
+"""Checks of a web desktop's page, through the page contract (app/desktops/web/kiosk.py).
 
 The page's own verdict (`window.evaluateTask(id, returned)`) and its named state
 (`window.getState()`) are gathered by probes at scoring time over the browser's

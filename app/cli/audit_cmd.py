@@ -14,7 +14,7 @@ from app.metrics.tables import print_table
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from app.episode.audit import audit_json, audit_table, audit_tasks
+    from app.proving.audit import audit_json, audit_table, audit_tasks
     from app.tasks.loader import load_task, task_files
 
     tasks = []

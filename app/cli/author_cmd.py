@@ -284,8 +284,8 @@ def cmd_draft(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from app.authoring.prove import prove_task
     from app.cli.common import open_store
+    from app.proving.prove import prove_task
     from app.tasks.loader import find_task
 
     task = find_task(args.task, [args.tasks_dir])

@@ -30,7 +30,7 @@ def cleanup_in_background() -> threading.Thread:
     A failure is logged, never the command's."""
 
     def cleanup() -> None:
-        from app.desktops.local import reap_orphans
+        from app.desktops.local.desktop import reap_orphans
 
         try:
             reap_orphans()
@@ -43,7 +43,7 @@ def cleanup_in_background() -> threading.Thread:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from app.desktops.local import reap_orphans
+    from app.desktops.local.desktop import reap_orphans
 
     killed = reap_orphans()
     if killed:

@@ -18,7 +18,7 @@ def _sources(paths: list[Path]) -> list[Path]:
 
 def cmd_import_deskcraft(args: argparse.Namespace) -> int:
     # Imported here so `deskloop --help` does not load the converter.
-    from app.tasks.deskcraft import convert
+    from app.importers.deskcraft.convert import convert
 
     repo: Path = args.repo
     if not repo.is_dir():

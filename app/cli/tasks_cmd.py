@@ -140,7 +140,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from app.cli.common import open_store, run_async
-    from app.episode.verify import MODES, verdict_json, verify_tasks
+    from app.proving.verify import MODES, verdict_json, verify_tasks
     from app.tasks.loader import load_task, task_files
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]

@@ -1,7 +1,7 @@
 """Processes as Linux's /proc shows them: start times (a pid plus its start time names
 one process for good) and the DESKLOOP_* variables a process was started with.
 
-Standard library only: the desktop watchdog (app/desktops/reaper.py) runs by path
+Standard library only: the desktop watchdog (app/desktops/local/reaper.py) runs by path
 with `python -I` and imports this module (and the two package docstrings above it).
 """
 

@@ -8,7 +8,7 @@ was expected.
 `SETTINGS` lists them all; docs/configuration.md is checked against it.
 
 Not here: the variables DeskLoop sets for its own child processes (the local desktop's
-process markers in app/desktops/reaper.py) and the test suite's own knobs.
+process markers in app/desktops/local/reaper.py) and the test suite's own knobs.
 """
 
 from __future__ import annotations

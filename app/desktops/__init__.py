@@ -1,12 +1,20 @@
 """Desktops: live graphical sessions an agent can see and drive.
 
-`base` is the contract (`Desktop`, `Guest`); `local` (Xvnc on this host) and `libvirt`
-(VMs, a package; with `vm_host` for the host that runs them, `ssh_host` to log in
-to a remote one, and `ssh_guest` for their command channel) are the backends; `reaper`
-leaves nothing behind; `lab_user` (who) and `sandbox` (where it may write) confine a
-local desktop's programs; `liveness` races work against a desktop's death
-(`while_alive`); `factory` makes one from backend options; `inventory` lists
-what exists and runs `deskloop vm` actions for the TUI.
+Shared by every backend, here: `base` is the contract (`Desktop`, `Guest` and the
+capabilities a desktop may have); `lifecycle` is the reset, close and `async with` that
+every backend's desktop shares; `vnc_screen` sees and drives a desktop over its VNC
+session; `liveness` races work against a desktop's death (`while_alive`); `xwindows`
+lists a guest's windows; `factory` makes a desktop from backend options; `inventory`
+lists what exists and runs `deskloop vm` actions for the TUI.
+
+One subpackage per backend or channel, none importing another except as the
+import-linter contract of `pyproject.toml` lets it:
+
+- `local`: Xvnc on this host, its sandbox, lab user, watchdog and integrity watch;
+- `libvirt`: VMs, a package of its own (its `host` reaches the machine QEMU runs on);
+- `remote`: SSH, to a VM's guest (and a browser in it) and to a remote libvirt host;
+  `libvirt` builds on it;
+- `web`: kiosk Chromium and the page contract over DevTools, used by `local` and `remote`.
 
 May import the RFB client, VM images and core; never tasks, the episode loop or above.
 """

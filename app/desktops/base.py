@@ -17,7 +17,7 @@ from app.core.actions import GuiAction
 from app.core.commands import CommandResult
 from app.core.frames import Frame, SettleResult
 from app.core.integrity import ExecLog, LastWrite
-from app.desktops.cdp import WebPage
+from app.desktops.web.cdp import WebPage
 from app.rfb.client import VncEndpoint
 
 
@@ -159,10 +159,50 @@ class SavesStartStates(Protocol):
 
 
 @runtime_checkable
+class SavesStates(Protocol):
+    """A desktop that can save its running state under a key and go back to it later
+    (libvirt: the domain's memory and disk; `deskloop vm snapshot`, the TUI's snapshots).
+    A desktop without it has no states to go back to: its reset starts a fresh session
+    (the local backend), which is the state every episode starts from."""
+
+    async def save_state(self, key: str) -> object:
+        """Save the running desktop as state `key` (replacing one with that key); it
+        keeps running.
+
+        Returns:
+            What the backend keeps of the state (libvirt: its `StartState`).
+
+        Raises:
+            DesktopError: the desktop is not running, or saving failed.
+        """
+        ...
+
+    async def restore_state(self, key: str) -> None:
+        """Bring the desktop back to state `key`, running.
+
+        Raises:
+            DesktopError: it has no state `key`, or restoring failed.
+        """
+        ...
+
+
+@runtime_checkable
+class MarksProcesses(Protocol):
+    """A desktop whose every process carries a marker in its environment (the local
+    backend: app/desktops/local/reaper.py), so the processes can be found, measured and
+    killed by it."""
+
+    @property
+    def marker(self) -> str | None:
+        """The running session's marker; None when it is not running."""
+        ...
+
+
+@runtime_checkable
 class HostsWebPages(Protocol):
     """A guest channel that can show a web page in a kiosk browser and reach the
-    page's contract over a private DevTools channel (app/desktops/web.py). The local
-    backend's guest does, and a VM's (app/desktops/ssh_web.py: the pipe relayed over
+    page's contract over a private DevTools channel (app/desktops/web/kiosk.py). The local
+    backend's guest does, and a VM's (app/desktops/remote/ssh_web.py: the pipe relayed over
     SSH); a guest without it cannot run `app: web` tasks."""
 
     async def open_page(self, url: str, timeout: float = 30.0) -> WebPage:
@@ -185,7 +225,7 @@ class HostsWebPages(Protocol):
 @runtime_checkable
 class WatchesPrograms(Protocol):
     """A desktop that can list every program started in it so far, short-lived ones
-    too (the local backend: app/desktops/exec_trace.py), for the integrity flags."""
+    too (the local backend: app/desktops/local/exec_trace.py), for the integrity flags."""
 
     def exec_log(self) -> ExecLog:
         """The execs seen, or `covered=False` with why none could be."""
@@ -205,7 +245,7 @@ class ReadsGuestWatch(Protocol):
 @runtime_checkable
 class WatchesWrites(Protocol):
     """A desktop that can say which program last wrote a file (the local backend:
-    app/desktops/write_watch.py with the exec trace), for the integrity flags."""
+    app/desktops/local/write_watch.py with the exec trace), for the integrity flags."""
 
     @property
     def writes_note(self) -> str:

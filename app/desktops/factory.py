@@ -40,7 +40,7 @@ def make_desktop(
     if index < 0:
         raise DesktopError(f"desktop index must be >= 0, got {index}")
     if backend == "local":
-        from app.desktops.local import LocalDesktop
+        from app.desktops.local.desktop import LocalDesktop
 
         return LocalDesktop(width=width, height=height)
     if backend == "libvirt":

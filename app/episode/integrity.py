@@ -5,14 +5,14 @@ never confused with "not looked":
 
 - **processes**: every program started in the desktop after the agent began, where
   the desktop can say (`WatchesPrograms`: the local backend traces every exec of
-  the session's programs, app.desktops.exec_trace). A terminal, a shell, an
+  the session's programs, app.desktops.local.exec_trace). A terminal, a shell, an
   interpreter, ImageMagick, a media tool the task's app does not use, Blender in
   background mode or with a Python script, or GIMP with no interface or in batch mode
   (`-i`, `-b`, `--batch-interpreter`) is flagged, with its command line.
   Programs the app ships under /usr/lib/<app> or /usr/share/<app> (GIMP's plug-ins,
   say) and the helpers of its own (Kdenlive's melt and ffmpeg) are not. On libvirt
   VMs the guest's process accounting and fatrace's write log are read after the
-  agent ended (`ReadsGuestWatch`, app.desktops.guest_watch): the same rules, on
+  agent ended (`ReadsGuestWatch`, app.desktops.libvirt.guest_watch): the same rules, on
   command names for programs that ended (the kernel keeps no arguments). On a
   backend that cannot say, `checked` says so.
 - **console**: the visible windows are polled (every `CONSOLE_POLL_SECONDS`) for an

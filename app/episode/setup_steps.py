@@ -22,7 +22,7 @@ from app.core.frames import Frame
 from app.core.windows import WindowList
 from app.desktops.base import Desktop, HostsWebPages
 from app.desktops.liveness import DesktopDied, while_alive
-from app.desktops.web import call_reset
+from app.desktops.web.kiosk import call_reset
 from app.desktops.xwindows import list_windows, wait_window
 from app.tasks.loader import resolve_asset, site_files
 from app.tasks.model import (

@@ -12,8 +12,8 @@ from typing import Any
 
 from app.checks.base import ProbeResult
 from app.desktops.base import Guest, HostsWebPages
-from app.desktops.cdp import CdpError, WebPage
-from app.desktops.web import call_evaluate, page_state
+from app.desktops.web.cdp import CdpError, WebPage
+from app.desktops.web.kiosk import call_evaluate, page_state
 from app.probes.registry import answer_prober, prober
 
 _MISSING = object()

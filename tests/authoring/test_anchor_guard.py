@@ -15,7 +15,7 @@ from app.agents.anchors import cut_anchor
 from app.agents.base import AgentContext, GuestProbe, Observation
 from app.agents.scripted import ScriptedAgent, load_script
 from app.core.actions import Done, Fail
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.desktops.xwindows import wait_window
 from app.episode.protocol import Protocol
 

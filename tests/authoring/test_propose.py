@@ -36,7 +36,7 @@ from app.authoring.state import (
     snapshot_labels,
 )
 from app.core.errors import TaskError
-from app.desktops.local_guest import LocalGuest
+from app.desktops.local.guest import LocalGuest
 from app.tasks.loader import load_task
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ import pytest
 from app.authoring.diff import diff_states
 from app.authoring.propose import propose_checks
 from app.authoring.state import StateSnapshot, capture_state
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from tests.authoring.test_propose import checks_named, load_as_task, local_guest, put, snapshot
 
 pytestmark = pytest.mark.desktop  # runs the real Blender, melt and a local desktop

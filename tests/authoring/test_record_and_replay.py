@@ -25,7 +25,7 @@ from app.authoring.recording import (
 )
 from app.core.actions import Click, Done, Fail, GuiAction, Move, Type
 from app.core.conversation import Message
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.desktops.xwindows import wait_window
 from app.rfb.client import connect
 from tests.waiting import eventually

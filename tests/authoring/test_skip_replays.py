@@ -9,11 +9,11 @@ import numpy as np
 
 from app.agents.base import AgentContext, Observation
 from app.agents.scripted import Script, ScriptedAgent, parse_script
-from app.authoring.prove import skip_script, subgoal_spans
 from app.core.actions import Done, Type
 from app.core.frames import Frame
 from app.core.validation import validate
 from app.episode.protocol import Protocol
+from app.proving.prove import skip_script, subgoal_spans
 
 STEPS = [
     {"wait_for": {"window": "^A$"}},

@@ -21,7 +21,7 @@ import pytest
 from app.checks.base import CheckState, Probe, ProbeResult
 from app.checks.blender_scene import linear_color
 from app.checks.registry import get_check, run_check
-from app.desktops.local_guest import LocalGuest
+from app.desktops.local.guest import LocalGuest
 from app.probes import gather_probe
 
 pytestmark = pytest.mark.desktop  # runs the real Blender (no display needed)

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from app.checks import CheckResult, CheckState, FileState, get_check, run_check
 from app.checks.base import Probe, ProbeResult
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.probes import gather_probe
 
 OUT = "~/Desktop/render.mp4"

@@ -21,7 +21,7 @@ import pytest
 from app.checks.base import CheckResult, CheckState, FileState, Probe, ProbeResult
 from app.checks.mlt import ProjectError, keyframes, parse_project, to_frames
 from app.checks.registry import get_check, run_check
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.probes import gather_probe
 from app.probes.media import FFPROBE_ARGS
 

@@ -19,7 +19,7 @@ import pytest
 from textual.widgets import Input, RichLog, Select
 
 from app.core.errors import TaskError
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.rfb.client import VNCClient, connect
 from app.store import Store
 from app.tasks.loader import load_task

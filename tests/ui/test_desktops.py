@@ -325,7 +325,7 @@ def test_list_libvirt_on_the_real_libvirtd(defined_domain: tuple[str, Path]) -> 
 async def test_watching_a_vm_made_elsewhere_shows_its_screen(tmp_path: Path) -> None:
     # A real VNC server stands in for the VM's (booting a VM here takes minutes): the
     # screen's part is to watch the address the listing gives.
-    from app.desktops.local import LocalDesktop
+    from app.desktops.local.desktop import LocalDesktop
 
     desktop = LocalDesktop(width=640, height=400)
     await desktop.reset()

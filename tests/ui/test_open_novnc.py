@@ -18,8 +18,8 @@ import pytest
 from textual.notifications import Notify
 from textual.widgets import DataTable
 
-from app.desktops.bare_xvnc import bare_xvnc
 from app.desktops.inventory import BackendListing
+from app.desktops.local.bare_xvnc import bare_xvnc
 from app.rfb.client import VncEndpoint
 from app.ui.app import DeskLoopApp
 from app.ui.screens.desktops import DesktopsScreen

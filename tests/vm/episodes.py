@@ -9,7 +9,7 @@ from pathlib import Path
 from app.agents.factory import make_agent
 from app.desktops.base import Desktop
 from app.desktops.libvirt import LibvirtConfig, LibvirtDesktop
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.episode.events import EpisodeResult
 from app.episode.runner import EpisodeRunner
 from app.store import Store

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.desktops.libvirt import LibvirtDesktop
-from app.desktops.local import LocalDesktop
+from app.desktops.local.desktop import LocalDesktop
 from app.store import Store
 from tests.episode_story import episode_story
 from tests.vm.episodes import ROOT, run_episode, verdicts

@@ -1,5 +1,5 @@
 """A web task end to end on a real VM of the `web` image: kiosk Chromium in the guest, its
-DevTools pipe relayed over the guest's SSH channel (app/desktops/ssh_web.py).
+DevTools pipe relayed over the guest's SSH channel (app/desktops/remote/ssh_web.py).
 
 The VM is booted once for the run (tests/vm/episodes.py); the first episode opens the
 task's page in Chromium and saves the start state with the browser in it; the next

@@ -10,7 +10,7 @@ else is made per desktop. All desktops share one isolated libvirt network.
 Remote hosts. For a `qemu+ssh://` URI the files QEMU uses (the overlay, the console
 log, each state's memory and frozen disk, and the image) live in the same layout in
 that host's DeskLoop folder, made over SSH; `vm.json`, `known_hosts` and the states'
-`meta.json` stay here. VNC and guest SSH are tunnelled (`vm_host.RemoteHost`).
+`meta.json` stay here. VNC and guest SSH are tunnelled (`host.RemoteHost`).
 
 Frames and input go over QEMU's VNC server (127.0.0.1, password) through the same
 RFB client as the local backend; the guest channel is SSH (`SSHGuest`). Lifecycle
@@ -19,6 +19,7 @@ never by polling.
 
 The modules, each with its own concern:
 
+- `host`: the machine the libvirt daemon runs on, this one or a remote one over SSH;
 - `config`: `LibvirtConfig`, KVM or TCG (`detect_virt_type`), desktop names, and
   the recipe templates (`fill_template`);
 - `connection`: the libvirt connection with its event loop, and `DomainWatch`
@@ -29,9 +30,14 @@ The modules, each with its own concern:
 - `states`: saved start states (`StartState`, `state_key`) and where their files are;
 - `link`: the VNC and SSH connections to a running domain;
 - `desktop`: `LibvirtDesktop`, which drives the others through a desktop's life;
+- `watch` and `guest_watch`: the integrity watch, read from the guest's logs after an
+  episode;
 - `listing`: the desktops that exist (`list_vms`) and `reach_vnc`;
 - `actions`: one `deskloop vm` action in a child process, reporting as JSON lines
   (`python -m app.desktops.libvirt`, for the TUI through `inventory`).
+
+May import the shared modules above it and `remote` (SSH to its guests and remote
+hosts); never `local` or `web` directly (an import-linter contract holds it).
 """
 
 from app.desktops.libvirt.config import (

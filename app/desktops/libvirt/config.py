@@ -12,7 +12,7 @@ from xml.sax.saxutils import escape
 
 from app.core.errors import DesktopError
 from app.core.settings import read_settings
-from app.desktops.vm_host import VmHost, is_local_uri, open_host
+from app.desktops.libvirt.host import VmHost, is_local_uri, open_host
 from app.vmimages.cache import cache_dir
 from app.vmimages.recipes import RECIPES_DIR
 

@@ -20,7 +20,6 @@ import contextlib
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from types import TracebackType
 
 import libvirt
 
@@ -32,7 +31,8 @@ from app.desktops.libvirt.link import GuestLink
 from app.desktops.libvirt.machine import Machine
 from app.desktops.libvirt.states import BOOT_STATE, StartState, state_key, state_keys
 from app.desktops.libvirt.watch import GuestWatching
-from app.desktops.ssh_guest import SSHGuest, lab_key
+from app.desktops.lifecycle import DesktopLifecycle
+from app.desktops.remote.ssh_guest import SSHGuest, lab_key
 from app.desktops.vnc_screen import VncScreen
 from app.rfb.client import VncEndpoint, VNCSession
 
@@ -40,7 +40,7 @@ from app.rfb.client import VncEndpoint, VNCSession
 _DEAD_STATES = ("shut off", "crashed", "undefined")
 
 
-class LibvirtDesktop(GuestWatching, VncScreen):
+class LibvirtDesktop(DesktopLifecycle, GuestWatching, VncScreen):
     """A `Desktop` that is a libvirt domain (`deskloop-NAME`).
 
     `ephemeral=True` (tests, one-off runs): `close()` removes everything. Otherwise
@@ -62,6 +62,7 @@ class LibvirtDesktop(GuestWatching, VncScreen):
         ephemeral: bool = False,
         progress: Callable[[str], None] | None = None,
     ) -> None:
+        super().__init__()
         self.config = config or LibvirtConfig()
         image_name = image or read_settings().image or DEFAULT_IMAGE
         self.name = validate_name(name or f"{image_name}-{secrets.token_hex(3)}")
@@ -80,12 +81,10 @@ class LibvirtDesktop(GuestWatching, VncScreen):
         )
         self.dir = self._vm.dir
         self.domain_name = self._vm.domain_name
-        self._state = "stopped"
         self._link = GuestLink(
             self._vm.where, self.dir / "known_hosts", lambda: (self.width, self.height)
         )
         self._clock_task: asyncio.Task[None] | None = None
-        self._lock = asyncio.Lock()
         self.timings: dict[str, float] = {}
 
     # The desktop's record, once read, has the last word on these.
@@ -144,10 +143,9 @@ class LibvirtDesktop(GuestWatching, VncScreen):
             time_scale=self.config.scale_for(self.virt_type),
         )
 
-    async def reset(self) -> None:
+    async def _reset(self) -> None:
         """Restore the boot state (made by a cold boot the first time)."""
-        async with self._lock:
-            await self._reset_to(BOOT_STATE, None)
+        await self._reset_to(BOOT_STATE, None)
 
     async def reset_to(self, setup_key: str, setup: Callable[[], Awaitable[None]]) -> bool:
         """Bring the desktop to the start state keyed by `setup_key` (a hash of a
@@ -156,27 +154,14 @@ class LibvirtDesktop(GuestWatching, VncScreen):
         async with self._lock:
             return await self._reset_to(setup_key, setup)
 
-    async def close(self) -> None:
-        """Stop the domain (ephemeral desktops: remove everything). Safe to call twice."""
-        async with self._lock:
-            if self.ephemeral:
-                await self._remove()
-            else:
-                await self._stop()
-            self._state = "closed"
-            await asyncio.to_thread(self._vm.disconnect)
-
-    async def __aenter__(self) -> LibvirtDesktop:
-        await self.reset()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+    async def _close(self) -> None:
+        """Stop the domain (ephemeral desktops: remove everything)."""
+        if self.ephemeral:
+            await self._remove()
+        else:
+            await self._stop()
+        self._state = "closed"
+        await asyncio.to_thread(self._vm.disconnect)
 
     # ------------------------------------------------------------ management
 

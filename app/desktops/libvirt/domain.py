@@ -12,9 +12,9 @@ import libvirt
 
 from app.core.errors import DesktopError
 from app.desktops.libvirt.config import fill_template
+from app.desktops.libvirt.host import ImageFiles
 from app.desktops.libvirt.network import NETWORK_NAME
 from app.desktops.libvirt.record import VmRecord
-from app.desktops.vm_host import ImageFiles
 
 
 @dataclass(frozen=True)

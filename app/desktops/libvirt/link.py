@@ -13,8 +13,8 @@ from pathlib import Path
 import paramiko
 
 from app.core.errors import DesktopError, GuestError, VNCError
-from app.desktops.ssh_guest import SSHGuest
-from app.desktops.vm_host import VmHost
+from app.desktops.libvirt.host import VmHost
+from app.desktops.remote.ssh_guest import SSHGuest
 from app.rfb.client import VNCSession
 
 # Seconds between typed characters on QEMU's VNC server: it passes key events to the
@@ -96,7 +96,7 @@ class GuestLink:
         """Drop both connections (the guest's SSH can be made again by `attach`)."""
         if self.guest is not None:
             # A web page's relay ends first, and its guest side with it: a VM saved
-            # now must not keep a reader of the browser's answers (app/desktops/ssh_web.py).
+            # now must not keep a reader of the browser's answers (app/desktops/remote/ssh_web.py).
             with contextlib.suppress(GuestError):
                 await self.guest.close_web()
             self.guest.drop()

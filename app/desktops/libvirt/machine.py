@@ -21,10 +21,10 @@ from app.core.errors import DesktopError
 from app.desktops.libvirt import domain, network
 from app.desktops.libvirt.config import DEFAULT_URI, DOMAIN_PREFIX, LibvirtConfig
 from app.desktops.libvirt.connection import DomainWatch, open_connection
+from app.desktops.libvirt.host import ImageFiles, VmHost
 from app.desktops.libvirt.record import FolderLock, VmRecord, mac_for, new_vnc_password
 from app.desktops.libvirt.states import StartState, find_state
-from app.desktops.ssh_guest import lab_key
-from app.desktops.vm_host import ImageFiles, VmHost
+from app.desktops.remote.ssh_guest import lab_key
 from app.vmimages.cache import Image, require_image
 
 

@@ -13,7 +13,7 @@ import libvirt
 
 from app.core.errors import DesktopError
 from app.desktops.libvirt.config import fill_template
-from app.desktops.vm_host import VmHost
+from app.desktops.libvirt.host import VmHost
 from app.vmimages.recipes import RECIPES_DIR
 
 NETWORK_NAME = "deskloop-net"

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.desktops.vm_host import VmHost
+from app.desktops.libvirt.host import VmHost
 from app.vmimages.cache import Image
 
 BOOT_STATE = "boot"

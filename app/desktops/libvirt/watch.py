@@ -1,5 +1,5 @@
 """A libvirt desktop's integrity watch: the guest's process accounting and write log,
-read after the agent ended (app.desktops.guest_watch says what they hold)."""
+read after the agent ended (app.desktops.libvirt.guest_watch says what they hold)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 from app.core.errors import GuestError
 from app.core.integrity import ExecLog, LastWrite
-from app.desktops.guest_watch import (
+from app.desktops.libvirt.guest_watch import (
     PACCT,
     PATH_DIRS,
     WRITES_LOG,
@@ -20,7 +20,7 @@ from app.desktops.guest_watch import (
     parse_threads,
     parse_writes,
 )
-from app.desktops.ssh_guest import SSHGuest
+from app.desktops.remote.ssh_guest import SSHGuest
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
 """A process record is 64 bytes: a million programs; a write line ~80 bytes."""

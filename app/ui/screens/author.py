@@ -34,9 +34,9 @@ from textual.widgets import (
 )
 
 from app.authoring.draft import WrittenTask
-from app.authoring.prove import DEFAULT_REPEATS, Proof
 from app.authoring.start_state import AUTHOR_APPS
 from app.core.errors import DeskLoopError
+from app.proving.prove import DEFAULT_REPEATS, Proof
 from app.rfb.client import VncEndpoint
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView

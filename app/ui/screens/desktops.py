@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
 from app.core.errors import DesktopError
+from app.desktops.base import MarksProcesses
 from app.desktops.inventory import VmListing
 from app.rfb.client import VncEndpoint
 from app.ui.modals import ChoiceScreen, ConfirmScreen
@@ -122,8 +123,11 @@ class DesktopsScreen(LabScreen):
     def _sample_usage(self) -> None:
         markers = {}
         for name, entry in self.pool.entries.items():
-            marker = getattr(entry.desktop, "marker", None)  # local desktops have one
-            if isinstance(marker, str) and entry.info().state == "running":
+            desktop = entry.desktop
+            if not isinstance(desktop, MarksProcesses):
+                continue
+            marker = desktop.marker
+            if marker is not None and entry.info().state == "running":
                 markers[name] = marker
         listing = self.vms.listing
         vms = listing is not None and any(vm.running for vm in listing.desktops)

@@ -30,7 +30,6 @@ import yaml
 from app.authoring.compile import CompiledReference, compile_recording
 from app.authoring.draft import PhaseDraft, WrittenTask, draft_task, write_draft
 from app.authoring.propose import propose_recording, subgoal_diffs
-from app.authoring.prove import DEFAULT_REPEATS, Proof, prove_task
 from app.authoring.recorder import FRAME_EVERY_SECONDS, DemonstrationRecorder
 from app.authoring.recording import (
     EndEvent,
@@ -56,6 +55,7 @@ from app.checks.tree import parse_tree
 from app.core.actions import describe_action
 from app.core.errors import TaskError
 from app.episode.setup_steps import run_setup
+from app.proving.prove import DEFAULT_REPEATS, Proof, prove_task
 from app.rfb.client import VncEndpoint
 from app.rfb.proxy import ProxyAddress
 from app.store import Store

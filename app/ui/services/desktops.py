@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.core.errors import DesktopError
-from app.desktops.base import Desktop, DesktopInfo
+from app.desktops.base import Desktop, DesktopInfo, SavesStates
 from app.desktops.factory import make_desktop
 from app.desktops.inventory import BackendListing, VmListing, VmStats, vm_command, vm_stats
 from app.episode.launch import desktop_spec, fits, make_spec_desktop
@@ -136,7 +136,7 @@ class DesktopPool:
     def cannot_snapshot(self, name: str) -> str | None:
         """Why desktop `name` has no snapshots (a documented limitation of the local
         backend, not an error), or None when it has them."""
-        if getattr(self.get(name).desktop, "save_state", None) is not None:
+        if isinstance(self.get(name).desktop, SavesStates):
             return None
         return (
             f"The {self.backend} backend has no snapshots: z (reset) starts a fresh "
@@ -150,14 +150,14 @@ class DesktopPool:
             DesktopError: the backend has no snapshots (local), or saving failed.
         """
         entry = self.get(name)
-        save = getattr(entry.desktop, "save_state", None)
-        if save is None:
+        desktop = entry.desktop
+        if not isinstance(desktop, SavesStates):
             raise DesktopError(
                 f"the {self.backend} backend cannot take snapshots: its reset always starts "
                 "a fresh session (snapshots are a libvirt feature)"
             )
         key = snapshot_key()
-        await self._op(name, "saving a snapshot", lambda _d: save(key))
+        await self._op(name, "saving a snapshot", lambda _d: desktop.save_state(key))
         entry.snapshots.append(key)
         return key
 
@@ -168,11 +168,11 @@ class DesktopPool:
             DesktopError: no snapshot was taken of this desktop in this session.
         """
         entry = self.get(name)
-        restore = getattr(entry.desktop, "restore_state", None)
-        if restore is None or not entry.snapshots:
+        desktop = entry.desktop
+        if not isinstance(desktop, SavesStates) or not entry.snapshots:
             raise DesktopError(f"no snapshot of {name} was taken in this session (p takes one)")
         key = entry.snapshots[-1]
-        await self._op(name, f"restoring {key}", lambda _d: restore(key))
+        await self._op(name, f"restoring {key}", lambda _d: desktop.restore_state(key))
         return key
 
     async def close_all(self) -> None:
@@ -367,7 +367,7 @@ def open_viewer(endpoint: VncEndpoint) -> subprocess.Popen[bytes]:
     Raises:
         DesktopError: no viewer installed, or it could not start.
     """
-    from app.desktops.xvnc import vnc_password_file_bytes
+    from app.desktops.local.xvnc import vnc_password_file_bytes
 
     viewer = viewer_command()
     if viewer is None:

@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 from app.core.errors import DesktopError
 from app.core.settings import read_settings
-from app.desktops.xvnc import free_port
+from app.desktops.local.xvnc import free_port
 from app.rfb.client import VncEndpoint
 
 DEFAULT_NOVNC_DIR = Path("/usr/share/novnc")

@@ -55,7 +55,7 @@ class _Rate:
 
 class UsageSampler:
     """CPU and memory of local desktops, from /proc (app.core.procfs): the processes
-    carrying a desktop's marker (app.desktops.reaper). Blocking (it reads /proc of
+    carrying a desktop's marker (app.desktops.local.reaper). Blocking (it reads /proc of
     every process)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
@@ -63,7 +63,7 @@ class UsageSampler:
 
     def sample(self, marker: str) -> Usage:
         from app.core.procfs import process_cpu_seconds, process_rss_bytes
-        from app.desktops.reaper import marked_processes
+        from app.desktops.local.reaper import marked_processes
 
         cpu = memory = 0.0
         counted = 0

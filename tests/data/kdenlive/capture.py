@@ -39,7 +39,7 @@ kdenlive_xml = _assets.kdenlive_xml
 showcase = _assets.showcase
 
 from app.core.actions import parse_action  # noqa: E402
-from app.desktops.local import LocalDesktop  # noqa: E402
+from app.desktops.local.desktop import LocalDesktop  # noqa: E402
 from app.desktops.xwindows import active_window_title  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -5,12 +5,12 @@ the desktop's home and opened as a `file://` URL, so nothing serves it: there is
 port for anyone to reach. The page speaks the *page contract* (ScaleWoB's):
 `window.getTasks()`, `window.evaluateTask(id, returned)` and `window.reset()`, and
 optionally `window.getState()` (named values for other checks). DeskLoop calls them
-over the Chrome DevTools Protocol on `--remote-debugging-pipe` (app/desktops/cdp.py):
+over the Chrome DevTools Protocol on `--remote-debugging-pipe` (app/desktops/web/cdp.py):
 the pipe's other ends stay in this process, so neither the agent (which only has VNC)
 nor another local user can reach the page's DevTools.
 
 `chromium_argv` is the browser's command line; `start_browser` starts it through a
-local desktop's sandbox and returns the attached page.
+`Spawner` (a local desktop's sandbox) and returns the attached page.
 """
 
 from __future__ import annotations
@@ -19,13 +19,12 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Protocol
 
-from app.desktops.cdp import CdpError, CdpPipe, WebPage
-from app.desktops.sandbox import Sandbox
+from app.desktops.web.cdp import CdpError, CdpPipe, WebPage
 
 CHROMIUM = "chromium"
 
@@ -83,6 +82,28 @@ def with_pipe_fds(argv: list[str], commands_fd: int, messages_fd: int) -> list[s
     return ["bash", "-c", script, "bash", *argv]
 
 
+class Spawner(Protocol):
+    """What starts the browser where the desktop's programs run: the local backend's
+    sandbox (app/desktops/local/sandbox.py), as its lab user. Named here so that web
+    pages need nothing of the backend that hosts them."""
+
+    async def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        stdout: int | IO[bytes],
+        stderr: int | IO[bytes],
+        pass_fds: Sequence[int] = (),
+    ) -> asyncio.subprocess.Process:
+        """Start `argv` with `pass_fds` kept open at their numbers, in a session of its own.
+
+        Raises:
+            OSError: the program could not be started.
+        """
+        ...
+
+
 @dataclass
 class Browser:
     """A running Chromium and its attached page."""
@@ -98,7 +119,7 @@ class Browser:
 
 
 async def start_browser(
-    sandbox: Sandbox | None,
+    sandbox: Spawner | None,
     env: Mapping[str, str],
     log_path: Path,
     argv: list[str],

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.tasks import deskcraft_blender as B
-from app.tasks import deskcraft_gimp as G
-from app.tasks import deskcraft_kdenlive as K
-from app.tasks.deskcraft_rules import Leaf, Mapper, Unmapped
+from app.importers.deskcraft import blender as B
+from app.importers.deskcraft import gimp as G
+from app.importers.deskcraft import kdenlive as K
+from app.importers.deskcraft.rules import Leaf, Mapper, Unmapped
 
 __all__ = [
     "MAPPERS",

@@ -1,4 +1,4 @@
-"""DeskCraft's GIMP evaluators → DeskLoop checks (app/tasks/deskcraft_checks.py).
+"""DeskCraft's GIMP evaluators → DeskLoop checks (app/importers/deskcraft/checks.py).
 
 Most of DeskCraft's GIMP functions are one-off "complete" checkers whose thresholds live
 in their code, not in the task file, so they are not mapped. The few here say what they
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from app.tasks.deskcraft_rules import Leaf, Rules, take
+from app.importers.deskcraft.rules import Leaf, Rules, take
 
 GIMP_CONFIG = "~/.config/GIMP/2.10"
 """Where GIMP 2.10 keeps gimprc and sessionrc (DeskCraft's `gimp_config_file` getter)."""

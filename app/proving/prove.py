@@ -4,7 +4,7 @@ sub-goal is needed.
 `deskloop author verify ID` runs, each on a fresh desktop and recorded in the store:
 
 - the reference `repeats` times (3 by default): each must pass with score 1;
-- the null agent and the untouched start state (`app.episode.verify`): both score 0;
+- the null agent and the untouched start state (`app.proving.verify`): both score 0;
 - one skip replay per sub-goal: the reference with that sub-goal's actions and guards
   left out (its ``done`` and ``expect`` kept, so the phases still arrive). Each must
   fail at least one check. Its later guards are lenient (a guard that times out is
@@ -28,7 +28,7 @@ from typing import Any
 from app.agents.scripted import ExpectStep, Script, ScriptedAgent, read_script, script_entries
 from app.core.actions import Done
 from app.episode.launch import launch
-from app.episode.verify import Mode, RunVerdict, judge, verify_run
+from app.proving.verify import Mode, RunVerdict, judge, verify_run
 from app.store import Store
 from app.tasks.loader import resolve_asset
 from app.tasks.model import Task

@@ -1,4 +1,4 @@
-"""DeskCraft's Blender evaluators → DeskLoop checks (see app/tasks/deskcraft_checks.py)."""
+"""DeskCraft's Blender evaluators → DeskLoop checks (see app/importers/deskcraft/checks.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from app.tasks.deskcraft_rules import Leaf, Mapper, Rules, Unmapped, one_object, take
+from app.importers.deskcraft.rules import Leaf, Mapper, Rules, Unmapped, one_object, take
 
 
 def renamed(path: str, rules: Rules) -> list[Leaf]:

@@ -1,7 +1,7 @@
 """Where a local desktop's programs may write: its home, and nowhere else.
 
 Every process of a local desktop is started through `Sandbox.spawn`: as the lab user
-(app/desktops/lab_user.py) and inside bubblewrap (`bwrap`), with this view of the
+(app/desktops/local/lab_user.py) and inside bubblewrap (`bwrap`), with this view of the
 machine:
 
 - `/` read-only (so /etc, /usr, /root, the repository, the sessions folder: reads
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO
 
 from app.core.errors import DesktopError
-from app.desktops.lab_user import SETUP_COMMAND, LabUser
+from app.desktops.local.lab_user import SETUP_COMMAND, LabUser
 
 BWRAP = "bwrap"
 
@@ -84,7 +84,7 @@ class Sandbox:
     """Files outside the home every program may read (the X cookie)."""
     bwrap: str
     tracer: tuple[str, ...] = ()
-    """A command line that traces a program's execs (app.desktops.exec_trace), put
+    """A command line that traces a program's execs (app.desktops.local.exec_trace), put
     before bubblewrap for `spawn(..., traced=True)`; empty: not traced."""
 
     def argv(self, argv: Sequence[str], readable: Sequence[Path] = ()) -> list[str]:

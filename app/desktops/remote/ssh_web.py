@@ -1,7 +1,7 @@
 """Web pages in a VM guest: kiosk Chromium with its DevTools pipe relayed over SSH.
 
 On the local backend DeskLoop holds the other ends of Chromium's `--remote-debugging-pipe`
-(fds 3 and 4) in its own process (app/desktops/web.py). In a guest the browser runs in
+(fds 3 and 4) in its own process (app/desktops/web/kiosk.py). In a guest the browser runs in
 the VM, so the pipe is carried over the guest channel instead:
 
 * **Launch** (`LAUNCH_SCRIPT`, over SSH): the previous browser's process group is
@@ -42,8 +42,8 @@ from typing import Any
 import paramiko
 
 from app.core.errors import GuestError
-from app.desktops.cdp import CdpError, CdpPipe, WebPage
-from app.desktops.web import CONTRACT_READY, chromium_argv
+from app.desktops.web.cdp import CdpError, CdpPipe, WebPage
+from app.desktops.web.kiosk import CONTRACT_READY, chromium_argv
 
 # In the session user's home (the web apps are copied to ~/.deskloop-web/<task id>/).
 CDP_DIR = ".deskloop-web/.cdp"

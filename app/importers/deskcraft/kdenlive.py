@@ -1,8 +1,8 @@
-"""DeskCraft's Kdenlive and file evaluators → DeskLoop checks (app/tasks/deskcraft_checks.py)."""
+"""DeskCraft's Kdenlive and file evaluators → DeskLoop checks (see checks.py beside it)."""
 
 from __future__ import annotations
 
-from app.tasks.deskcraft_rules import Leaf, Rules, Unmapped, take
+from app.importers.deskcraft.rules import Leaf, Rules, Unmapped, take
 
 
 def kdenlive_profile(path: str, rules: Rules) -> list[Leaf]:

@@ -2,7 +2,7 @@
 
 It exists to drive the RFB client (app/rfb/client.py) against a real server with nothing
 else in the way: the live tests in tests/test_vnc.py and bench/bench_vnc.py share
-it. Episodes use `LocalDesktop` (local.py), which builds a whole session around its
+it. Episodes use `LocalDesktop` (desktop.py), which builds a whole session around its
 Xvnc.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.core.errors import DesktopError
-from app.desktops.xvnc import XVNC, free_port, vnc_password_file_bytes
+from app.desktops.local.xvnc import XVNC, free_port, vnc_password_file_bytes
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,11 @@
 A session is a private directory holding the HOME (with its own TMPDIR and XDG dirs),
 the VNC password file and logs; a D-Bus session bus; an Xvnc on 127.0.0.1 with a
 random port, a free display number and a random VNC password; openbox as window
-manager; and a VNC connection for frames and input. `LocalDesktop` (app.desktops.local)
+manager; and a VNC connection for frames and input. `LocalDesktop` (app.desktops.local.desktop)
 makes a new one on every `reset()` and stops the old one.
 
 Every process runs as the lab user inside the session's sandbox, carrying the
-session's marker in its environment; the watchdog started first (app.desktops.reaper)
+session's marker in its environment; the watchdog started first (app.desktops.local.reaper)
 kills them all and removes the folder if this process dies.
 """
 
@@ -26,12 +26,12 @@ from pathlib import Path
 
 from app.core.errors import DesktopError, GuestError, VNCError
 from app.core.procfs import process_start_time, write_owner_file
-from app.desktops import reaper
-from app.desktops.lab_user import LabUser
-from app.desktops.local_guest import LocalGuest
-from app.desktops.local_watch import SessionWatch
-from app.desktops.sandbox import Sandbox
-from app.desktops.xvnc import (
+from app.desktops.local import reaper
+from app.desktops.local.guest import LocalGuest
+from app.desktops.local.lab_user import LabUser
+from app.desktops.local.sandbox import Sandbox
+from app.desktops.local.watch import SessionWatch
+from app.desktops.local.xvnc import (
     XVNC,
     free_port,
     log_tail,
@@ -50,7 +50,7 @@ _PASSWORD_ALPHABET = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 # One window-manager config for both backends (VM images carry the same file at
 # /etc/deskloop/openbox-rc.xml): no keyboard shortcuts to swallow the agent's keys.
 OPENBOX_RC = (
-    Path(__file__).resolve().parents[2]
+    Path(__file__).resolve().parents[3]
     / "vm_images"
     / "files"
     / "etc"
@@ -153,7 +153,7 @@ class LocalSession:
         user.hand_over(xauthority)
         env["XAUTHORITY"] = str(xauthority)
         # Every program the session's long-lived processes start is traced into
-        # `trace/`, outside the home (app.desktops.exec_trace); none without strace.
+        # `trace/`, outside the home (app.desktops.local.exec_trace); none without strace.
         watch = SessionWatch(session_dir, home, user)
         sandbox = Sandbox(
             user=user, home=home, readable=(xauthority,), bwrap=bwrap, tracer=watch.tracer
@@ -216,7 +216,7 @@ class LocalSession:
                 start_new_session=True,
             )
         await asyncio.to_thread(self.sandbox.check, self.env)
-        # Who writes the home's files, for the integrity flags (app.desktops.write_watch).
+        # Who writes the home's files, for the integrity flags (app.desktops.local.write_watch).
         self.watch.start()
         await self._start_session_bus()
         await self._start_xvnc()

@@ -1,6 +1,6 @@
 """The guest channel of a local desktop: local subprocesses and files confined to its HOME.
 
-Commands run in the session's sandbox (app/desktops/sandbox.py: as the lab user,
+Commands run in the session's sandbox (app/desktops/local/sandbox.py: as the lab user,
 with the HOME the only writable place) with the session's environment (DISPLAY,
 throw-away HOME, TMPDIR, the desktop marker). File access, which DeskLoop does
 itself (as root, when it runs so), is confined to the throw-away HOME: paths are
@@ -26,10 +26,10 @@ from typing import IO, TypeVar
 
 from app.core.commands import CommandResult
 from app.core.errors import FileTooLarge, GuestError
-from app.desktops.cdp import WebPage
-from app.desktops.sandbox import Sandbox, die_with_parent
-from app.desktops.web import Browser, chromium_argv, start_browser, wait_contract
-from app.desktops.xvnc import log_tail
+from app.desktops.local.sandbox import Sandbox, die_with_parent
+from app.desktops.local.xvnc import log_tail
+from app.desktops.web.cdp import WebPage
+from app.desktops.web.kiosk import Browser, chromium_argv, start_browser, wait_contract
 
 _T = TypeVar("_T")
 
@@ -157,7 +157,7 @@ class LocalGuest:
         try:
             with open(log_path, "ab") as log:
                 # Traced: what an app starts during the episode is integrity evidence
-                # (app.desktops.exec_trace); `run` is DeskLoop's own and is not.
+                # (app.desktops.local.exec_trace); `run` is DeskLoop's own and is not.
                 proc = await self._start(args, log, log, traced=True)
         except OSError as exc:
             raise GuestError(f"cannot launch {args[0]!r} in the local desktop: {exc}") from exc
@@ -180,7 +180,7 @@ class LocalGuest:
 
     async def open_page(self, url: str, timeout: float = 30.0) -> WebPage:
         """Chromium in kiosk mode on `url`, in the sandbox, with a fresh profile in the
-        home; its DevTools pipe is held here (see app/desktops/web.py)."""
+        home; its DevTools pipe is held here (see app/desktops/web/kiosk.py)."""
         self._check_open()
         if self._browser is not None:
             self._browser.close()

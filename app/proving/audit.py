@@ -28,7 +28,7 @@ from app.agents.factory import make_agent
 from app.core.errors import DeskLoopError
 from app.episode.archive import rescore
 from app.episode.launch import launch
-from app.episode.verify import RunVerdict, verify_run
+from app.proving.verify import RunVerdict, verify_run
 from app.store import Store
 from app.tasks.model import Task
 

@@ -23,7 +23,7 @@ import shutil
 from pathlib import Path
 
 from app.core.integrity import ExecRecord
-from app.desktops.lab_user import LabUser
+from app.desktops.local.lab_user import LabUser
 
 STRACE = "strace"
 LOG_PREFIX = "exec"

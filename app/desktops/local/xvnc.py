@@ -1,7 +1,7 @@
 """Xvnc's side files and start-up: the VNC password file, the X authority file, a free
 loopback port and the display number Xvnc names through -displayfd.
 
-Shared by the local desktop session (local_session.py) and the bare Xvnc of the live RFB tests
+Shared by the local desktop session (session.py) and the bare Xvnc of the live RFB tests
 (bare_xvnc.py); the TUI and `vm view` write viewer password files with
 `vnc_password_file_bytes` too.
 """

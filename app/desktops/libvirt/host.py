@@ -9,7 +9,7 @@ paramiko SSH connection carries its file operations (SFTP, and argv commands suc
 as `qemu-img`), uploads images there once (checked by SHA-256), and tunnels VNC
 (a local port forward) and guest SSH (a direct-tcpip channel per connection), so
 nothing on that host listens beyond its loopback. Logging in there and forwarding
-ports through the login are `ssh_host`'s part.
+ports through the login are `app.desktops.remote.ssh_host`'s part.
 
 What a desktop keeps for itself (vm.json, the pinned guest host key, start-state
 metadata, its lock) stays in this machine's cache; only what QEMU reads or writes
@@ -39,7 +39,7 @@ from typing import Any, Protocol
 import paramiko
 
 from app.core.errors import DesktopError
-from app.desktops.ssh_host import PortForward, SshTarget, connect
+from app.desktops.remote.ssh_host import PortForward, SshTarget, connect
 from app.vmimages.cache import Image
 
 

@@ -1,6 +1,6 @@
 """What a local desktop session watches for the integrity flags: every exec
-of its programs (app.desktops.exec_trace) and who last wrote each file of its home
-(app.desktops.write_watch). One per session, made with it, stopped with it."""
+of its programs (app.desktops.local.exec_trace) and who last wrote each file of its home
+(app.desktops.local.write_watch). One per session, made with it, stopped with it."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.core.integrity import ExecLog, LastWrite
-from app.desktops.exec_trace import STRACE, find_strace, read_exec_log, strace_argv
-from app.desktops.lab_user import LabUser
-from app.desktops.write_watch import WriteWatch
+from app.desktops.local.exec_trace import STRACE, find_strace, read_exec_log, strace_argv
+from app.desktops.local.lab_user import LabUser
+from app.desktops.local.write_watch import WriteWatch
 
 
 class SessionWatch:

@@ -32,8 +32,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.core.commands import CommandResult
 from app.core.errors import FileTooLarge, GuestError
-from app.desktops.cdp import WebPage
-from app.desktops.ssh_web import GuestBrowser
+from app.desktops.remote.ssh_web import GuestBrowser
+from app.desktops.web.cdp import WebPage
 
 GUEST_USER = "user"
 GUEST_HOME = "/home/user"
@@ -113,7 +113,7 @@ class SSHGuest:
         self._launches = itertools.count(1)
         self._closed = False
         self._connecting: asyncio.Task[None] | None = None
-        # A web page's browser in the guest (app/desktops/ssh_web.py).
+        # A web page's browser in the guest (app/desktops/remote/ssh_web.py).
         self.browser = GuestBrowser(
             lambda remote, deadline: self._exec_blocking(remote, deadline, ["chromium"]),
             self._open_stream,
@@ -353,7 +353,7 @@ class SSHGuest:
 
     async def open_page(self, url: str, timeout: float = 30.0) -> WebPage:
         """Kiosk Chromium on `url` in the guest, its DevTools pipe relayed over this
-        channel (app/desktops/ssh_web.py); waits for the page contract."""
+        channel (app/desktops/remote/ssh_web.py); waits for the page contract."""
         await self.connected()
         return await self.browser.open(url, timeout)
 

@@ -6,7 +6,7 @@ started DeskLoop when that is root. DeskLoop run as root drops privileges for th
 desktop to the dedicated system user `deskloop-desktop` (no login shell, no home
 of its own; `scripts/setup.sh` creates it). A DeskLoop run by an ordinary user
 cannot change user: its desktop runs as that user, who is unprivileged already.
-Either way app/desktops/sandbox.py confines what the desktop can write to its home.
+Either way app/desktops/local/sandbox.py confines what the desktop can write to its home.
 
 This module owns those facts: which user, whether privileges are dropped, the
 credentials a child process gets, and handing files DeskLoop makes in the home

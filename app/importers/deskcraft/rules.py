@@ -1,5 +1,5 @@
 """What the DeskCraft evaluator mappers share: the names of their data and how they
-refuse what has no DeskLoop equivalent (app/tasks/deskcraft_checks.py explains the table)."""
+refuse what has no DeskLoop equivalent (app/importers/deskcraft/checks.py explains the table)."""
 
 from __future__ import annotations
 

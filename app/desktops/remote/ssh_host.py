@@ -1,8 +1,9 @@
 """SSH to a remote libvirt host: whom to log in as (`SshTarget`, from the URI and
 `~/.ssh/config`, as the `ssh` that libvirt runs would), the login with the host-key
 check the URI asks for (`connect`), and local ports forwarded through it
-(`PortForward`). It knows nothing of libvirt or images: `vm_host.RemoteHost` builds
-the host's files and tunnels on it. Every function blocks."""
+(`PortForward`). It knows nothing of libvirt or images:
+`app.desktops.libvirt.host.RemoteHost` builds the host's files and tunnels on it. Every
+function blocks."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ removes the session directory.
 
 This file must import only the standard library and `app.core.procfs` (itself
 standard library only): it runs with `python -I` by path, so it starts fast and does
-not depend on how `app` is installed. Run so, it finds `app` two folders up.
+not depend on how `app` is installed. Run so, it finds `app` three folders up.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-if not __package__:  # run by path as the watchdog: `app` is two folders up
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if not __package__:  # run by path as the watchdog: `app` is three folders up
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from app.core.procfs import (
     OWNER_FILE,

@@ -5,7 +5,7 @@ with the writer's pid, whichever mount namespace it wrote through (the sandbox's
 bind mount of the home included). Files are told apart by device and inode, not
 by name, so a program that writes a temporary file and renames it over the target
 (as Blender saves) is still the writer of what is there at the end. Paired with the
-exec trace (app.desktops.exec_trace), the pid names the program that wrote it.
+exec trace (app.desktops.local.exec_trace), the pid names the program that wrote it.
 
 Events identify files by their file handle (FAN_REPORT_FID), never by an open file
 descriptor: a descriptor the kernel opened in this process on the episode database

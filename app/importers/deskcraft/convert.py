@@ -13,7 +13,7 @@ What maps, and how (docs/tasks.md, "Importing DeskCraft tasks", says it for peop
   and phase k+1's message gets phase k's trigger (`agent_done`, `step_count: N` →
   `{step_count: N}`, `agent_asks` → `agent_ask`); the last phase's trigger delivers
   nothing. `agent_idle` and `llm_judge` have no DeskLoop trigger: manual steps.
-- `evaluator`: see app/tasks/deskcraft_checks.py.
+- `evaluator`: see app/importers/deskcraft/checks.py.
 
 A file is *imported* when everything mapped, *imported with manual steps* when a task
 was written but something named needs a person (the task file lists them in a comment
@@ -33,9 +33,9 @@ from typing import Any, Literal
 import yaml
 
 from app.core.errors import TaskError
-from app.tasks.deskcraft_blender import blend_problem
-from app.tasks.deskcraft_checks import Unmapped, guest_path, map_evaluator
-from app.tasks.deskcraft_gimp import has_icc_profile
+from app.importers.deskcraft.blender import blend_problem
+from app.importers.deskcraft.checks import Unmapped, guest_path, map_evaluator
+from app.importers.deskcraft.gimp import has_icc_profile
 from app.tasks.loader import load_task
 
 APPS = ("gimp", "blender", "kdenlive")

@@ -1,15 +1,15 @@
 """The local desktop backend: Xvnc + openbox on this host, one throw-away HOME per session.
 
-`reset()` throws the whole session away (app/desktops/local_session.py: its folder,
+`reset()` throws the whole session away (app/desktops/local/session.py: its folder,
 HOME, bus, Xvnc, openbox and VNC connection) and starts a new one, so nothing from one
 episode reaches the next.
 
-Every process of the desktop runs as the lab user (app/desktops/lab_user.py: an
+Every process of the desktop runs as the lab user (app/desktops/local/lab_user.py: an
 unprivileged system user when DeskLoop runs as root) inside a sandbox whose only
-writable place is the HOME (app/desktops/sandbox.py).
+writable place is the HOME (app/desktops/local/sandbox.py).
 
 Nothing is left behind: every process of a session carries a marker in its
-environment, and a watchdog (app/desktops/reaper.py) fed by a pipe from this
+environment, and a watchdog (app/desktops/local/reaper.py) fed by a pipe from this
 process kills them all and removes the session directory when this process
 dies, however it dies.
 """
@@ -20,23 +20,23 @@ import asyncio
 import signal
 import uuid
 from pathlib import Path
-from types import TracebackType
 
 from app.core.errors import DesktopError, GuestError
 from app.core.integrity import ExecLog, LastWrite
 from app.desktops.base import DesktopInfo
-from app.desktops.lab_user import lab_user
-from app.desktops.local_guest import LocalGuest
-from app.desktops.local_session import LocalSession
-from app.desktops.reaper import reap_orphans
-from app.desktops.sandbox import find_bwrap
+from app.desktops.lifecycle import DesktopLifecycle
+from app.desktops.local.guest import LocalGuest
+from app.desktops.local.lab_user import lab_user
+from app.desktops.local.reaper import reap_orphans
+from app.desktops.local.sandbox import find_bwrap
+from app.desktops.local.session import LocalSession
 from app.desktops.vnc_screen import VncScreen
 from app.rfb.client import VncEndpoint, VNCSession
 
 __all__ = ["LocalDesktop", "reap_orphans"]
 
 
-class LocalDesktop(VncScreen):
+class LocalDesktop(DesktopLifecycle, VncScreen):
     """A `Desktop` on this host: Xvnc + openbox, fresh HOME per `reset()`.
 
     Several can run at once (each has its own display, port and HOME). Use
@@ -55,14 +55,13 @@ class LocalDesktop(VncScreen):
     ) -> None:
         if width < 64 or height < 64:
             raise DesktopError(f"local desktop size {width}x{height} is too small")
+        super().__init__()
         self.name = name or f"local-{uuid.uuid4().hex[:6]}"
         self.width = width
         self.height = height
         self.root = root
         self.start_timeout = start_timeout
         self._session: LocalSession | None = None
-        self._state = "stopped"
-        self._lock = asyncio.Lock()
 
     # ------------------------------------------------------------ contract
 
@@ -98,40 +97,40 @@ class LocalDesktop(VncScreen):
             details=details,
         )
 
-    async def reset(self) -> None:
-        async with self._lock:
-            await self._stop()
-            self._state = "starting"
-            try:
-                user, bwrap = lab_user(), find_bwrap()
-            except DesktopError:
-                self._state = "failed"
-                raise
-            try:
-                session = await asyncio.to_thread(
-                    LocalSession.create, self.name, self.width, self.height, self.root, user, bwrap
-                )
-            except DesktopError:
-                self._state = "failed"
-                raise
-            except OSError as exc:
-                self._state = "failed"
-                raise DesktopError(
-                    f"local desktop {self.name}: cannot create its session directory: {exc}"
-                ) from exc
-            self._session = session
-            try:
-                async with asyncio.timeout(self.start_timeout):
-                    await session.start()
-            except TimeoutError:
-                await self._stop(state="failed")
-                raise DesktopError(
-                    f"local desktop {self.name} did not start within {self.start_timeout:g} s"
-                ) from None
-            except BaseException:
-                await self._stop(state="failed")
-                raise
-            self._state = "running"
+    async def _reset(self) -> None:
+        """Throw the current session away and start a fresh one."""
+        await self._stop()
+        self._state = "starting"
+        try:
+            user, bwrap = lab_user(), find_bwrap()
+        except DesktopError:
+            self._state = "failed"
+            raise
+        try:
+            session = await asyncio.to_thread(
+                LocalSession.create, self.name, self.width, self.height, self.root, user, bwrap
+            )
+        except DesktopError:
+            self._state = "failed"
+            raise
+        except OSError as exc:
+            self._state = "failed"
+            raise DesktopError(
+                f"local desktop {self.name}: cannot create its session directory: {exc}"
+            ) from exc
+        self._session = session
+        try:
+            async with asyncio.timeout(self.start_timeout):
+                await session.start()
+        except TimeoutError:
+            await self._stop(state="failed")
+            raise DesktopError(
+                f"local desktop {self.name} did not start within {self.start_timeout:g} s"
+            ) from None
+        except BaseException:
+            await self._stop(state="failed")
+            raise
+        self._state = "running"
 
     @property
     def writes_note(self) -> str:
@@ -152,24 +151,11 @@ class LocalDesktop(VncScreen):
         return session.watch.last_write(path, resolve)
 
     def exec_log(self) -> ExecLog:
-        """Every program started in the session so far (see app.desktops.exec_trace)."""
+        """Every program started in the session so far (see app.desktops.local.exec_trace)."""
         return self._running().watch.exec_log()
 
-    async def close(self) -> None:
-        async with self._lock:
-            await self._stop(state="closed")
-
-    async def __aenter__(self) -> LocalDesktop:
-        await self.reset()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+    async def _close(self) -> None:
+        await self._stop(state="closed")
 
     async def _backend_death(self) -> str:
         """Xvnc is this desktop's X server and VNC server both: its exit is the death."""
