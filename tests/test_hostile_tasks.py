@@ -99,7 +99,10 @@ def test_each_case_is_refused_naming_file_line_and_field(
     assert code == 1, out
     assert f"INVALID  {case.path}" in out, out
     assert "Traceback" not in out and "internal error" not in out, out
-    assert elapsed < 1.0, f"{elapsed:.2f} s"
+    # Refused, not worked through: an alias bomb or a huge file expanded would take
+    # minutes. The bound is far above a refusal (milliseconds on an idle machine) so a
+    # loaded machine does not fail it; how fast validation is, bench/ measures.
+    assert elapsed < 20.0, f"{elapsed:.2f} s"
     where = re.escape(str(case.problem_in))
     if case.field == "-":
         # Refused by the reader: no field yet, the line where it has one.

@@ -357,7 +357,10 @@ def test_diff_and_proposals_on_analysed_snapshots_are_fast(tmp_path: Path) -> No
     proposals = propose_checks(diff_states(start, end), rec)
     elapsed = time.perf_counter() - began
     assert len(checks_named(proposals, "file_modified_after_start")) == 151
-    assert elapsed < 1.0, f"diff and proposals took {elapsed:.2f} s"
+    # Linear, not quadratic, in the files changed: a quadratic pass over 300 files takes
+    # minutes. The bound is far above the linear time (tens of milliseconds idle) so a
+    # loaded machine does not fail it.
+    assert elapsed < 15.0, f"diff and proposals took {elapsed:.2f} s"
 
 
 def test_blend_files_wait_for_a_guest_with_blender(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ through the same service.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -16,7 +17,9 @@ import pytest
 from textual.widgets import Button, Checkbox, Input, Select, Static
 
 from app.core.errors import DesktopError
+from app.desktops import inventory
 from app.desktops.inventory import VmStats
+from app.desktops.libvirt import actions
 from app.ui.modals import ConfirmScreen, ErrorScreen
 from app.ui.screens.desktops import VM_KEY, DesktopsScreen
 from app.ui.screens.vm_create import CreateVmScreen
@@ -50,8 +53,30 @@ def dialog_error(screen: CreateVmScreen) -> str:
     return str(screen.query_one("#vm-error", Static).render())
 
 
+# Runs the command after it (a `deskloop vm` child) once the file it names exists: the
+# test then sees the operation while it runs, however fast the child would fail.
+GATE = (
+    "import os, sys, time\n"
+    "while not os.path.exists(sys.argv[1]):\n    time.sleep(0.05)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+@pytest.fixture
+def gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The file that lets `deskloop vm` children run; until it exists they wait."""
+    opened = tmp_path / "gate-open"
+    real = actions.child_argv
+
+    def gated(action: str, name: str, *args: str) -> list[str]:
+        return [sys.executable, "-c", GATE, str(opened), *real(action, name, *args)]
+
+    monkeypatch.setattr(inventory, "child_argv", gated)
+    return opened
+
+
 async def test_a_vm_is_asked_for_checked_confirmed_and_created_through_deskloop_vm(
-    tmp_path: Path, no_libvirt: None, cache: Path
+    tmp_path: Path, no_libvirt: None, cache: Path, gate: Path
 ) -> None:
     built(cache, "blender", 2048)
     built(cache, "kdenlive", 3072)
@@ -116,6 +141,7 @@ async def test_a_vm_is_asked_for_checked_confirmed_and_created_through_deskloop_
             app.vms.check_new("fresh")
         # The child talks to the unreachable libvirtd: its error is the dialog's, and
         # names the command that does the same.
+        gate.touch()
         await wait_until(pilot, lambda: isinstance(app.screen, ErrorScreen), 60, "the error")
         text = app.screen.text  # type: ignore[attr-defined]
         assert "deskloop vm create fresh --image kdenlive --memory 1024 --vcpus 1" in text

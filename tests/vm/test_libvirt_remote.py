@@ -198,7 +198,7 @@ async def test_the_cli_lists_the_desktop_and_forwards_its_vnc(remote: LibvirtDes
             await vnc.close()
     finally:
         view.send_signal(signal.SIGINT)
-        assert await asyncio.to_thread(view.wait, 30) == 0
+        assert await asyncio.to_thread(view.wait, 120) == 0
 
 
 async def test_rm_leaves_nothing_on_the_host_or_here(
