@@ -49,7 +49,7 @@ class EpisodeRecorder:
         self.options = options
         self.report = report
         self.store_seconds = 0.0
-        """Seconds spent awaiting the store (see `stored`)."""
+        """Seconds spent awaiting the store (see `_stored`)."""
         self._episode_id: int | None = None
         self._message_ids: dict[int, int] = {}
         """The id each recorded message has in the store, by its number."""
@@ -66,7 +66,7 @@ class EpisodeRecorder:
         """The path of the last frame saved (the last screen the agent saw), if any."""
         return None if self._last_frame is None else self._last_frame[1]
 
-    async def stored(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    async def _stored(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """`call` (a store method) run on the store's thread and awaited. The time it
         takes is the store's, not the agent's: a write that waits for another
         process's lock on the database must not eat the episode's time budget."""
@@ -90,7 +90,7 @@ class EpisodeRecorder:
     ) -> int:
         """Record the start of an episode of `task` and its phases, still to be
         delivered; returns the episode's id."""
-        episode_id = await self.stored(
+        episode_id = await self._stored(
             self.store.start_episode,
             task_id=task.id,
             # Absolute: a rescore finds the episode's own file from any folder.
@@ -106,15 +106,15 @@ class EpisodeRecorder:
             batch_id=batch_id,
         )
         self._episode_id = episode_id
-        await self.stored(self.store.init_phases, episode_id, task.phases)
+        await self._stored(self.store.init_phases, episode_id, task.phases)
         return episode_id
 
     async def record_setup(self, setup: Mapping[str, Any]) -> None:
-        await self.stored(self.store.record_setup, self.episode_id, setup)
+        await self._stored(self.store.record_setup, self.episode_id, setup)
 
     # -- messages and steps ---------------------------------------------------------------
 
-    def unrecorded(self, messages: Iterable[Message]) -> list[Message]:
+    def _unrecorded(self, messages: Iterable[Message]) -> list[Message]:
         return [m for m in messages if _number(m) not in self._message_ids]
 
     def message_id(self, message: Message) -> int | None:
@@ -128,8 +128,8 @@ class EpisodeRecorder:
         injection, an answer or review), each in its own transaction, and show each;
         the one of phase `delivered` (a person's, in person mode) with that phase's
         delivery."""
-        for message in self.unrecorded(messages):
-            message_id = await self.stored(
+        for message in self._unrecorded(messages):
+            message_id = await self._stored(
                 self.store.record_message,
                 self.episode_id,
                 role=message.role,
@@ -170,8 +170,8 @@ class EpisodeRecorder:
         in one transaction (`Store.record_step`); `active` is the message active when
         it began. Returns those messages, not shown yet: whoever shows the step shows
         them after it."""
-        new = self.unrecorded(messages)
-        ids = await self.stored(
+        new = self._unrecorded(messages)
+        ids = await self._stored(
             self.store.record_step,
             self.episode_id,
             idx=idx,
@@ -202,7 +202,7 @@ class EpisodeRecorder:
         if not self.options.store_frames:
             return None
         png = await asyncio.to_thread(frame_png, pixels)
-        return await self.stored(self.store.save_frame, self.episode_id, name, png)
+        return await self._stored(self.store.save_frame, self.episode_id, name, png)
 
     async def save_frame(self, name: str, frame: Frame) -> str | None:
         if not self.options.store_frames:
@@ -216,7 +216,7 @@ class EpisodeRecorder:
             ):
                 return last_path
         png = await asyncio.to_thread(frame_png, frame.pixels)
-        path = await self.stored(self.store.save_frame, self.episode_id, name, png)
+        path = await self._stored(self.store.save_frame, self.episode_id, name, png)
         self._last_frame = (frame, path)
         return path
 
@@ -233,7 +233,7 @@ class EpisodeRecorder:
         person_wait_seconds: float,
         error_kind: ErrorKind | None = None,
     ) -> None:
-        await self.stored(
+        await self._stored(
             self.store.finish_episode,
             self.episode_id,
             status=status,
@@ -247,19 +247,19 @@ class EpisodeRecorder:
         )
 
     async def record_score(self, score: ScoreResult) -> None:
-        await self.stored(
+        await self._stored(
             self.store.record_score,
             self.episode_id,
             passed=score.passed,
             score=score.score,
             checks=score.checks,
         )
-        await self.stored(self.store.record_judgements, self.episode_id, score.judgements)
+        await self._stored(self.store.record_judgements, self.episode_id, score.judgements)
 
     async def record_phase_score(self, index: int, result: ScoreResult) -> None:
         """A delivered phase's checks, kept apart from the final score."""
-        await self.stored(self.store.record_judgements, self.episode_id, result.judgements)
-        await self.stored(
+        await self._stored(self.store.record_judgements, self.episode_id, result.judgements)
+        await self._stored(
             self.store.record_phase_checks,
             self.episode_id,
             index,
@@ -280,7 +280,7 @@ class EpisodeRecorder:
         is said and logged, not an error of the episode: its score is already made."""
         episode_id = self.episode_id
         try:
-            kept = await self.stored(
+            kept = await self._stored(
                 keep,
                 self.store,
                 episode_id,
@@ -300,11 +300,11 @@ class EpisodeRecorder:
     async def record_integrity(self, integrity: IntegrityWatch, final: Recorded | None) -> None:
         """Record the integrity flags beside the score (they never change it)."""
         await integrity.collect()
-        steps = await self.stored(self.store.steps, self.episode_id)
+        steps = await self._stored(self.store.steps, self.episode_id)
         typed = [(s.idx, str(s.action["text"])) for s in steps if s.action.get("kind") == "type"]
         probes = final.probes if final is not None else None
         flags, checked = await asyncio.to_thread(integrity.flags, typed, probes)
-        await self.stored(self.store.record_flags, self.episode_id, flags, checked)
+        await self._stored(self.store.record_flags, self.episode_id, flags, checked)
         if flags:
             self.report.say("integrity: " + "; ".join(f.summary for f in flags))
 
