@@ -166,7 +166,7 @@ def test_cli_rescore_of_a_batch_and_show_both(
             "b1", {"tasks": [{"id": task.id}], "agents": ["reference"], "repeats": 1}
         )
         episode, _ = asyncio.run(score_and_keep(store, task, guest))
-        with store._write("tagging") as conn:  # the batch runner's job, done by hand
+        with store.db.write("tagging") as conn:  # the batch runner's job, done by hand
             conn.execute(
                 "UPDATE episodes SET batch_id = 'b1', batch_agent = 'reference',"
                 " batch_repeat = 0, batch_attempt = 0 WHERE id = ?",
@@ -254,7 +254,7 @@ def test_a_task_found_elsewhere_must_be_what_the_episode_ran(
     db = tmp_path / "db" / "lab.db"
     with Store(db) as store:
         episode, _ = asyncio.run(score_and_keep(store, task, guest))
-        with store._write("as recorded before paths were absolute") as conn:
+        with store.db.write("as recorded before paths were absolute") as conn:
             conn.execute(
                 "UPDATE episodes SET task_path = 'tasks/gimp/own-task.yaml' WHERE id = ?",
                 (episode,),

@@ -203,6 +203,8 @@ def test_protocol_properties(phases: list[Trigger], actions: list[Action], max_s
         assert p.active_message == [m for m in p.conversation if m.role == "user"][-1]
     steps_of_messages = [m.step for m in p.conversation]
     assert steps_of_messages == sorted(steps_of_messages)
+    # Each message is numbered by its place in the conversation: what records key on.
+    assert [m.number for m in p.conversation] == list(range(len(p.conversation)))
 
 
 def test_person_review_of_done_continues_with_feedback_or_accepts() -> None:

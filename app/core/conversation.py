@@ -7,7 +7,7 @@ words themselves (roles, kinds, sources) are `app.core.vocabulary`'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.core.vocabulary import MessageKind, MessageOrigin, Role, Source
 
@@ -27,6 +27,12 @@ class Message:
     wait_seconds: float | None = None
     """How long the episode waited for the person before this message (person mode);
     that time is not counted against the time budget."""
+    number: int | None = field(default=None, compare=False)
+    """Its place in the episode's conversation (0: the first instruction), given by the
+    protocol engine that made it; None for a message made elsewhere (a test's, a record
+    read back). Records key on it: two messages may say the same thing at the same
+    step (a person injecting a line twice) and are still two, which is also why it
+    takes no part in equality, where a message is what was said."""
 
 
 def describe_origin(origin: str, scripted: str | None, wait_seconds: float | None = None) -> str:

@@ -1,4 +1,5 @@
-"""What a running episode reports: the `RunnerEvent`s and the `EpisodeResult`.
+"""What a running episode reports: the `RunnerEvent`s, the `EpisodeResult`, and the
+`Reporter` that hands them on.
 
 The runner emits each event on the event loop's thread as it happens; the TUI's episode
 session, the CLI's `human` command, a batch (to tag its slot) and the Gymnasium
@@ -8,6 +9,7 @@ makes them, so a consumer depends on what an episode says, not on how it runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -95,3 +97,29 @@ class EndedEvent:
 
 
 RunnerEvent = StatusEvent | StepEvent | MessageEvent | PhaseEvent | WaitingEvent | EndedEvent
+
+
+class Reporter:
+    """Where a running episode's reports go: the runner and its collaborators share one.
+
+    `progress` receives short status lines (CLI); `on_event` receives every
+    `RunnerEvent` (TUI). Both are called on the event loop's thread and must not block.
+    """
+
+    def __init__(
+        self,
+        progress: Callable[[str], None] | None = None,
+        on_event: Callable[[RunnerEvent], None] | None = None,
+    ) -> None:
+        self._progress = progress
+        self._on_event = on_event
+
+    def emit(self, event: RunnerEvent) -> None:
+        if self._on_event is not None:
+            self._on_event(event)
+
+    def say(self, text: str) -> None:
+        """A status line: printed by the CLI, and an event for the TUI."""
+        if self._progress is not None:
+            self._progress(text)
+        self.emit(StatusEvent(text))

@@ -85,6 +85,7 @@ class Protocol:
     max_steps: int
     max_seconds: float
     conversation: list[Message] = field(default_factory=list)
+    """Every message so far, in order; each one's `number` is its place here."""
     steps: int = 0
     person_steps: int = 0
     """Of `steps`, those the person took over from the live view: they take a step
@@ -111,7 +112,14 @@ class Protocol:
         if self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.conversation.append(
-            Message(role="user", kind="instruction", text=self.instruction, step=0, source="task")
+            Message(
+                role="user",
+                kind="instruction",
+                text=self.instruction,
+                step=0,
+                source="task",
+                number=len(self.conversation),
+            )
         )
 
     # -- state the agent and UI see -------------------------------------------------
@@ -344,7 +352,14 @@ class Protocol:
         self.actions_since_active = 0
 
     def _agent_message(self, kind: AgentKind, text: str) -> Message:
-        message = Message(role="agent", kind=kind, text=text, step=self.steps, source="agent")
+        message = Message(
+            role="agent",
+            kind=kind,
+            text=text,
+            step=self.steps,
+            source="agent",
+            number=len(self.conversation),
+        )
         self.conversation.append(message)
         return message
 
@@ -367,6 +382,7 @@ class Protocol:
             origin=reply.origin,
             scripted=reply.scripted,
             wait_seconds=reply.wait_seconds,
+            number=len(self.conversation),
         )
         self.conversation.append(message)
         return message

@@ -11,7 +11,9 @@ responsive however slow the disk.
 A person in the loop steers a running episode through its `EpisodeControl`
 (inject a message at any moment, pause, resume, abort; `app.episode.control`, with
 the `RunOptions`); everything that happens is also reported as `RunnerEvent`s
-(`app.episode.events`), which the TUI shows live. This module is the loop alone.
+(`app.episode.events`), which the TUI shows live. This module is the loop alone; the
+runner's collaborators write the records (`records`), get the user's replies
+(`user_turns`) and run the person's take-over (`takeover`).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, Literal
 
 from app.agents.base import (
     Agent,
@@ -45,7 +47,6 @@ from app.core.errors import (
     describe_error,
     error_kind,
 )
-from app.core.frames import Frame
 from app.core.vocabulary import ErrorKind
 from app.core.windows import WindowList
 from app.desktops.base import Desktop
@@ -55,34 +56,37 @@ from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import (
     EndedEvent,
     EpisodeResult,
+    MessageEvent,
+    PhaseEvent,
+    Reporter,
     RunnerEvent,
-    StatusEvent,
     StepEvent,
 )
 from app.episode.integrity import IntegrityWatch
+from app.episode.judge import JUDGE_CACHE, JudgeContext
 from app.episode.prepare import PreparedStart, prepare_start
-from app.episode.protocol import PhaseSpec, Protocol
-from app.episode.records import jsonable
+from app.episode.protocol import Outcome, PhaseSpec, Protocol
+from app.episode.records import EpisodeRecorder
 from app.episode.scoring import GuestSource, score_phase, score_task
-from app.episode.takeover import TakeOverSteps
-from app.episode.user_turns import Aborted as _Aborted
-from app.episode.user_turns import UserTurns
-from app.episode.waits import PersonWaits
+from app.episode.takeover import take_over
+from app.episode.user_turns import Aborted, UserTurns
 from app.store import Store
+from app.store.frames import frame_png
 from app.tasks.loader import setup_key
 from app.tasks.model import Task
 from app.users.person import PersonUser
 from app.users.simulated import User
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
-class EpisodeRunner(UserTurns, TakeOverSteps):
+class EpisodeRunner:
     """Runs one episode.
 
     `progress` receives short status lines (CLI); `on_event` receives every
     `RunnerEvent` (TUI). Both are called on the event loop's thread and must not block.
+    The runner owns its collaborators: the `EpisodeRecorder` that writes the episode
+    to the store and the `UserTurns` that get the user's replies.
     """
 
     def __init__(
@@ -111,15 +115,10 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
         self.prepared = prepared
         """The desktop already brought to the task's start state (a batch's warm
         pool); None: the episode resets and sets it up itself."""
-        self._progress = progress
-        self._on_event = on_event
-        self._message_ids: dict[int, int] = {}
+        self.report = Reporter(progress, on_event)
+        self.records = EpisodeRecorder(store, self.options, self.report)
+        self.turns = UserTurns(user, self.control, self.report)
         self._agent_started_at: float | None = None
-        self._last_frame: tuple[Frame, str] | None = None
-        self._store_seconds = 0.0
-        """Seconds this episode has waited on the store (see `_stored`)."""
-        self.waits = PersonWaits()
-        """The time spent waiting for the person: off the budget, recorded apart."""
         self._loop_started: float | None = None
         # What an episode that ends in an error keeps of the desktop's end: the
         # frame (path) and the windows a failed setup saw, the last step's frame.
@@ -128,15 +127,17 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
         self.episode_id: int | None = None
         self.protocol: Protocol | None = None
         self._integrity: IntegrityWatch | None = None
-        self._final_reads: Recorded | None = None
         self._phase_reads: dict[int, Recorded] = {}
         """What each delivered phase's checks read, archived with the final state."""
+        # What a task's `judge` checks need: the run's judge endpoint, the cache beside
+        # the database, and the desktop's frame.
+        self._judge = JudgeContext(self.options.judge, store.root / JUDGE_CACHE, self._frame_png)
 
     def _elapsed(self, started: float, now: float | None = None) -> float:
         """The episode's time against its budget: since `started`, less the store's and
         the person's (person mode: the budget pauses while the episode waits for them)."""
         now = time.monotonic() if now is None else now
-        return now - started - self._store_seconds - self.waits.seconds(now)
+        return now - started - self.records.store_seconds - self.turns.waits.seconds(now)
 
     def budget_seconds_used(self) -> float | None:
         """Seconds of the time budget spent so far; None before the agent's loop."""
@@ -144,32 +145,16 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
             return None
         return self._elapsed(self._loop_started)
 
-    def _emit(self, event: RunnerEvent) -> None:
-        if self._on_event is not None:
-            self._on_event(event)
-
-    def _say(self, text: str) -> None:
-        if self._progress is not None:
-            self._progress(text)
-        self._emit(StatusEvent(text))
-
     async def run(self) -> EpisodeResult:
         result = await self._run()
-        self._emit(EndedEvent(result))
+        self.report.emit(EndedEvent(result))
         return result
 
     async def _run(self) -> EpisodeResult:
         task = self.task
-        store = self.store
-        episode_id = await self._stored(
-            store.start_episode,
-            task_id=task.id,
-            # Absolute: a rescore finds the episode's own file from any folder.
-            task_path=str(task.source.resolve()),
-            task_sha256=task.sha256,
-            app=task.app,
-            level=task.level,
-            interactive=task.interactive,
+        records = self.records
+        episode_id = await records.start(
+            task,
             agent=self.agent.name,
             user_mode=self.user.mode,
             backend=self.backend,
@@ -185,7 +170,6 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
             batch_id=self.options.batch_id,
         )
         self.episode_id = episode_id
-        await self._stored(store.init_phases, episode_id, task.phases)
         protocol = Protocol(
             instruction=task.instruction,
             phases=[PhaseSpec(p.message, p.trigger, p.kind) for p in task.phases],
@@ -198,16 +182,16 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
         final_frame: str | None = None
         stage = "episode"
         try:
-            final_frame = await self._play(episode_id, protocol)
+            final_frame = await self._play(protocol)
             stage = "scoring"
-            self._say("scoring the final state")
+            self.report.say("scoring the final state")
             # Read through a recorder, so the final-state archive holds what was read.
             recording = RecordingSource(GuestSource(self.desktop.guest))
             score = await score_task(
                 task,
                 recording,
                 self._agent_started_at,
-                recording.judged(self._judge_context()),
+                recording.judged(self._judge),
                 answer=protocol.returned,
             )
         except asyncio.CancelledError:
@@ -216,34 +200,33 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
             protocol.end("error" if why else "aborted")
             error = f"{why} {during}" if why else f"aborted during {stage}"
             kind: ErrorKind = error_kind(why) if why else "aborted"
-            await self._finish(
-                episode_id, protocol, "error", error, final_frame or self._end_frame, kind
-            )
+            await self._finish(protocol, "error", error, final_frame or self._end_frame, kind)
             raise
-        except _Aborted:
+        except Aborted:
             protocol.end("aborted")
             reason = "aborted by the person in the loop"
-            return await self._ended_in_error(
-                episode_id, protocol, reason, self._end_frame, "aborted"
-            )
+            return await self._ended_in_error(protocol, reason, self._end_frame, "aborted")
         except Exception as exc:
             reason = describe_error(exc)
             if stage == "scoring":
                 reason = f"scoring failed: {reason}"
             log.debug("episode %s failed", episode_id, exc_info=True)
             protocol.end("error")
-            if isinstance(exc, DesktopDied) and self._end_frame is None and self._last_frame:
-                self._end_frame = self._last_frame[1]  # the last screen the agent saw
-            return await self._ended_in_error(
-                episode_id, protocol, reason, self._end_frame, error_kind(exc)
-            )
+            if isinstance(exc, DesktopDied) and self._end_frame is None:
+                self._end_frame = records.last_frame_path  # the last screen the agent saw
+            return await self._ended_in_error(protocol, reason, self._end_frame, error_kind(exc))
         finally:
             await self.agent.close()
-        await self._record_score(episode_id, score)
-        await self._archive(episode_id, recording, protocol.returned)
-        self._final_reads = recording.recorded
-        await self._record_integrity(episode_id)
-        await self._finish(episode_id, protocol, "finished", None, final_frame)
+        await records.record_score(score)
+        await records.archive(
+            recording,
+            protocol.returned,
+            agent_started_at=self._agent_started_at,
+            phase_reads=self._phase_reads,
+        )
+        if self._integrity is not None:
+            await records.record_integrity(self._integrity, recording.recorded)
+        await self._finish(protocol, "finished", None, final_frame)
         return EpisodeResult(
             episode_id,
             task.id,
@@ -256,24 +239,59 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
             score.checks,
         )
 
+    async def _finish(
+        self,
+        protocol: Protocol,
+        status: Literal["finished", "error"],
+        error: str | None,
+        final_frame: str | None,
+        kind: ErrorKind | None = None,
+    ) -> None:
+        await self.records.finish(
+            protocol,
+            status,
+            error,
+            final_frame,
+            final_windows=self._end_windows,
+            person_wait_seconds=round(self.turns.waits.total, 3),
+            error_kind=kind,
+        )
+
+    async def _ended_in_error(
+        self, protocol: Protocol, reason: str, final_frame: str | None, kind: ErrorKind
+    ) -> EpisodeResult:
+        """Record the episode as ended in an error (the protocol says how it ended)."""
+        await self._finish(protocol, "error", reason, final_frame, kind)
+        return EpisodeResult(
+            self.records.episode_id,
+            self.task.id,
+            "error",
+            protocol.ended or "error",
+            None,
+            None,
+            protocol.steps,
+            reason,
+            error_kind=kind,
+        )
+
     # -- the loop ---------------------------------------------------------------------
 
-    async def _play(self, episode_id: int, protocol: Protocol) -> str | None:
+    async def _play(self, protocol: Protocol) -> str | None:
         """Reset, set up and run the agent loop; returns the final frame's path."""
         desktop = self.desktop
         prepared = self.prepared
         if prepared is None:
-            prepared = await prepare_start(self.task, desktop, self.backend, say=self._say)
+            prepared = await prepare_start(self.task, desktop, self.backend, say=self.report.say)
         else:
             self._check_prepared(prepared)
-            self._say(f"desktop brought to its start state ahead ({prepared.seconds:.1f} s)")
-        await self._take_start(episode_id, prepared)
-        await self._record_messages(episode_id, protocol.conversation)
+            self.report.say(f"desktop brought to its start state ahead ({prepared.seconds:.1f} s)")
+        await self._take_start(prepared)
+        await self.records.record_messages(protocol.conversation)
         started = time.monotonic()
         try:
             # Raced against the desktop's death: an agent thinking, or a person
             # pausing, would otherwise learn of it only at their next frame.
-            return await while_alive(desktop, self._agent_loop(episode_id, protocol))
+            return await while_alive(desktop, self._agent_loop(protocol))
         except DesktopDied as exc:
             into = time.monotonic() - started
             raise DesktopDied(
@@ -291,23 +309,21 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
                 f"not {self.task.id}'s"
             )
 
-    async def _take_start(self, episode_id: int, prepared: PreparedStart) -> None:
+    async def _take_start(self, prepared: PreparedStart) -> None:
         """Record how the desktop reached its start state, done now or ahead; when it
         failed, keep the last frame and windows the setup saw, and raise its error."""
-        await self._stored(self.store.record_setup, episode_id, prepared.as_json())
+        await self.records.record_setup(prepared.as_json())
         if prepared.error is None:
             return
         self._end_windows = prepared.seen.windows
         if prepared.seen.frame is not None:
             try:
-                self._end_frame = await self._save_frame(
-                    episode_id, "setup-failed", prepared.seen.frame
-                )
+                self._end_frame = await self.records.save_frame("setup-failed", prepared.seen.frame)
             except Exception:  # the setup's error is the one to report
-                log.warning("episode %s: cannot save setup's last frame", episode_id)
+                log.warning("episode %s: cannot save setup's last frame", self.records.episode_id)
         raise prepared.error
 
-    async def _agent_loop(self, episode_id: int, protocol: Protocol) -> str | None:
+    async def _agent_loop(self, protocol: Protocol) -> str | None:
         """The agent's turns until the protocol ends; returns the final frame's path."""
         task = self.task
         info = self.desktop.info()
@@ -318,7 +334,7 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
                 info.height,
                 GuestProbe(self.desktop),
                 info.time_scale,
-                keep_image=lambda name, pixels: self._keep_image(episode_id, name, pixels),
+                keep_image=self.records.keep_image,
             )
         )
         started = self._loop_started = time.monotonic()
@@ -330,42 +346,48 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
         self._integrity.start()
         try:
             while protocol.ended is None:
-                await self._between_steps(episode_id, protocol)
+                await self._between_steps(protocol)
                 if protocol.check_time(self._elapsed(started)) is not None:
                     break
-                await self._step(episode_id, protocol, started)
+                await self._step(protocol, started)
         finally:
             await self._integrity.stop()
         final = await self.desktop.frame()
-        return await self._save_frame(episode_id, "final", final)
+        return await self.records.save_frame("final", final)
 
-    async def _between_steps(self, episode_id: int, protocol: Protocol) -> None:
+    async def _between_steps(self, protocol: Protocol) -> None:
         control = self.control
-        await self._person_steps(episode_id, protocol)
+        await self._take_over(protocol)
         if control.paused:
-            self._say("paused")
+            self.report.say("paused")
             while control.paused and not control.abort_requested:
                 await control.wait_while_paused_for_person()
-                await self._person_steps(episode_id, protocol)
+                await self._take_over(protocol)
             if not control.abort_requested:
-                self._say("resumed")
+                self.report.say("resumed")
         if control.abort_requested:
-            raise _Aborted
+            raise Aborted
         for text, kind in control.take_injections():
-            await self._record_messages(episode_id, [protocol.inject(text, kind, "person")])
+            await self.records.record_messages([protocol.inject(text, kind, "person")])
 
-    async def _step(self, episode_id: int, protocol: Protocol, started: float) -> None:
+    async def _take_over(self, protocol: Protocol) -> None:
+        """The person's own actions from the live view, if they sent any."""
+        await take_over(
+            self.control, protocol, self.desktop, self.records, self.options, self.report
+        )
+
+    async def _step(self, protocol: Protocol, started: float) -> None:
         task = self.task
         step = protocol.steps
         frame = await self.desktop.frame()
-        frame_path = await self._save_frame(episode_id, f"{step:05d}", frame)
+        frame_path = await self.records.save_frame(f"{step:05d}", frame)
         observation = Observation(
             frame=frame,
             active_message=protocol.active_message,
             conversation=tuple(protocol.conversation),
             steps_taken=step,
         )
-        active_id = self._message_ids.get(id(protocol.active_message))
+        active = protocol.active_message
         phase_index = protocol.pending_phase
         step_started = time.time()
         t0 = time.monotonic()
@@ -408,27 +430,19 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
                 )
                 settle_seconds = time.monotonic() - t2
         elapsed = self._elapsed(started)
-        if error is not None or action is None:
-            outcome = protocol.on_rejected(elapsed)
-            stored_action = action_to_dict(action) if action else {"kind": "rejected", "raw": raw}
-            kind, description = (
-                (action_kind(action), describe_action(action))
-                if action
-                else (
-                    "rejected",
-                    "rejected answer",
-                )
-            )
+        if action is None:  # no action came of the answer: recorded as it was sent
+            stored_action: dict[str, Any] = {"kind": "rejected", "raw": raw}
+            kind, description = "rejected", "rejected answer"
         else:
-            outcome = protocol.on_agent(action, elapsed)
             stored_action = action_to_dict(action)
             kind, description = action_kind(action), describe_action(action)
-        new_messages = self._unrecorded(outcome.messages)
-        message_ids = await self._stored(
-            self.store.record_step,
-            episode_id,
+        if error is not None or action is None:
+            outcome = protocol.on_rejected(elapsed)
+        else:
+            outcome = protocol.on_agent(action, elapsed)
+        new_messages = await self.records.record_step(
             idx=step,
-            action=jsonable(stored_action),
+            action=stored_action,
             kind=kind,
             description=description,
             started_at=step_started,
@@ -437,25 +451,41 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
             settle_seconds=settle_seconds,
             frame=frame_path,
             phase_index=phase_index,
-            active_message_id=active_id,
+            active=active,
             error=error,
             agent_info=self.agent.step_info(),
-            messages=new_messages,
+            messages=outcome.messages,
             delivered_phase=outcome.delivered_phase,
         )
-        self._say(f"step {step}: {description}" + (f" — rejected: {error}" if error else ""))
-        self._emit(
+        self.report.say(f"step {step}: {description}" + (f" — rejected: {error}" if error else ""))
+        self.report.emit(
             StepEvent(step, action, description, agent_seconds, act_seconds, settle_seconds, error)
         )
-        self._recorded(new_messages, message_ids)
-        await self._apply_outcome(episode_id, protocol, action, outcome, started)
+        for message in new_messages:
+            self.report.emit(MessageEvent(message))
+        # What follows a step recorded with its messages and phase delivery: the
+        # delivered phase's checks, then the user's reply, if the step called for one.
+        await self._delivered(protocol, outcome)
+        replied = await self.turns.reply(
+            protocol, action, outcome, elapsed=lambda: self._elapsed(started)
+        )
+        if replied is not None:
+            await self.records.record_messages(replied.messages, replied.delivered_phase)
+            await self._delivered(protocol, replied)
 
-    async def _score_phase(self, episode_id: int, index: int) -> None:
+    async def _delivered(self, protocol: Protocol, outcome: Outcome) -> None:
+        """A phase delivered (by the script, or in the person's words): its checks."""
+        if outcome.delivered_phase is not None:
+            self.report.emit(PhaseEvent(outcome.delivered_phase, protocol.steps))
+            self.report.say(f"phase {outcome.delivered_phase + 1} delivered")
+            await self._score_phase(outcome.delivered_phase)
+
+    async def _score_phase(self, index: int) -> None:
         """Score a phase's optional checks on the state at its delivery; kept apart
         from the final score."""
         if self.task.phase_tree(index) is None:
             return
-        self._say(f"scoring the checks of phase {index + 1}")
+        self.report.say(f"scoring the checks of phase {index + 1}")
         # Through a recorder, like the final score: the archive keeps what they read.
         recording = RecordingSource(GuestSource(self.desktop.guest))
         result = await score_phase(
@@ -463,30 +493,13 @@ class EpisodeRunner(UserTurns, TakeOverSteps):
             index,
             recording,
             self._agent_started_at,
-            recording.judged(self._judge_context()),
+            recording.judged(self._judge),
         )
         self._phase_reads[index] = recording.recorded
         if result is not None:
-            await self._stored(self.store.record_judgements, episode_id, result.judgements)
-            await self._stored(
-                self.store.record_phase_checks,
-                episode_id,
-                index,
-                result.checks,
-                passed=result.passed,
-                score=result.score,
-            )
+            await self.records.record_phase_score(index, result)
 
-    async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
-        """Await the user's reply, unless the person aborts first."""
-        reply = asyncio.ensure_future(waiting)
-        abort = asyncio.ensure_future(self.control.until_abort())
-        try:
-            done, _ = await asyncio.wait({reply, abort}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            abort.cancel()
-        if reply not in done:
-            reply.cancel()
-            raise _Aborted
-        result: T = reply.result()
-        return result
+    async def _frame_png(self) -> bytes:
+        """The desktop's frame now as PNG: what a task's `judge` checks may show."""
+        shot = await self.desktop.frame()
+        return await asyncio.to_thread(frame_png, shot.pixels)

@@ -1,19 +1,19 @@
-"""The user's part of an episode, after each agent step: a delivered phase's checks, the
-answer to an ASK, the review of a DONE, and in person mode the person's message for a
-phase that became due (DESIGN.md's person mode). Part of `EpisodeRunner`, kept apart
-from its loop; the waits for the person are off the time budget (`PersonWaits`).
+"""The user's side of an episode, after each agent step: the answer to an ASK, the
+review of a DONE, and in person mode the person's message for a phase that became due
+(DESIGN.md's person mode). The waits for the person are off the time budget
+(`PersonWaits`); a wait for anyone ends when the person aborts (`Aborted`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from app.core.actions import Action, Ask, Done
 from app.episode.control import EpisodeControl
-from app.episode.events import PhaseEvent, WaitingEvent
+from app.episode.events import Reporter, WaitingEvent
 from app.episode.protocol import Outcome, Protocol, Reply
-from app.episode.records import EpisodeRecords
 from app.episode.waits import PersonWaits
 from app.users.person import PersonReply, PersonUser
 from app.users.simulated import User
@@ -25,80 +25,70 @@ class Aborted(Exception):
     """The person aborted the episode."""
 
 
-class UserTurns(EpisodeRecords):
-    """The runner's methods for the user's turns (a mixin of `EpisodeRunner`)."""
+class UserTurns:
+    """What `user` says when an agent's step calls for it, told to the protocol.
 
-    user: User
-    control: EpisodeControl
-    waits: PersonWaits
+    `elapsed` (given to `reply`) is the episode's time against its budget now, which
+    each reply is checked against; the time spent waiting for a person is kept in
+    `waits`, which the runner leaves out of that time.
+    """
 
-    # Provided by EpisodeRunner.
-    def _elapsed(self, started: float, now: float | None = None) -> float:
-        raise NotImplementedError
+    def __init__(self, user: User, control: EpisodeControl, report: Reporter) -> None:
+        self.user = user
+        self.control = control
+        self.report = report
+        self.waits = PersonWaits()
+        """The time spent waiting for the person: off the budget, recorded apart."""
 
-    async def _score_phase(self, episode_id: int, index: int) -> None:
-        raise NotImplementedError
-
-    async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
-        """Await a simulated user's reply, unless the person aborts first."""
-        raise NotImplementedError
-
-    async def _apply_outcome(
+    async def reply(
         self,
-        episode_id: int,
         protocol: Protocol,
         action: Action | None,
         outcome: Outcome,
-        started: float,
-    ) -> None:
-        """What follows a step already recorded with its messages and phase delivery:
-        the delivered phase's checks, the user's answer or review, and in person mode
-        the person's message for a phase that became due."""
-        await self._delivered(episode_id, protocol, outcome)
+        elapsed: Callable[[], float],
+    ) -> Outcome | None:
+        """The user's reply to a step already recorded with `outcome`: an answer, a
+        review, or in person mode the person's message for a due phase; None when the
+        step called for none. The reply is told to `protocol`; what it said (its
+        messages, the phase it delivered) is the outcome returned, not yet recorded.
+
+        Raises:
+            Aborted: the person aborted while the user was awaited.
+        """
         person = self.user if isinstance(self.user, PersonUser) else None
         due, draft = outcome.phase_due, protocol.due_message
-        replied: Outcome | None = None
         if outcome.needs_answer:
             assert isinstance(action, Ask)
-            self._emit(WaitingEvent("answer", action.question, draft, due))
+            self.report.emit(WaitingEvent("answer", action.question, draft, due))
             if person is not None:
                 got = await self._wait_for_person(
                     person.reply("answer", question=action.question, draft=draft)
                 )
                 if protocol.awaiting_answer:  # a person may have answered by injection
                     assert got[0].text is not None
-                    replied = protocol.answer(got[0].text, "person", self._elapsed(started), got[1])
+                    return protocol.answer(got[0].text, "person", elapsed(), got[1])
             else:
                 text, source = await self._wait_for_user(self.user.answer(action.question))
                 if protocol.awaiting_answer:
-                    replied = protocol.answer(text, source, self._elapsed(started))
+                    return protocol.answer(text, source, elapsed())
         elif outcome.needs_review:
             assert isinstance(action, Done)
-            self._emit(WaitingEvent("review", None, draft, due))
+            self.report.emit(WaitingEvent("review", None, draft, due))
             if person is not None:
                 got = await self._wait_for_person(person.reply("review", draft=draft))
                 if protocol.awaiting_review:
-                    replied = protocol.review(got[0].text, "person", self._elapsed(started), got[1])
+                    return protocol.review(got[0].text, "person", elapsed(), got[1])
             else:
                 feedback = await self._wait_for_user(self.user.review())
                 if protocol.awaiting_review:
                     source = "person" if self.user.mode == "person" else "simulated"
-                    replied = protocol.review(feedback, source, self._elapsed(started))
+                    return protocol.review(feedback, source, elapsed())
         elif protocol.awaiting_phase and person is not None:
-            self._emit(WaitingEvent("phase", None, draft, due))
+            self.report.emit(WaitingEvent("phase", None, draft, due))
             got = await self._wait_for_person(person.reply("phase", draft=draft))
             assert got[0].text is not None
-            replied = protocol.send_due(got[0].text, "person", self._elapsed(started), got[1])
-        if replied is not None:
-            await self._record_messages(episode_id, replied.messages, replied.delivered_phase)
-            await self._delivered(episode_id, protocol, replied)
-
-    async def _delivered(self, episode_id: int, protocol: Protocol, outcome: Outcome) -> None:
-        """A phase delivered (by the script, or in the person's words): its checks."""
-        if outcome.delivered_phase is not None:
-            self._emit(PhaseEvent(outcome.delivered_phase, protocol.steps))
-            self._say(f"phase {outcome.delivered_phase + 1} delivered")
-            await self._score_phase(episode_id, outcome.delivered_phase)
+            return protocol.send_due(got[0].text, "person", elapsed(), got[1])
+        return None
 
     async def _wait_for_person(self, waiting: Awaitable[PersonReply]) -> tuple[PersonReply, Reply]:
         """Await the person's reply, unless they abort first. The wait is off the time
@@ -108,3 +98,17 @@ class UserTurns(EpisodeRecords):
             raise Aborted
         reply, waited = got
         return reply, Reply(reply.origin, reply.scripted, round(waited, 3))
+
+    async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
+        """Await a simulated user's reply, unless the person aborts first."""
+        reply = asyncio.ensure_future(waiting)
+        abort = asyncio.ensure_future(self.control.until_abort())
+        try:
+            done, _ = await asyncio.wait({reply, abort}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            abort.cancel()
+        if reply not in done:
+            reply.cancel()
+            raise Aborted
+        result: T = reply.result()
+        return result

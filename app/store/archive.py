@@ -27,7 +27,7 @@ from app.core.errors import StoreError
 from app.core.integrity import IntegrityFlag
 from app.core.judgements import Judgement, judgement_from_raw, judgement_to_raw
 from app.core.outcomes import CheckOutcome
-from app.store.base import StoreBase
+from app.store.base import Part
 from app.store.frames import write_atomic
 from app.store.writes import now_utc
 
@@ -88,17 +88,17 @@ def _rescore(row: sqlite3.Row) -> RescoreRecord:
     )
 
 
-class Archives(StoreBase):
+class Archives(Part):
     """The archive, rescore and integrity-flag reads and writes of `Store`."""
 
     @property
     def archive_root(self) -> Path:
         """This database's blob folder: `archive/<id>/`, the id of its frames folder."""
-        return self.root / "archive" / self.frames.root.name
+        return self.db.root / "archive" / self.db.frames.root.name
 
     def _blob_path(self, digest: str) -> Path:
         if not SHA256.match(digest):
-            raise StoreError(f"{self.path}: {digest!r} is not a sha256 blob name")
+            raise StoreError(f"{self.db.path}: {digest!r} is not a sha256 blob name")
         return self.archive_root / digest[:2] / digest
 
     def save_blob(self, data: bytes) -> str:
@@ -141,7 +141,7 @@ class Archives(StoreBase):
     ) -> None:
         """Record an episode's archive (once: an archive is what scoring saw then)."""
         doing = f"recording the archive of episode {episode_id}"
-        with self._write(doing) as conn:
+        with self.db.write(doing) as conn:
             try:
                 conn.execute(
                     """INSERT INTO archives (episode_id, created_at, evaluator, manifest,
@@ -158,10 +158,10 @@ class Archives(StoreBase):
                     ),
                 )
             except sqlite3.IntegrityError as exc:
-                raise StoreError(f"{self.path}: {doing}: {exc}") from None
+                raise StoreError(f"{self.db.path}: {doing}: {exc}") from None
 
     def get_archive(self, episode_id: int) -> ArchiveRecord | None:
-        rows = self._rows(
+        rows = self.db.rows(
             f"reading the archive of episode {episode_id}",
             "SELECT * FROM archives WHERE episode_id = ?",
             (episode_id,),
@@ -194,10 +194,10 @@ class Archives(StoreBase):
         """Record a rescore beside the original score; returns its id. `phases`: the
         re-run phases' tree results; `judgements`: what the judge answered."""
         doing = f"recording a rescore of episode {episode_id}"
-        with self._write(doing) as conn:
+        with self.db.write(doing) as conn:
             found = conn.execute("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)).fetchone()
             if found is None:
-                raise StoreError(f"no episode {episode_id} in {self.path}")
+                raise StoreError(f"no episode {episode_id} in {self.db.path}")
             cursor = conn.execute(
                 """INSERT INTO rescores (episode_id, created_at, task_sha256, evaluator,
                        passed, score, checks, phases, judgements)
@@ -224,7 +224,7 @@ class Archives(StoreBase):
 
     def rescores(self, episode_id: int) -> list[RescoreRecord]:
         """An episode's rescores, oldest first."""
-        rows = self._rows(
+        rows = self.db.rows(
             f"reading the rescores of episode {episode_id}",
             "SELECT * FROM rescores WHERE episode_id = ? ORDER BY id",
             (episode_id,),
@@ -233,7 +233,7 @@ class Archives(StoreBase):
 
     def latest_rescores(self) -> dict[int, RescoreRecord]:
         """The newest rescore of every episode that has one, by episode id."""
-        rows = self._rows(
+        rows = self.db.rows(
             "reading the latest rescores",
             """SELECT r.* FROM rescores r
                JOIN (SELECT episode_id, MAX(id) AS id FROM rescores GROUP BY episode_id) m
@@ -249,13 +249,13 @@ class Archives(StoreBase):
         """Record an episode's integrity flags, replacing earlier ones; `checked` says
         what was looked at (so no flags can be told from not looked)."""
         doing = f"recording the integrity flags of episode {episode_id}"
-        with self._write(doing) as conn:
+        with self.db.write(doing) as conn:
             cursor = conn.execute(
                 "UPDATE episodes SET integrity_checked = ? WHERE id = ?",
                 (json.dumps(list(checked)), episode_id),
             )
             if cursor.rowcount != 1:
-                raise StoreError(f"no episode {episode_id} in {self.path}")
+                raise StoreError(f"no episode {episode_id} in {self.db.path}")
             conn.execute("DELETE FROM integrity_flags WHERE episode_id = ?", (episode_id,))
             conn.executemany(
                 """INSERT INTO integrity_flags (episode_id, idx, kind, summary, evidence)
@@ -268,15 +268,15 @@ class Archives(StoreBase):
 
     def flags(self, episode_id: int) -> tuple[list[IntegrityFlag], list[str] | None]:
         """An episode's flags and what was checked (None: never looked)."""
-        checked = self._rows(
+        checked = self.db.rows(
             f"reading the integrity of episode {episode_id}",
             "SELECT integrity_checked FROM episodes WHERE id = ?",
             (episode_id,),
         )
         if not checked:
-            raise StoreError(f"no episode {episode_id} in {self.path}")
+            raise StoreError(f"no episode {episode_id} in {self.db.path}")
         raw = checked[0]["integrity_checked"]
-        rows = self._rows(
+        rows = self.db.rows(
             f"reading the integrity flags of episode {episode_id}",
             "SELECT * FROM integrity_flags WHERE episode_id = ? ORDER BY idx",
             (episode_id,),
@@ -291,7 +291,7 @@ class Archives(StoreBase):
 
     def flagged_episodes(self) -> set[int]:
         """Ids of the episodes with at least one integrity flag."""
-        rows = self._rows(
+        rows = self.db.rows(
             "reading the flagged episodes", "SELECT DISTINCT episode_id FROM integrity_flags"
         )
         return {row[0] for row in rows}

@@ -35,8 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, ParamSpec, Self, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from sqlite_utils import Database
 
@@ -126,8 +125,9 @@ def end_pending_phases(conn: sqlite3.Connection, episode_id: int) -> None:
     )
 
 
-class StoreBase:
-    """The database at `path` (or ':memory:') and its frames; see `Store`."""
+class SharedConnection:
+    """The database at `path` (or ':memory:') and its frames, which every part of the
+    `Store` works over; see `Store`."""
 
     def __init__(
         self, path: Path | str, *, on_lock_wait: Callable[[LockWait], None] | None = None
@@ -142,10 +142,10 @@ class StoreBase:
         self.lock_waiting = False
         """Whether a write is waiting for another process's lock now."""
         self.path = MEMORY if self.is_memory else str(Path(path).expanduser())
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
         self._closed = False
-        # Guards _closing and _writer apart from _lock: handing a call over must not
-        # wait for the call the writer thread is running (it holds _lock meanwhile).
+        # Guards _closing and _writer apart from lock: handing a call over must not
+        # wait for the call the writer thread is running (it holds lock meanwhile).
         self._handover = threading.Lock()
         self._closing = False
         self._writer: ThreadPoolExecutor | None = None
@@ -225,7 +225,7 @@ class StoreBase:
         if writer is not None:
             # Outside the lock: the calls still queued need it to finish.
             writer.shutdown(wait=True)
-        with self._lock:
+        with self.lock:
             if self._closed:
                 return
             self._closed = True
@@ -246,20 +246,6 @@ class StoreBase:
         current = self._give_up_at
         if current is None or deadline < current:
             self._give_up_at = deadline
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"Store({self.path!r})"
 
     # -- calls from an asyncio loop ---------------------------------------------
 
@@ -295,9 +281,9 @@ class StoreBase:
     # -- serialized access -----------------------------------------------------
 
     @contextmanager
-    def _op(self, doing: str) -> Iterator[sqlite3.Connection]:
+    def op(self, doing: str) -> Iterator[sqlite3.Connection]:
         """Hold the lock and turn sqlite errors into a StoreError naming the database."""
-        with self._lock:
+        with self.lock:
             if self._closed or self._conn is None:
                 raise StoreError(f"{self.path}: {doing}: the store is closed")
             try:
@@ -306,9 +292,9 @@ class StoreBase:
                 raise StoreError(f"{self.path}: {doing} failed: {exc}") from None
 
     @contextmanager
-    def _write(self, doing: str) -> Iterator[sqlite3.Connection]:
+    def write(self, doing: str) -> Iterator[sqlite3.Connection]:
         """One committed transaction; rolled back if anything in the block raises."""
-        with self._op(doing) as conn:
+        with self.op(doing) as conn:
             self._begin(conn, doing)
             try:
                 yield conn
@@ -318,8 +304,8 @@ class StoreBase:
                 raise
             conn.execute("COMMIT")
 
-    def _rows(self, doing: str, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        with self._op(doing) as conn:
+    def rows(self, doing: str, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self.op(doing) as conn:
             cursor = conn.cursor()
             cursor.row_factory = sqlite3.Row
             return cursor.execute(sql, params).fetchall()
@@ -392,3 +378,10 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
     itself (`gave_up`), and asyncio would otherwise log the error with a traceback."""
     if not future.cancelled():
         future.exception()
+
+
+class Part:
+    """A part of the `Store`: its methods over the connection all parts share."""
+
+    def __init__(self, db: SharedConnection) -> None:
+        self.db = db

@@ -9,14 +9,15 @@ from dataclasses import asdict
 
 from app.core.errors import StoreError
 from app.core.judgements import Judgement
-from app.store.queries import Queries
+from app.store.base import Part
+from app.store.queries import episode_rows
 from app.store.records import judgement
 from app.store.writes import now_utc
 
 
-class Judgements(Queries):
+class Judgements(Part):
     """The judgements of `Store`: written after scoring, read by reports and
-    `episodes show` (a `Queries` for its reading of an episode's rows)."""
+    `episodes show`."""
 
     def record_judgements(self, episode_id: int, judgements: Sequence[Judgement]) -> None:
         """Record what the model judge was asked and answered (app.episode.judge), after
@@ -25,10 +26,10 @@ class Judgements(Queries):
         if not judgements:
             return
         now = now_utc().isoformat(timespec="microseconds")
-        with self._write(f"recording the judgements of episode {episode_id}") as conn:
+        with self.db.write(f"recording the judgements of episode {episode_id}") as conn:
             found = conn.execute("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)).fetchone()
             if found is None:
-                raise StoreError(f"no episode {episode_id} in {self.path}")
+                raise StoreError(f"no episode {episode_id} in {self.db.path}")
             (start,) = conn.execute(
                 "SELECT COALESCE(MAX(idx) + 1, 0) FROM judgements WHERE episode_id = ?",
                 (episode_id,),
@@ -66,4 +67,4 @@ class Judgements(Queries):
 
     def judgements(self, episode_id: int) -> list[Judgement]:
         """What the model judge was asked and answered in the episode, in order."""
-        return [judgement(row) for row in self._children("judgements", episode_id)]
+        return [judgement(row) for row in episode_rows(self.db, "judgements", episode_id)]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from app.core.procfs import process_start_time
 from app.core.vocabulary import ErrorKind
-from app.store.base import StoreBase, end_pending_phases
+from app.store.base import Part, end_pending_phases
 
 INTERRUPTED: ErrorKind = "interrupted"
 """The error kind of an episode whose runner died: infrastructure, so a batch reruns it."""
@@ -74,7 +74,7 @@ def _pid_alive(pid: int) -> bool:
     return not (state and state[0] in ("Z", "X"))
 
 
-class Liveness(StoreBase):
+class Liveness(Part):
     """`Store`'s recovery of the episodes whose runner died."""
 
     def recover_interrupted(self) -> list[int]:
@@ -85,7 +85,7 @@ class Liveness(StoreBase):
         """
         # Read first, so opening a database with nothing to recover (the usual case,
         # and every read-only viewer) never takes the write lock.
-        with self._op("looking for interrupted episodes") as conn:
+        with self.db.op("looking for interrupted episodes") as conn:
             running = conn.execute(
                 "SELECT id, pid, runner_start FROM episodes"
                 " WHERE status = 'running' AND hostname = ?",
@@ -97,7 +97,7 @@ class Liveness(StoreBase):
         if not dead:
             return []
         recovered: list[int] = []
-        with self._write("recovering interrupted episodes") as conn:
+        with self.db.write("recovering interrupted episodes") as conn:
             for episode_id, pid in dead:
                 # ended_at is the last thing the runner recorded, so durations stay
                 # honest however long after the crash the store is reopened. An

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 
 from app.core.errors import StoreError
-from app.store.base import StoreBase
+from app.store.base import Part
 from app.store.records import EpisodeRecord
 
 TAG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
@@ -36,7 +36,7 @@ def normalize_tag(text: str) -> str:
     return tag
 
 
-class Notes(StoreBase):
+class Notes(Part):
     """`Store`'s writes of notes and tags."""
 
     def annotate_episode(
@@ -62,16 +62,16 @@ class Notes(StoreBase):
                 f"note of episode {episode_id}: {len(note)} characters, at most {NOTE_MAX_CHARS}"
             )
         doing = f"annotating episode {episode_id}"
-        with self._write(doing) as conn:
+        with self.db.write(doing) as conn:
             found = conn.execute(
                 "SELECT note, tags FROM episodes WHERE id = ?", (episode_id,)
             ).fetchone()
             if found is None:
-                raise StoreError(f"no episode {episode_id} in {self.path}")
+                raise StoreError(f"no episode {episode_id} in {self.db.path}")
             tags = (set(json.loads(found[1])) | added) - removed
             conn.execute(
                 "UPDATE episodes SET note = ?, tags = ? WHERE id = ?",
                 (found[0] if note is None else note.strip(), json.dumps(sorted(tags)), episode_id),
             )
-        rows = self._rows(doing, "SELECT * FROM episodes WHERE id = ?", (episode_id,))
+        rows = self.db.rows(doing, "SELECT * FROM episodes WHERE id = ?", (episode_id,))
         return EpisodeRecord.from_row(rows[0])

@@ -13,7 +13,7 @@ from sqlite_utils import Database
 from app.core.errors import StoreError
 from app.core.outcomes import CheckOutcome
 from app.core.vocabulary import EpisodeStatus
-from app.store.base import StoreBase
+from app.store.base import Part, SharedConnection
 from app.store.records import (
     BatchRecord,
     EpisodeRecord,
@@ -25,7 +25,7 @@ from app.store.records import (
 from app.store.schema import applied_migrations
 
 
-class Queries(StoreBase):
+class Queries(Part):
     """The reads of `Store`."""
 
     def list_episodes(
@@ -53,73 +53,76 @@ class Queries(StoreBase):
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id DESC LIMIT ?"
         # SQLite reads a negative LIMIT as no limit.
-        rows = self._rows("listing episodes", sql, [*params, -1 if limit is None else limit])
+        rows = self.db.rows("listing episodes", sql, [*params, -1 if limit is None else limit])
         return [EpisodeRecord.from_row(row) for row in rows]
 
     def get_episode(self, episode_id: int) -> EpisodeRecord:
-        rows = self._rows(
+        rows = self.db.rows(
             f"reading episode {episode_id}", "SELECT * FROM episodes WHERE id = ?", [episode_id]
         )
         if not rows:
-            raise StoreError(f"no episode {episode_id} in {self.path}")
+            raise StoreError(f"no episode {episode_id} in {self.db.path}")
         return EpisodeRecord.from_row(rows[0])
 
     def steps(self, episode_id: int) -> list[StepRecord]:
-        return [StepRecord.from_row(row) for row in self._children("steps", episode_id)]
+        return [StepRecord.from_row(row) for row in episode_rows(self.db, "steps", episode_id)]
 
     def messages(self, episode_id: int) -> list[MessageRecord]:
-        return [MessageRecord.from_row(row) for row in self._children("messages", episode_id)]
+        return [
+            MessageRecord.from_row(row) for row in episode_rows(self.db, "messages", episode_id)
+        ]
 
     def phases(self, episode_id: int) -> list[PhaseRecord]:
-        return [PhaseRecord.from_row(row) for row in self._children("phases", episode_id)]
+        return [PhaseRecord.from_row(row) for row in episode_rows(self.db, "phases", episode_id)]
 
     def checks(self, episode_id: int) -> list[CheckOutcome]:
         """The episode's checks in the order recorded: each phase's, the final score's."""
-        return [check_outcome(row) for row in self._children("checks", episode_id)]
-
-    def _children(self, table: str, episode_id: int) -> list[sqlite3.Row]:
-        """The episode's rows of `table`, in index order; refused for an unknown episode."""
-        doing = f"reading the {table} of episode {episode_id}"
-        with self._op(doing) as conn:
-            found = conn.execute("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)).fetchone()
-            if found is None:
-                raise StoreError(f"no episode {episode_id} in {self.path}")
-            return self._rows(
-                doing, f"SELECT * FROM {table} WHERE episode_id = ? ORDER BY idx", [episode_id]
-            )
+        return [check_outcome(row) for row in episode_rows(self.db, "checks", episode_id)]
 
     def frame_path(self, relative: str) -> Path:
         """The file of a frame path stored in a step (or an episode's final_frame)."""
-        return self.frames.resolve(relative)
+        return self.db.frames.resolve(relative)
 
     # -- batches -------------------------------------------------------------------
 
     def get_batch(self, batch_id: str) -> BatchRecord:
-        rows = self._rows(
+        rows = self.db.rows(
             f"reading batch {batch_id}", "SELECT * FROM batches WHERE id = ?", [batch_id]
         )
         if not rows:
             known = [b.id for b in self.list_batches()]
             close = difflib.get_close_matches(batch_id, known, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise StoreError(f"no batch {batch_id!r} in {self.path}{hint}")
+            raise StoreError(f"no batch {batch_id!r} in {self.db.path}{hint}")
         return BatchRecord.from_row(rows[0])
 
     def list_batches(self) -> list[BatchRecord]:
         """Every batch, newest first."""
-        rows = self._rows("listing batches", "SELECT * FROM batches ORDER BY created_at DESC")
+        rows = self.db.rows("listing batches", "SELECT * FROM batches ORDER BY created_at DESC")
         return [BatchRecord.from_row(row) for row in rows]
 
     # -- the database ----------------------------------------------------------------
 
     def integrity_ok(self) -> bool:
         """True when SQLite's integrity check and foreign key check both find nothing."""
-        with self._op("checking integrity") as conn:
+        with self.db.op("checking integrity") as conn:
             result = conn.execute("PRAGMA integrity_check").fetchall()
             foreign = conn.execute("PRAGMA foreign_key_check").fetchall()
         return result == [("ok",)] and not foreign
 
     def applied_migrations(self) -> list[str]:
         """Names of the schema migrations this database has applied, in order."""
-        with self._op("reading the applied migrations") as conn:
+        with self.db.op("reading the applied migrations") as conn:
             return applied_migrations(Database(conn, execute_plugins=False))
+
+
+def episode_rows(db: SharedConnection, table: str, episode_id: int) -> list[sqlite3.Row]:
+    """The episode's rows of `table`, in index order; refused for an unknown episode."""
+    doing = f"reading the {table} of episode {episode_id}"
+    with db.op(doing) as conn:
+        found = conn.execute("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        if found is None:
+            raise StoreError(f"no episode {episode_id} in {db.path}")
+        return db.rows(
+            doing, f"SELECT * FROM {table} WHERE episode_id = ? ORDER BY idx", [episode_id]
+        )

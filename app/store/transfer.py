@@ -19,6 +19,7 @@ from typing import Any
 
 from app.core.errors import StoreError
 from app.store.archive import Archives
+from app.store.base import Part, SharedConnection
 from app.store.liveness import this_runner
 
 CHILD_TABLES = (
@@ -52,8 +53,12 @@ class EpisodeBundle:
     """The final-state archive's blobs by sha256 (its manifest names them)."""
 
 
-class Transfer(Archives):
-    """`Store`'s export and import of whole episodes."""
+class Transfer(Part):
+    """`Store`'s export and import of whole episodes, with their archives' blobs."""
+
+    def __init__(self, db: SharedConnection, archives: Archives) -> None:
+        super().__init__(db)
+        self.archives = archives
 
     def export_episode(self, episode_id: int, skip_frames: Collection[str] = ()) -> EpisodeBundle:
         """Everything recorded of an episode so far, with its frame files' bytes, but
@@ -62,20 +67,20 @@ class Transfer(Archives):
         Raises:
             StoreError: no such episode, or a frame file cannot be read.
         """
-        with self._lock:  # one consistent read: no step may land between two tables
+        with self.db.lock:  # one consistent read: no step may land between two tables
             return self._export(episode_id, skip_frames)
 
     def _export(self, episode_id: int, skip_frames: Collection[str]) -> EpisodeBundle:
         doing = f"exporting episode {episode_id}"
-        found = self._rows(doing, "SELECT * FROM episodes WHERE id = ?", (episode_id,))
+        found = self.db.rows(doing, "SELECT * FROM episodes WHERE id = ?", (episode_id,))
         if not found:
-            raise StoreError(f"no episode {episode_id} in {self.path}")
+            raise StoreError(f"no episode {episode_id} in {self.db.path}")
         bundle = EpisodeBundle(dict(found[0]))
         for table in CHILD_TABLES:
-            rows = self._rows(doing, f"SELECT * FROM {table} WHERE episode_id = ?", (episode_id,))
+            rows = self.db.rows(doing, f"SELECT * FROM {table} WHERE episode_id = ?", (episode_id,))
             bundle.rows[table] = [dict(row) for row in rows]
-        folder = self.frames.root / str(episode_id)
-        bundle.frames_prefix = folder.relative_to(self.frames.relative_to).as_posix() + "/"
+        folder = self.db.frames.root / str(episode_id)
+        bundle.frames_prefix = folder.relative_to(self.db.frames.relative_to).as_posix() + "/"
         try:
             for path in sorted(folder.glob("*.png")) if folder.is_dir() else []:
                 if path.stem not in skip_frames:
@@ -84,7 +89,7 @@ class Transfer(Archives):
             raise StoreError(f"{doing}: cannot read its frames in {folder}: {exc}") from exc
         for archive in bundle.rows["archives"]:
             for digest in _blob_names(json.loads(archive["manifest"])):
-                bundle.blobs[digest] = self.read_blob(digest)
+                bundle.blobs[digest] = self.archives.read_blob(digest)
         return bundle
 
     def import_episode(
@@ -110,7 +115,7 @@ class Transfer(Archives):
         episode.update(pid=runner.pid, hostname=runner.hostname, runner_start=runner.start)
         paths = {} if paths is None else paths
         doing = f"importing an episode of {episode.get('task_id')}"
-        with self._write(doing) as conn:
+        with self.db.write(doing) as conn:
             if into is None:
                 new_id = _insert(conn, "episodes", episode)
             else:
@@ -125,9 +130,9 @@ class Transfer(Archives):
             # The files are written before the rows that point at them; a refused row
             # leaves them behind, unreferenced, like the frames of a killed runner.
             for name, png in bundle.frames.items():
-                paths[bundle.frames_prefix + f"{name}.png"] = self.frames.save(new_id, name, png)
+                paths[bundle.frames_prefix + f"{name}.png"] = self.db.frames.save(new_id, name, png)
             for data in bundle.blobs.values():
-                self.save_blob(data)  # content-addressed: the manifest's names stay right
+                self.archives.save_blob(data)  # content-addressed: the manifest's names stay right
 
             def remap(value: Any) -> Any:
                 if isinstance(value, str) and bundle.frames_prefix in value:
@@ -154,7 +159,7 @@ class Transfer(Archives):
                         row["active_message_id"] = message_ids[row["active_message_id"]]
                     _insert(conn, table, row)
         if episode.get("status") != "running":
-            self.frames.forget(new_id)
+            self.db.frames.forget(new_id)
         return new_id
 
 

@@ -40,7 +40,7 @@ from app.core.vocabulary import (
     UserMode,
 )
 from app.core.windows import WindowList
-from app.store.base import StoreBase, end_pending_phases
+from app.store.base import Part, end_pending_phases
 from app.store.liveness import this_runner
 
 Timestamp = datetime | float
@@ -108,7 +108,7 @@ def _json(value: Any, what: str) -> str:
         raise StoreError(f"{what} is not JSON-serializable: {exc}") from None
 
 
-class Writes(StoreBase):
+class Writes(Part):
     """The writes of `Store`: the runner's, from an episode's start to its score, and
     app.batch's."""
 
@@ -133,7 +133,7 @@ class Writes(StoreBase):
         """Record a new running episode owned by this process; return its id."""
         config_json = _json(dict(config or {}), f"config of the {task_id} episode")
         runner = this_runner()
-        with self._write(f"starting an episode of {task_id}") as conn:
+        with self.db.write(f"starting an episode of {task_id}") as conn:
             cursor = conn.execute(
                 """INSERT INTO episodes (task_id, task_path, task_sha256, app, level,
                        interactive, agent, user_mode, backend, started_at, pid, hostname,
@@ -164,13 +164,13 @@ class Writes(StoreBase):
         """Record how the episode's desktop was brought to its start state (JSON:
         app.episode.prepare's `PreparedStart.as_json`)."""
         text = _json(dict(setup), f"setup of episode {episode_id}")
-        with self._write(f"recording the setup of episode {episode_id}") as conn:
+        with self.db.write(f"recording the setup of episode {episode_id}") as conn:
             cursor = conn.execute(
                 "UPDATE episodes SET setup = ? WHERE id = ? AND status = 'running'",
                 (text, episode_id),
             )
             if cursor.rowcount != 1:
-                raise StoreError(f"{self.path}: episode {episode_id} is not running")
+                raise StoreError(f"{self.db.path}: episode {episode_id} is not running")
 
     def init_phases(self, episode_id: int, phases: Sequence[PhaseScript]) -> None:
         """Record the task's phases (app.tasks.model.Phase values), all pending."""
@@ -180,7 +180,7 @@ class Writes(StoreBase):
             trigger = trigger_to_raw(phase.trigger)
             what = f"trigger of phase {idx} of episode {episode_id}"
             rows.append((episode_id, idx, phase.message, _json(trigger, what), phase.kind))
-        with self._write(f"recording the phases of episode {episode_id}") as conn:
+        with self.db.write(f"recording the phases of episode {episode_id}") as conn:
             conn.executemany(
                 "INSERT INTO phases (episode_id, idx, message, trigger, kind)"
                 " VALUES (?, ?, ?, ?, ?)",
@@ -212,7 +212,7 @@ class Writes(StoreBase):
             role, kind, text, step, source, phase_index, origin, scripted, wait_seconds
         )
         at = _iso(created_at)
-        with self._write(f"recording a {role} {kind} message in episode {episode_id}") as conn:
+        with self.db.write(f"recording a {role} {kind} message in episode {episode_id}") as conn:
             message_id = _insert_message(conn, episode_id, message, at)
             if delivers_phase and phase_index is not None:
                 self._deliver_phase(conn, episode_id, phase_index, step, at)
@@ -264,7 +264,7 @@ class Writes(StoreBase):
         )
         error = None if error is None else cap_raw(error)
         now = _iso(None)
-        with self._write(f"recording {where}") as conn:
+        with self.db.write(f"recording {where}") as conn:
             conn.execute(
                 """INSERT INTO steps (episode_id, idx, action, kind, description, started_at,
                        agent_seconds, act_seconds, settle_seconds, frame, phase_index,
@@ -299,14 +299,14 @@ class Writes(StoreBase):
         Returns its path relative to the database's directory, for `record_step`; a
         frame identical to one already saved in this episode returns that one's path.
         """
-        with self._lock:
-            return self.frames.save(episode_id, name, png)
+        with self.db.lock:
+            return self.db.frames.save(episode_id, name, png)
 
     def mark_phase_delivered(
         self, episode_id: int, idx: int, step: int, delivered_at: Timestamp | None = None
     ) -> None:
         """Mark the pending phase `idx` delivered at `step`; phases go strictly in order."""
-        with self._write(f"delivering phase {idx} of episode {episode_id}") as conn:
+        with self.db.write(f"delivering phase {idx} of episode {episode_id}") as conn:
             self._deliver_phase(conn, episode_id, idx, step, _iso(delivered_at))
 
     def _deliver_phase(
@@ -326,7 +326,7 @@ class Writes(StoreBase):
         row = conn.execute(
             "SELECT status FROM phases WHERE episode_id = ? AND idx = ?", (episode_id, idx)
         ).fetchone()
-        doing = f"{self.path}: delivering phase {idx} of episode {episode_id}"
+        doing = f"{self.db.path}: delivering phase {idx} of episode {episode_id}"
         if row is None:
             raise StoreError(f"{doing}: episode {episode_id} has no phase {idx}")
         if row[0] != "pending":
@@ -354,8 +354,8 @@ class Writes(StoreBase):
         open at the end, where the runner saw them (a failed setup)."""
         doing = f"finishing episode {episode_id}"
         if status == "running":
-            raise StoreError(f"{self.path}: {doing}: status must be 'finished' or 'error'")
-        with self._write(doing) as conn:
+            raise StoreError(f"{self.db.path}: {doing}: status must be 'finished' or 'error'")
+        with self.db.write(doing) as conn:
             cursor = conn.execute(
                 """UPDATE episodes SET status = ?, end_reason = ?, error = ?, error_kind = ?,
                        steps = ?, final_frame = ?, final_windows = ?, ended_at = ?,
@@ -377,12 +377,12 @@ class Writes(StoreBase):
             if cursor.rowcount == 1:
                 end_pending_phases(conn, episode_id)
                 # No more steps will come: the dedupe index of its frames can go.
-                self.frames.forget(episode_id)
+                self.db.frames.forget(episode_id)
                 return
             row = conn.execute("SELECT status FROM episodes WHERE id = ?", (episode_id,)).fetchone()
         if row is None:
-            raise StoreError(f"no episode {episode_id} in {self.path}")
-        raise StoreError(f"{self.path}: {doing}: the episode already ended ({row[0]})")
+            raise StoreError(f"no episode {episode_id} in {self.db.path}")
+        raise StoreError(f"{self.db.path}: {doing}: the episode already ended ({row[0]})")
 
     # -- scores ----------------------------------------------------------------
 
@@ -400,13 +400,13 @@ class Writes(StoreBase):
         phase (`record_phase_checks`) are kept.
         """
         rows = _check_rows(episode_id, checks, None)
-        with self._write(f"recording the score of episode {episode_id}") as conn:
+        with self.db.write(f"recording the score of episode {episode_id}") as conn:
             cursor = conn.execute(
                 "UPDATE episodes SET passed = ?, score = ? WHERE id = ?",
                 (int(passed), score, episode_id),
             )
             if cursor.rowcount != 1:
-                raise StoreError(f"no episode {episode_id} in {self.path}")
+                raise StoreError(f"no episode {episode_id} in {self.db.path}")
             conn.execute("DELETE FROM checks WHERE episode_id = ? AND phase IS NULL", (episode_id,))
             _insert_checks(conn, episode_id, rows)
 
@@ -427,10 +427,12 @@ class Writes(StoreBase):
         an `any` group passed).
         """
         rows = _check_rows(episode_id, checks, phase)
-        with self._write(f"recording the checks of phase {phase} of episode {episode_id}") as conn:
+        with self.db.write(
+            f"recording the checks of phase {phase} of episode {episode_id}"
+        ) as conn:
             found = conn.execute("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)).fetchone()
             if found is None:
-                raise StoreError(f"no episode {episode_id} in {self.path}")
+                raise StoreError(f"no episode {episode_id} in {self.db.path}")
             conn.execute(
                 "DELETE FROM checks WHERE episode_id = ? AND phase = ?", (episode_id, phase)
             )
@@ -448,10 +450,10 @@ class Writes(StoreBase):
     ) -> None:
         """Record a new batch and its suite (JSON)."""
         suite_json = _json(dict(suite), f"suite of batch {batch_id}")
-        with self._write(f"recording batch {batch_id}") as conn:
+        with self.db.write(f"recording batch {batch_id}") as conn:
             found = conn.execute("SELECT 1 FROM batches WHERE id = ?", (batch_id,)).fetchone()
             if found is not None:
-                raise StoreError(f"{self.path}: batch {batch_id} already exists")
+                raise StoreError(f"{self.db.path}: batch {batch_id} already exists")
             conn.execute(
                 "INSERT INTO batches (id, created_at, suite) VALUES (?, ?, ?)",
                 (batch_id, _iso(created_at), suite_json),
@@ -460,7 +462,7 @@ class Writes(StoreBase):
     def tag_batch_slot(self, episode_id: int, *, agent: str, repeat: int, attempt: int) -> None:
         """Record which slot of its batch a running episode fills (once, while running)."""
         doing = f"recording the batch slot of episode {episode_id}"
-        with self._write(doing) as conn:
+        with self.db.write(doing) as conn:
             cursor = conn.execute(
                 """UPDATE episodes SET batch_agent = ?, batch_repeat = ?, batch_attempt = ?
                    WHERE id = ? AND status = 'running' AND batch_id IS NOT NULL
@@ -469,7 +471,7 @@ class Writes(StoreBase):
             )
             if cursor.rowcount != 1:
                 raise StoreError(
-                    f"{self.path}: {doing}: it is not a running, untagged batch episode"
+                    f"{self.db.path}: {doing}: it is not a running, untagged batch episode"
                 )
 
 
