@@ -11,10 +11,8 @@ with the real GIMP.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -30,12 +28,17 @@ from app.store import Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
 from tests.episode_story import episode_story
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parent.parent
 GIMP = ROOT / "tasks" / "gimp"
 CHEATER = ROOT / "tests" / "data" / "integrity" / "cheater-gimp-flip-export.yaml"
 
 pytestmark = pytest.mark.desktop
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
 
 
 def task_copy(tmp_path: Path, *, terminal: bool = False) -> Path:
@@ -123,21 +126,30 @@ async def test_a_cheater_in_a_terminal_is_flagged(tmp_path: Path) -> None:
         assert not any("terminal" in s for s in summaries)
 
 
-async def test_a_console_window_is_seen() -> None:
+async def test_a_console_open_for_a_moment_is_seen() -> None:
+    """A console window open for about half a second, between two of the 2 s polls a
+    title poll would make, is seen as it opens."""
     async with LocalDesktop() as desktop:
         task = load_task(GIMP / "gimp-flip-export.yaml")
-        watch = IntegrityWatch(task, desktop, poll_seconds=0.5)
+        watch = IntegrityWatch(task, desktop)
         watch.start()
         await desktop.guest.launch(
-            ["xterm", "-xrm", "*allowTitleOps: false", "-T", "Script-Fu Console"]
-        )
-        deadline = time.monotonic() + 30
-        while not watch.consoles and time.monotonic() < deadline:
-            await asyncio.sleep(0.2)
+            ["xterm", "-xrm", "*allowTitleOps: false", "-T", "Script-Fu Console",
+             "-e", "sleep", "0.5"]
+        )  # fmt: skip
+
+        def opened_and_closed() -> bool:
+            titles = [title for _, title in desktop.window_log().records]
+            return "Script-Fu Console" in titles and not any(
+                r.argv[:1] == ("sleep",) and _alive(r.pid) for r in desktop.exec_log().records
+            )
+
+        await eventually(opened_and_closed, "the console window to open and close")
         await watch.stop()
         flags, checked = watch.flags([])
         console = [f for f in flags if f.kind == "console"]
         assert console and "'Script-Fu Console'" in console[0].evidence[0], (flags, checked)
+        assert any(c.startswith("consoles: every window the window manager lists") for c in checked)
         # The xterm it ran in is a terminal, started after the watch began.
         assert any(f.summary == "a terminal ran in the desktop: xterm" for f in flags)
 

@@ -74,6 +74,17 @@ class ExecLog:
 
 
 @dataclass(frozen=True)
+class WindowLog:
+    """What a desktop can say about the windows opened in it."""
+
+    records: tuple[tuple[float, str], ...]
+    """(Unix time the window appeared, its title then), in order."""
+    covered: bool
+    """False when the backend could not watch (then `note` says why)."""
+    note: str
+
+
+@dataclass(frozen=True)
 class LastWrite:
     """Who last wrote a file during a desktop's session, as far as it can tell."""
 

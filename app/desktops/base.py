@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 from app.core.actions import GuiAction
 from app.core.commands import CommandResult
 from app.core.frames import Frame, SettleResult
-from app.core.integrity import ExecLog, LastWrite
+from app.core.integrity import ExecLog, LastWrite, WindowLog
 from app.desktops.web.cdp import WebPage
 from app.rfb.client import VncEndpoint
 
@@ -183,6 +183,16 @@ class SavesStates(Protocol):
         Raises:
             DesktopError: it has no state `key`, or restoring failed.
         """
+        ...
+
+
+@runtime_checkable
+class WatchesWindows(Protocol):
+    """A desktop that sees every window as it opens (the local backend:
+    app/desktops/local/windows.py), so a console opened for a moment is not missed."""
+
+    def window_log(self) -> WindowLog:
+        """Every window opened in the running session so far, with its title."""
         ...
 
 

@@ -15,9 +15,11 @@ never confused with "not looked":
   agent ended (`ReadsGuestWatch`, app.desktops.libvirt.guest_watch): the same rules, on
   command names for programs that ended (the kernel keeps no arguments). On a
   backend that cannot say, `checked` says so.
-- **console**: the visible windows are polled (every `CONSOLE_POLL_SECONDS`) for an
-  app's scripting console by title (GIMP's Script-Fu and Python-Fu consoles). A
-  console opened and closed between two polls is missed. Blender's Python console
+- **console**: an app's scripting console seen by its window's title (GIMP's Script-Fu
+  and Python-Fu consoles). Where the desktop sees every window as it opens
+  (`WatchesWindows`: the local backend), however briefly it is open; elsewhere the
+  visible windows are polled every `CONSOLE_POLL_SECONDS`, and a console opened and
+  closed between two polls is missed. Blender's Python console
   is an area of its main window, not a window: it is seen in the UI saved with a
   .blend that scoring dumps (a window showing a console or text editor, the Scripting
   workspace, a console's command history, a script in a text datablock). A Blender
@@ -42,7 +44,13 @@ from app.checks.base import Probe, ProbeResult
 from app.checks.tree import leaves
 from app.core.errors import DeskLoopError
 from app.core.integrity import ExecRecord, IntegrityFlag
-from app.desktops.base import Desktop, ReadsGuestWatch, WatchesPrograms, WatchesWrites
+from app.desktops.base import (
+    Desktop,
+    ReadsGuestWatch,
+    WatchesPrograms,
+    WatchesWindows,
+    WatchesWrites,
+)
 from app.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -329,7 +337,8 @@ class IntegrityWatch:
 
     def start(self) -> None:
         self.started_at = time.time()
-        self._poller = asyncio.create_task(self._poll(), name="integrity-consoles")
+        if not isinstance(self.desktop, WatchesWindows):
+            self._poller = asyncio.create_task(self._poll(), name="integrity-consoles")
 
     async def stop(self) -> None:
         if self._poller is not None:
@@ -405,7 +414,13 @@ class IntegrityWatch:
             checked.append(
                 f"checked files' writers: not watched on the {type(self.desktop).__name__} backend"
             )
-        if self.console_problem is None:
+        if isinstance(self.desktop, WatchesWindows):
+            windows = self.desktop.window_log()
+            checked.append(f"consoles: {windows.note}")
+            for when, title in windows.records:
+                if when >= since and re.search(CONSOLE_TITLES, title, re.IGNORECASE):
+                    self.consoles.setdefault(title, when)
+        elif self.console_problem is None:
             checked.append(f"consoles: window titles every {self.poll_seconds:g} s")
         else:
             checked.append(f"consoles: watch stopped early ({self.console_problem})")

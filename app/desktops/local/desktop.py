@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 from app.core.errors import DesktopError, GuestError
-from app.core.integrity import ExecLog, LastWrite
+from app.core.integrity import ExecLog, LastWrite, WindowLog
 from app.desktops.base import DesktopInfo
 from app.desktops.lifecycle import DesktopLifecycle
 from app.desktops.local.guest import LocalGuest
@@ -153,6 +153,13 @@ class LocalDesktop(DesktopLifecycle, VncScreen):
     def exec_log(self) -> ExecLog:
         """Every program started in the session so far (see app.desktops.local.exec_trace)."""
         return self._running().watch.exec_log()
+
+    def window_log(self) -> WindowLog:
+        """Every window opened in the session so far (see app.desktops.local.windows)."""
+        session = self._running()
+        if session.windows is None:
+            return WindowLog((), False, "not watched: the session has no window manager yet")
+        return session.windows.log()
 
     async def _close(self) -> None:
         await self._stop(state="closed")

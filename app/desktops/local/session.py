@@ -31,6 +31,7 @@ from app.desktops.local.guest import LocalGuest
 from app.desktops.local.lab_user import LabUser
 from app.desktops.local.sandbox import Sandbox
 from app.desktops.local.watch import SessionWatch
+from app.desktops.local.windows import WindowWatch
 from app.desktops.local.xvnc import (
     XVNC,
     free_port,
@@ -81,6 +82,7 @@ class LocalSession:
     port: int = 0
     guest: LocalGuest | None = None
     vnc: VNCSession | None = None
+    windows: WindowWatch | None = None
     children: list[asyncio.subprocess.Process] = field(default_factory=list)
 
     @classmethod
@@ -237,6 +239,9 @@ class LocalSession:
             traced=True,  # its menus can start programs
         )
         await self._wait_window_manager()
+        # Every window as it opens, for the integrity flags (app.desktops.local.windows).
+        self.windows = WindowWatch(self.env)
+        await asyncio.to_thread(self.windows.start)
         self.vnc = VNCSession("127.0.0.1", self.port, self.password)
         try:
             await self.vnc.connected()
@@ -360,6 +365,8 @@ class LocalSession:
         if self.guest is not None:
             self.guest.close()
         self.watch.stop()
+        if self.windows is not None:
+            await asyncio.to_thread(self.windows.stop)
         if self.vnc is not None:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(2.0):
