@@ -4,6 +4,7 @@ a positive number of seconds is refused with the flag or field named."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
@@ -29,12 +30,18 @@ def test_agent_timeout_sets_the_deadline_and_a_suite_value_yields_to_it(
 ) -> None:
     parser = build_parser()
     given = parser.parse_args([*command, "--agent", "openai:m", "--agent-timeout", "90"])
-    assert openai_config(given, ["openai:m"]).deadline == 90.0
-    assert openai_config(given, ["openai:m"], timeout=30.0).deadline == 90.0
+
+    def deadline(args: argparse.Namespace, timeout: float | None = None) -> float:
+        config = openai_config(args, ["openai:m"], timeout=timeout)
+        assert config is not None
+        return config.deadline
+
+    assert deadline(given) == 90.0
+    assert deadline(given, 30.0) == 90.0
     plain = parser.parse_args([*command, "--agent", "openai:m"])
     assert plain.agent_timeout is None
-    assert openai_config(plain, ["openai:m"], timeout=30.0).deadline == 30.0  # the suite's
-    assert openai_config(plain, ["openai:m"]).deadline == OpenAIConfig.deadline
+    assert deadline(plain, 30.0) == 30.0  # the suite's
+    assert deadline(plain) == OpenAIConfig.deadline
 
 
 @pytest.mark.parametrize("flag", ["--agent-timeout", "--user-timeout"])
