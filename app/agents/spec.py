@@ -131,6 +131,8 @@ class ModelSpec:
 
 AgentSpec = NullSpec | ReferenceSpec | ScriptedSpec | ReplaySpec | PersonSpec | ModelSpec
 """Which agent an episode runs."""
+AGENT_SPEC_TYPES = (NullSpec, ReferenceSpec, ScriptedSpec, ReplaySpec, PersonSpec, ModelSpec)
+"""`AgentSpec`'s classes, for telling a spec from an agent already built."""
 
 _Word = TypeVar("_Word", bound=str)
 

@@ -6,7 +6,8 @@ to a remote one, and `ssh_guest` for their command channel) are the backends; `r
 leaves nothing behind; `lab_user` (who) and `sandbox` (where it may write) confine a
 local desktop's programs; `liveness` races work against a desktop's death
 (`while_alive`); `factory` makes one from backend options; `inventory` lists
-what exists and runs `deskloop vm` actions for the TUI.
+what exists and runs `deskloop vm` actions for the TUI; `pass_through` is a desktop
+whose input a person already delivered.
 
 May import the RFB client, VM images and core; never tasks, the episode loop or above.
 """
