@@ -160,7 +160,7 @@ def test_a_value_that_is_no_spec_is_refused() -> None:
 
 def test_a_model_specs_options_reach_the_agents_config() -> None:
     from app.agents.adapters import AdapterConfig
-    from app.agents.openai import OpenAIConfig
+    from app.agents.adapters.deskloop import DeskLoopConfig
 
     spec = ModelSpec(family="qwen", model="q", history=2, screenshots=3, deadline=9.0)
     config = model_config(spec)
@@ -170,7 +170,7 @@ def test_a_model_specs_options_reach_the_agents_config() -> None:
     # The TUI's timeout field outranks the spec's deadline.
     assert model_config(spec, agent_timeout=4.0).deadline == 4.0
     own = model_config(ModelSpec(model="m", tool_mode="json", image_width=640))
-    assert isinstance(own, OpenAIConfig) and (own.tool_mode, own.image_width) == ("json", 640)
+    assert isinstance(own, DeskLoopConfig) and (own.tool_mode, own.image_width) == ("json", 640)
     with pytest.raises(AgentError, match="a model name is required"):
         model_config(ModelSpec(family="qwen"))
 

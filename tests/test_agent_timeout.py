@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from app.agents.adapters.deskloop import DeskLoopAgent, DeskLoopConfig
 from app.agents.factory import make_agent
-from app.agents.openai import OpenAIAgent, OpenAIConfig
 from app.batch import load_suite
 from app.cli import build_parser
 from app.cli.agent_options import AGENT_TIMEOUT, USER_TIMEOUT, openai_config
@@ -20,7 +20,7 @@ from tests.test_hung_endpoint import make_task
 
 
 def test_the_options_defaults_are_the_configs() -> None:
-    assert OpenAIConfig.deadline == AGENT_TIMEOUT
+    assert DeskLoopConfig.deadline == AGENT_TIMEOUT
     assert LLMUserConfig.deadline == USER_TIMEOUT
 
 
@@ -41,7 +41,7 @@ def test_agent_timeout_sets_the_deadline_and_a_suite_value_yields_to_it(
     plain = parser.parse_args([*command, "--agent", "openai:m"])
     assert plain.agent_timeout is None
     assert deadline(plain, 30.0) == 30.0  # the suite's
-    assert deadline(plain) == OpenAIConfig.deadline
+    assert deadline(plain) == DeskLoopConfig.deadline
 
 
 @pytest.mark.parametrize("flag", ["--agent-timeout", "--user-timeout"])
@@ -76,8 +76,8 @@ def test_a_suite_timeout_that_is_not_positive_seconds_names_the_field(
 def test_the_factory_gives_a_model_agent_its_timeout(tmp_path: Path) -> None:
     task = make_task(tmp_path)
     agent = make_agent("openai:m", task, agent_timeout=45.0)
-    assert isinstance(agent, OpenAIAgent) and agent.config.deadline == 45.0
-    config = OpenAIConfig(model="other", deadline=10.0)
+    assert isinstance(agent, DeskLoopAgent) and agent.config.deadline == 45.0
+    config = DeskLoopConfig(model="other", deadline=10.0)
     agent = make_agent("openai", task, config, agent_timeout=20.0)
-    assert isinstance(agent, OpenAIAgent) and agent.config.deadline == 20.0
+    assert isinstance(agent, DeskLoopAgent) and agent.config.deadline == 20.0
     assert make_agent("null", task, agent_timeout=20.0).name == "null"  # no endpoint

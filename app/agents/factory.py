@@ -18,7 +18,6 @@ from app.agents.families import FAMILIES, FAMILY_NAMES, is_family
 from app.agents.null import NullAgent
 from app.agents.scripted import ScriptedAgent
 from app.agents.spec import (
-    AGENT_SPECS,
     AgentSpec,
     ModelSpec,
     NullSpec,
@@ -33,13 +32,8 @@ from app.tasks.loader import resolve_asset
 from app.tasks.model import Task
 
 if TYPE_CHECKING:
-    from app.agents.adapters import AdapterConfig
-    from app.agents.openai import OpenAIConfig
+    from app.agents.adapters import AdapterConfig, DeskLoopConfig, ModelConfig
     from app.store import Store
-
-    ModelConfig = OpenAIConfig | AdapterConfig
-
-__all__ = ["AGENT_SPECS", "endpoint_config", "make_agent", "model_config"]
 
 
 def make_agent(
@@ -56,7 +50,7 @@ def make_agent(
     `replay:EPISODE` replays an episode of `task` recorded in `store`
     (`app.agents.replay`).
 
-    `openai` is the model agent's config (an `OpenAIConfig` for DeskLoop's own tools, an
+    `openai` is the model agent's config (an `DeskLoopConfig` for DeskLoop's own tools, an
     `AdapterConfig` for an adapter); a spec naming a model, a family or options
     overrides the config's, or needs no config at all. `agent_timeout`, when given,
     replaces its `deadline` (the TUI's field). Agents that call no endpoint ignore both.
@@ -95,11 +89,11 @@ def make_agent(
         )
     config = model_config(spec, openai, agent_timeout=agent_timeout)
     from app.agents.adapters import AdapterAgent, AdapterConfig
-    from app.agents.openai import OpenAIAgent
+    from app.agents.adapters.deskloop import DeskLoopAgent
 
     if isinstance(config, AdapterConfig):
         return AdapterAgent(config)
-    return OpenAIAgent(config)
+    return DeskLoopAgent(config)
 
 
 class _Shared(TypedDict):
@@ -152,7 +146,7 @@ def model_config(
         AgentError: no model in the spec or the config; an option the family refuses.
     """
     from app.agents.adapters import AdapterConfig
-    from app.agents.openai import OpenAIConfig
+    from app.agents.adapters.deskloop import DeskLoopConfig
 
     configured = base.adapter if isinstance(base, AdapterConfig) else "deskloop"
     family = spec.family or configured
@@ -161,11 +155,11 @@ def model_config(
     config: ModelConfig
     if family == "deskloop":
         if base is None:
-            config = OpenAIConfig(model=spec.model)
-        elif isinstance(base, OpenAIConfig):
+            config = DeskLoopConfig(model=spec.model)
+        elif isinstance(base, DeskLoopConfig):
             config = replace(base, model=spec.model or base.model)
         else:
-            config = OpenAIConfig(**_shared(base, spec.model))
+            config = DeskLoopConfig(**_shared(base, spec.model))
         config = _deskloop_options(config, spec)
     else:
         config = _adapter_options(_as_family(base, family, spec.model), spec)
@@ -215,7 +209,7 @@ def _family_key_env(family: str) -> str:
     return family_key_env(family)
 
 
-def _deskloop_options(config: OpenAIConfig, spec: ModelSpec) -> OpenAIConfig:
+def _deskloop_options(config: DeskLoopConfig, spec: ModelSpec) -> DeskLoopConfig:
     """`config` with the options `spec` sets (the rest are the adapters')."""
     if spec.computer_tool is not None or spec.text_turn is not None:
         raise AgentError(
@@ -284,7 +278,7 @@ def endpoint_config(
     if not name:
         raise AgentError(f"{spec}: a model name is required (the Model field, or {family}:M)")
     from app.agents.adapters import AdapterConfig
-    from app.agents.openai import OpenAIConfig
+    from app.agents.adapters.deskloop import DeskLoopConfig
     from app.endpoints.client import EndpointConfig
 
     # An empty field is the family's default (AdapterConfig puts in the family's own).
@@ -296,7 +290,7 @@ def endpoint_config(
                 "the computer tool and the text-turn policy are the anthropic and "
                 "openai-cua adapters': DeskLoop's tools are its own"
             )
-        return OpenAIConfig(model=name, base_url=url, api_key_env=key_env)
+        return DeskLoopConfig(model=name, base_url=url, api_key_env=key_env)
     return AdapterConfig(
         model=name,
         adapter=family,

@@ -51,7 +51,7 @@ from app.users.llm import LLMUser
 from app.users.simulated import User
 
 if TYPE_CHECKING:
-    from app.agents.factory import ModelConfig
+    from app.agents.adapters import ModelConfig
     from app.batch.ray_nodes import RayNodes
 
 # Setup and scoring come on top of the task's own time budget.

@@ -12,9 +12,9 @@ from app.agents.spec import MODEL_HEADS, ModelSpec, parse_agent_spec
 from app.core.errors import DeskLoopError
 
 if TYPE_CHECKING:
-    from app.agents.factory import ModelConfig
+    from app.agents.adapters import ModelConfig
 
-# The configs' defaults (OpenAIConfig.deadline, LLMUserConfig.deadline), written out so
+# The configs' defaults (DeskLoopConfig.deadline, LLMUserConfig.deadline), written out so
 # that building the parser does not import the endpoint client; tests/test_cli.py holds
 # them equal.
 AGENT_TIMEOUT = 600.0
@@ -135,13 +135,13 @@ def openai_config(
     timeout: float | None = None,
     endpoint: dict[str, Any] | None = None,
 ) -> ModelConfig | None:
-    """The model agents' config the options describe (an `OpenAIConfig` for DeskLoop's
+    """The model agents' config the options describe (an `DeskLoopConfig` for DeskLoop's
     tools, an `AdapterConfig` for an adapter), or None when no agent needs one.
     `endpoint` is a suite file's endpoint settings, which the options override;
     `--agent-timeout`, else `timeout` (a suite's), else the default, is its deadline."""
     from app.agents.adapters import AdapterConfig
     from app.agents.adapters.config import family_base_url, family_key_env
-    from app.agents.openai import OpenAIConfig
+    from app.agents.adapters.deskloop import DeskLoopConfig
 
     model_agents = [a for a in agents if needs_model(a)]
     if not model_agents:
@@ -181,7 +181,7 @@ def openai_config(
                 "--text-turn is the anthropic and openai-cua adapters': DeskLoop's tools "
                 "agent reads text as a JSON action"
             )
-        config = OpenAIConfig(
+        config = DeskLoopConfig(
             model=model,
             base_url=base_url,
             api_key_env=key_env,

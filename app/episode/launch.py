@@ -43,7 +43,7 @@ from app.users.person import PersonUser
 from app.users.simulated import ReadsConversation, SimulatedUser, User
 
 if TYPE_CHECKING:
-    from app.agents.factory import ModelConfig
+    from app.agents.adapters import ModelConfig
     from app.rfb.proxy import ProxyAddress
 
 USER_SPECS = ("simulated", "person", "llm")

@@ -70,7 +70,7 @@ class AdapterConfig(EndpointConfig):
     min_pixels: int = QWEN_MIN_PIXELS
     max_pixels: int = QWEN_MAX_PIXELS
     """Bounds of the `qwen-grid` smart resize (the server's processor's)."""
-    # A vision model may think for minutes over a screenshot (as OpenAIConfig).
+    # A vision model may think for minutes over a screenshot (as DeskLoopConfig).
     timeout: float = 120.0
     max_retries: int = 4
     deadline: float = 600.0

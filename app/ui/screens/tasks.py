@@ -12,9 +12,9 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Header, Input, Label, Markdown, Select, Static, Tree
 
+from app.agents.adapters.deskloop.config import DeskLoopConfig
 from app.agents.adapters.formats import TOOLS
-from app.agents.factory import AGENT_SPECS
-from app.agents.openai.config import OpenAIConfig
+from app.agents.spec import AGENT_SPECS
 from app.core.validation import positive_seconds
 from app.core.vocabulary import UserMode
 from app.tasks.model import Task
@@ -86,7 +86,7 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
                 yield Select(COMPUTER_TOOL_OPTIONS, value="", allow_blank=False, id="computer-tool")
                 yield Select(TEXT_TURN_OPTIONS, value="", allow_blank=False, id="text-turn")
             yield Label("Agent timeout, seconds per model call (model agents)")
-            yield Input(placeholder=f"default {OpenAIConfig.deadline:g}", id="agent-timeout")
+            yield Input(placeholder=f"default {DeskLoopConfig.deadline:g}", id="agent-timeout")
             yield Static("", id="agent-timeout-error")
             yield Label("User")
             yield Select(
