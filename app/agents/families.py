@@ -42,6 +42,8 @@ class FamilyRow:
     """What DeskLoop knows of one family before any model is named."""
 
     name: Family
+    summary: str
+    """What the family's models write, in a few words (the TUI's choices)."""
     base_url: str | None = None
     """The family's own endpoint; None: OpenAI's (`EndpointConfig`'s default), which
     every hosted or local server of an OpenAI-compatible family takes."""
@@ -58,11 +60,12 @@ class FamilyRow:
 FAMILIES: Mapping[Family, FamilyRow] = {
     row.name: row
     for row in (
-        FamilyRow("deskloop"),
-        FamilyRow("pyautogui"),
-        FamilyRow("uitars"),
+        FamilyRow("deskloop", "DeskLoop's own tools"),
+        FamilyRow("pyautogui", "OSWorld-style code"),
+        FamilyRow("uitars", "UI-TARS actions"),
         FamilyRow(
             "anthropic",
+            "Claude's computer tool",
             base_url="https://api.anthropic.com/v1",
             key_env="ANTHROPIC_API_KEY",
             tools={
@@ -74,6 +77,7 @@ FAMILIES: Mapping[Family, FamilyRow] = {
         ),
         FamilyRow(
             "openai-cua",
+            "OpenAI computer use",
             tools={
                 # The preview tool, declared with the display's size and environment.
                 "computer_use_preview": None,
@@ -83,7 +87,7 @@ FAMILIES: Mapping[Family, FamilyRow] = {
             },
             text_turns=True,
         ),
-        FamilyRow("qwen"),
+        FamilyRow("qwen", "Qwen-VL computer_use"),
     )
 }
 

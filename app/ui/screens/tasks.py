@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Header, Input, Label, Markdown, Select, Static, Tree
 
 from app.agents.adapters.deskloop.config import DeskLoopConfig
-from app.agents.adapters.formats import TOOLS
+from app.agents.families import FAMILIES
 from app.agents.spec import AGENT_SPECS
 from app.core.validation import positive_seconds
 from app.core.vocabulary import UserMode
@@ -36,9 +36,9 @@ filled in)."""
 COMPUTER_TOOL_OPTIONS = [
     ("computer tool: as the format table says", ""),
     *(
-        (f"computer tool: {tool} ({family})", tool)
-        for family, tools in TOOLS.items()
-        for tool in tools
+        (f"computer tool: {tool} ({row.name})", tool)
+        for row in FAMILIES.values()
+        for tool in row.tools
     ),
 ]
 
@@ -50,12 +50,7 @@ TEXT_TURN_OPTIONS = [
 
 ADAPTER_OPTIONS = [
     ("as the agent spec says (default: DeskLoop's tools)", ""),
-    ("deskloop: DeskLoop's own tools", "deskloop"),
-    ("pyautogui: OSWorld-style code", "pyautogui"),
-    ("uitars: UI-TARS actions", "uitars"),
-    ("qwen: Qwen-VL computer_use", "qwen"),
-    ("anthropic: Claude's computer tool", "anthropic"),
-    ("openai-cua: OpenAI computer use", "openai-cua"),
+    *((f"{row.name}: {row.summary}", row.name) for row in FAMILIES.values()),
 ]
 
 
