@@ -89,12 +89,13 @@ def test_history_and_screenshots_options_are_recorded() -> None:
         ["run", "t", "--agent", "uitars:m", "--history", "3", "--screenshots", "4"]
     )
     made = openai_config(args, ["uitars:m"])
+    assert isinstance(made, AdapterConfig)
     assert (made.history, made.screenshots) == (3, 4)
     assert made.public()["history"] == 3 and made.public()["screenshots"] == 4
     tools = openai_config(
         parser.parse_args(["run", "t", "--agent", "openai:m", "--history", "0"]), ["openai:m"]
     )
-    assert tools.history == 0 and tools.public()["history"] == 0
+    assert tools is not None and tools.history == 0 and tools.public()["history"] == 0
 
 
 async def test_a_batch_runs_two_families_against_their_endpoints(tmp_path: Path) -> None:
@@ -169,6 +170,7 @@ def test_the_computer_tool_is_chosen_on_the_command_line(command: list[str]) -> 
     parser = build_parser()
     spec = "anthropic:claude-opus-4-6"
     table = openai_config(parser.parse_args([*command, "--agent", spec]), [spec])
+    assert isinstance(table, AdapterConfig)
     assert table.format.tool == "computer_20251124"
     assert table.format.beta == "computer-use-2025-11-24"
     args = parser.parse_args([*command, "--agent", spec, "--computer-tool", "computer_20250124"])
@@ -238,10 +240,12 @@ def test_the_text_turn_policy_is_chosen_on_the_command_line_and_in_a_suite(
     parser = build_parser()
     spec = "openai-cua:gpt-5.4"
     default = openai_config(parser.parse_args([*command, "--agent", spec]), [spec])
+    assert isinstance(default, AdapterConfig)
     assert default.text_turn == "done" and default.public()["text_turn"] == "done"
     asked = openai_config(
         parser.parse_args([*command, "--agent", spec, "--text-turn", "ask"]), [spec]
     )
+    assert isinstance(asked, AdapterConfig)
     assert asked.text_turn == "ask" and asked.public()["text_turn"] == "ask"
     with pytest.raises(SystemExit):
         parser.parse_args([*command, "--agent", spec, "--text-turn", "maybe"])
@@ -256,4 +260,5 @@ def test_the_text_turn_policy_is_chosen_on_the_command_line_and_in_a_suite(
     assert endpoint is not None
     args = parser.parse_args(["batch", "run", str(suite)])
     made = openai_config(args, [spec], None, endpoint.model_dump(exclude_none=True))
+    assert isinstance(made, AdapterConfig)
     assert made.text_turn == "ask"

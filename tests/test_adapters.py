@@ -14,7 +14,7 @@ from app.agents.adapters.openai_cua import cua_action
 from app.agents.adapters.pyautogui_code import read_pyautogui
 from app.agents.adapters.qwen import read_qwen
 from app.agents.adapters.uitars import read_uitars
-from app.agents.factory import ADAPTER_NAMES
+from app.agents.families import FAMILY_NAMES
 from app.cli.agent_options import ADAPTER_CHOICES, COORD_CHOICES
 from app.core.actions import Ask, Click, Done, Drag, Fail, Key, Move, Scroll, Type, Wait
 from app.core.errors import ActionError, MalformedAction
@@ -27,8 +27,8 @@ def contract(convention: str, box: tuple[int, int] = (1280, 800)) -> CoordinateC
     return CoordinateContract.make(convention, SCREEN, box)  # type: ignore[arg-type]
 
 
-def test_the_written_out_names_match_the_adapters() -> None:
-    assert ADAPTER_NAMES == ("deskloop", *ADAPTERS) == ADAPTER_CHOICES
+def test_the_command_line_names_the_families_tables_adapters() -> None:
+    assert FAMILY_NAMES == ("deskloop", *ADAPTERS) == ADAPTER_CHOICES
     from app.agents.adapters import CONVENTIONS
 
     assert COORD_CHOICES == CONVENTIONS

@@ -4,12 +4,13 @@ a positive number of seconds is refused with the flag or field named."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
+from app.agents.adapters.deskloop import DeskLoopAgent, DeskLoopConfig
 from app.agents.factory import make_agent
-from app.agents.openai import OpenAIAgent, OpenAIConfig
 from app.batch import load_suite
 from app.cli import build_parser
 from app.cli.agent_options import AGENT_TIMEOUT, USER_TIMEOUT, openai_config
@@ -19,7 +20,7 @@ from tests.test_hung_endpoint import make_task
 
 
 def test_the_options_defaults_are_the_configs() -> None:
-    assert OpenAIConfig.deadline == AGENT_TIMEOUT
+    assert DeskLoopConfig.deadline == AGENT_TIMEOUT
     assert LLMUserConfig.deadline == USER_TIMEOUT
 
 
@@ -29,12 +30,18 @@ def test_agent_timeout_sets_the_deadline_and_a_suite_value_yields_to_it(
 ) -> None:
     parser = build_parser()
     given = parser.parse_args([*command, "--agent", "openai:m", "--agent-timeout", "90"])
-    assert openai_config(given, ["openai:m"]).deadline == 90.0
-    assert openai_config(given, ["openai:m"], timeout=30.0).deadline == 90.0
+
+    def deadline(args: argparse.Namespace, timeout: float | None = None) -> float:
+        config = openai_config(args, ["openai:m"], timeout=timeout)
+        assert config is not None
+        return config.deadline
+
+    assert deadline(given) == 90.0
+    assert deadline(given, 30.0) == 90.0
     plain = parser.parse_args([*command, "--agent", "openai:m"])
     assert plain.agent_timeout is None
-    assert openai_config(plain, ["openai:m"], timeout=30.0).deadline == 30.0  # the suite's
-    assert openai_config(plain, ["openai:m"]).deadline == OpenAIConfig.deadline
+    assert deadline(plain, 30.0) == 30.0  # the suite's
+    assert deadline(plain) == DeskLoopConfig.deadline
 
 
 @pytest.mark.parametrize("flag", ["--agent-timeout", "--user-timeout"])
@@ -69,8 +76,8 @@ def test_a_suite_timeout_that_is_not_positive_seconds_names_the_field(
 def test_the_factory_gives_a_model_agent_its_timeout(tmp_path: Path) -> None:
     task = make_task(tmp_path)
     agent = make_agent("openai:m", task, agent_timeout=45.0)
-    assert isinstance(agent, OpenAIAgent) and agent.config.deadline == 45.0
-    config = OpenAIConfig(model="other", deadline=10.0)
+    assert isinstance(agent, DeskLoopAgent) and agent.config.deadline == 45.0
+    config = DeskLoopConfig(model="other", deadline=10.0)
     agent = make_agent("openai", task, config, agent_timeout=20.0)
-    assert isinstance(agent, OpenAIAgent) and agent.config.deadline == 20.0
+    assert isinstance(agent, DeskLoopAgent) and agent.config.deadline == 20.0
     assert make_agent("null", task, agent_timeout=20.0).name == "null"  # no endpoint

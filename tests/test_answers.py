@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.agents.openai.answer import action_from_call, action_from_text
+from app.agents.adapters.deskloop.answer import action_from_call, action_from_text
 from app.checks.base import CheckState
 from app.checks.registry import get_check, run_check
 from app.core.actions import (

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 import pytest
 
+from app.agents.adapters.deskloop import DeskLoopConfig
 from app.agents.base import Agent, AgentContext, Observation
-from app.agents.openai import OpenAIConfig
 from app.batch import (
     BatchOptions,
     DesktopSpec,
@@ -263,7 +263,7 @@ def test_options_round_trip_without_the_key() -> None:
     options = BatchOptions(
         backend="local",
         retries=1,
-        openai=OpenAIConfig(model="m", base_url="http://x/v1"),
+        openai=DeskLoopConfig(model="m", base_url="http://x/v1"),
         judge=JudgeConfig(model="judge-m", base_url="http://j/v1", deadline=30),
     )
     data = options.to_json()
@@ -328,7 +328,7 @@ async def test_infrastructure_errors_retry_on_a_fresh_desktop(tmp_path: Path) ->
     made: list[Desktop] = []
     built: list[int] = []
 
-    def agents(spec: str, task: Task, openai: OpenAIConfig | None) -> Agent:
+    def agents(spec: str, task: Task, openai: DeskLoopConfig | None) -> Agent:
         built.append(1)
         # The first call is start_batch's check that the spec builds.
         return _FlakyAgent(len(built) - 2)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from app.agents.adapters.deskloop import DeskLoopConfig
 from app.agents.base import Agent, AgentContext, Observation
-from app.agents.openai import OpenAIConfig
 from app.batch import BatchOptions, DesktopSpec, start_batch
 from app.core.actions import Action, Done, Type
 from app.core.errors import DeskLoopError
@@ -91,7 +91,7 @@ async def test_the_next_slot_runs_on_a_warm_desktop_recorded_as_completely(
     task = load_task(write_xterm_task(tmp_path))
     made: list[Desktop] = []
 
-    def agents(spec: str, task: Task, openai: OpenAIConfig | None) -> Agent:
+    def agents(spec: str, task: Task, openai: DeskLoopConfig | None) -> Agent:
         return _ProofAgent()
 
     with Store(tmp_path / "db.sqlite") as store:
@@ -146,7 +146,7 @@ async def test_a_warm_desktop_no_slot_needs_is_closed(tmp_path: Path) -> None:
     made: list[Desktop] = []
     started = asyncio.Event()
 
-    def agents(spec: str, task: Task, openai: OpenAIConfig | None) -> Agent:
+    def agents(spec: str, task: Task, openai: DeskLoopConfig | None) -> Agent:
         return _StuckAgent(started)
 
     with Store(tmp_path / "db.sqlite") as store:
@@ -188,7 +188,7 @@ async def test_a_setup_that_fails_on_a_warm_desktop_is_recorded_as_a_cold_one(
     )
     task = load_task(path)
 
-    def agents(spec: str, task: Task, openai: OpenAIConfig | None) -> Agent:
+    def agents(spec: str, task: Task, openai: DeskLoopConfig | None) -> Agent:
         return _ProofAgent()
 
     with Store(tmp_path / "db.sqlite") as store:

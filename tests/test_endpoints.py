@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from app.agents.adapters.deskloop import DeskLoopAgent, DeskLoopConfig
 from app.agents.base import AgentContext
-from app.agents.openai import OpenAIAgent, OpenAIConfig
 from app.core.actions import Done
 from app.core.errors import (
     AgentError,
@@ -199,10 +199,10 @@ Call = Callable[[str, Path, dict[str, Any]], Awaitable[object]]
 
 
 async def agent_call(base_url: str, tmp_path: Path, overrides: dict[str, Any]) -> object:
-    config = OpenAIConfig(
+    config = DeskLoopConfig(
         image_width=640, image_height=640, **settings(base_url, model="fake-vision-1", **overrides)
     )
-    agent = OpenAIAgent(config)
+    agent = DeskLoopAgent(config)
     await agent.start(AgentContext("t", 1280, 800, NoProbe()))
     try:
         return await agent.decide(observation())

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from app.agents.openai import OpenAIAgent, OpenAIConfig
+from app.agents.adapters.deskloop import DeskLoopAgent, DeskLoopConfig
 from app.batch import BatchOptions, start_batch
 from app.core.errors import EndpointUnavailable, is_infrastructure
 from app.episode.runner import EpisodeRunner
@@ -56,14 +56,14 @@ def make_task(tmp_path: Path, *, steps: int = 5, seconds: float = 600) -> Task:
     return load_task(path)
 
 
-def config(base_url: str, **overrides: Any) -> OpenAIConfig:
+def config(base_url: str, **overrides: Any) -> DeskLoopConfig:
     values: dict[str, Any] = {"model": "fake-vision-1", "base_url": base_url, "backoff": 0.01}
-    return OpenAIConfig(**(values | overrides))
+    return DeskLoopConfig(**(values | overrides))
 
 
-async def run_episode(task: Task, store: Store, agent_config: OpenAIConfig) -> Any:
+async def run_episode(task: Task, store: Store, agent_config: DeskLoopConfig) -> Any:
     runner = EpisodeRunner(
-        task, StillDesktop(), OpenAIAgent(agent_config), SimulatedUser(), store, backend="local"
+        task, StillDesktop(), DeskLoopAgent(agent_config), SimulatedUser(), store, backend="local"
     )
     return await runner.run()
 

@@ -9,27 +9,38 @@ reset records instead of booting: what is tested is the callers' wiring, not lib
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import app.desktops.libvirt
+from app.agents.spec import PersonSpec
 from app.batch import BatchOptions, start_batch
 from app.cli import main
-from app.core.errors import DeskLoopError, DesktopError
+from app.core.conversation import Message
+from app.core.errors import AgentError, DeskLoopError, DesktopError
 from app.desktops.factory import make_desktop
 from app.desktops.inventory import BackendListing
 from app.desktops.libvirt import LibvirtDesktop
+from app.desktops.pass_through import PassThroughDesktop
 from app.env import DeskLoopEnv
-from app.episode.launch import desktop_spec, fits, launch, task_desktop, task_image
+from app.episode.launch import (
+    build_agent,
+    desktop_spec,
+    fits,
+    launch,
+    task_desktop,
+    task_image,
+)
 from app.proving.verify import verify_tasks
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
 from app.ui.app import DeskLoopApp
 from app.ui.services.desktops import DesktopPool
+from app.users.simulated import ReadsConversation, SimulatedUser
 from tests.ui.helpers import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -209,3 +220,44 @@ def test_the_tui_pool_reuses_its_vm_of_the_image_only(recorded: list[RecordingDe
     gimp_entry.busy = "resetting"
     with pytest.raises(DesktopError, match="busy resetting"):
         pool.for_task(load_task(GIMP_TASK))
+
+
+def test_a_person_runs_on_a_pass_through_to_the_desktop_they_drive(
+    tmp_path: Path, recorded: list[RecordingDesktop]
+) -> None:
+    with Store(tmp_path / "d.db") as store:
+        episode = launch(blender(), store, backend="libvirt", agent=PersonSpec(port=0))
+        assert isinstance(episode.desktop, PassThroughDesktop) and episode.closes_desktop
+        assert episode.desktop.inner is recorded[0]
+        assert episode.person is episode.agent
+        # An agent that acts itself runs on the desktop as it is.
+        plain = launch(blender(), store, backend="libvirt", agent="null")
+        assert plain.person is None and plain.desktop is recorded[1]
+
+
+def test_a_user_that_reads_the_conversation_is_handed_the_runners(
+    tmp_path: Path, recorded: list[RecordingDesktop]
+) -> None:
+    class Reader(SimulatedUser):
+        conversation: Callable[[], Sequence[Message]] | None = None
+
+        def bind_conversation(self, conversation: Callable[[], Sequence[Message]]) -> None:
+            self.conversation = conversation
+
+    user = Reader()
+    with Store(tmp_path / "d.db") as store:
+        episode = launch(blender(), store, backend="libvirt", agent="null", user=user)
+    assert isinstance(user, ReadsConversation) and user.conversation is not None
+    assert list(user.conversation()) == []  # the runner has not begun
+    assert not isinstance(SimulatedUser(), ReadsConversation)
+    assert episode.runner.protocol is None
+
+
+def test_a_bad_agent_spec_fails_before_any_desktop_exists(
+    tmp_path: Path, recorded: list[RecordingDesktop]
+) -> None:
+    with Store(tmp_path / "d.db") as store, pytest.raises(AgentError, match="unknown agent"):
+        launch(blender(), store, backend="libvirt", agent="robot")
+    with pytest.raises(AgentError, match="person"):
+        build_agent(PersonSpec(), blender())
+    assert recorded == []

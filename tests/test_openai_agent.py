@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from app.agents.adapters.deskloop import (
+    TOOL_PARAMETERS,
+    DeskLoopAgent,
+    DeskLoopConfig,
+    on_screen,
+    pixels_contract,
+)
 from app.agents.base import AgentContext, Observation
 from app.agents.factory import make_agent
-from app.agents.openai import (
-    TOOL_PARAMETERS,
-    OpenAIAgent,
-    OpenAIConfig,
-    Scaler,
-    fit_size,
-)
 from app.core.actions import Ask, Click, Done, Drag, Fail, Key, Scroll, Type, Wait
-from app.core.errors import AgentError, AgentUnavailable, MalformedAction
+from app.core.errors import ActionError, AgentError, AgentUnavailable, MalformedAction
 from app.core.frames import Frame
 from app.desktops.local.desktop import LocalDesktop
 from app.episode.protocol import Protocol
@@ -68,7 +68,7 @@ def observation(width: int = 1280, height: int = 800, steps: int = 0) -> Observa
     )
 
 
-def config(endpoint: FakeEndpoint, **overrides: Any) -> OpenAIConfig:
+def config(endpoint: FakeEndpoint, **overrides: Any) -> DeskLoopConfig:
     values: dict[str, Any] = {
         "model": "fake-vision-1",
         "base_url": endpoint.base_url,
@@ -80,11 +80,11 @@ def config(endpoint: FakeEndpoint, **overrides: Any) -> OpenAIConfig:
         "timeout": 5.0,
     }
     values.update(overrides)
-    return OpenAIConfig(**values)
+    return DeskLoopConfig(**values)
 
 
-async def started(cfg: OpenAIConfig) -> OpenAIAgent:
-    agent = OpenAIAgent(cfg)
+async def started(cfg: DeskLoopConfig) -> DeskLoopAgent:
+    agent = DeskLoopAgent(cfg)
     await agent.start(AgentContext("t", 1280, 800, NoProbe()))
     return agent
 
@@ -184,7 +184,7 @@ async def test_the_conversation_and_the_actions_carry_the_same_step_numbers(
         tool_reply("done"),
     ]
     with FakeEndpoint(replies) as endpoint, Store(tmp_path / "db.sqlite") as store:
-        agent = OpenAIAgent(config(endpoint))
+        agent = DeskLoopAgent(config(endpoint))
         runner = EpisodeRunner(task, StillDesktop(), agent, SimulatedUser(), store, backend="local")
         result = await runner.run()
     assert result.status == "finished"
@@ -310,12 +310,16 @@ async def test_a_refused_request_is_an_agent_error_not_retried(
 
 
 def test_sizes_and_scaling() -> None:
-    assert fit_size(1280, 800, 1024, 1024) == (1024, 640)
-    assert fit_size(1280, 800, 2000, 2000) == (1280, 800)  # never scaled up
-    scaler = Scaler((1024, 640), (1280, 800))
-    assert scaler.point(0, 0, "p") == (0, 0)
-    assert scaler.point(1023, 639, "p") == (1279, 799)
-    assert scaler.point(512, 320, "p") == (640, 400)
+    assert pixels_contract((1280, 800), (1024, 1024)).sent == (1024, 640)
+    assert pixels_contract((1280, 800), (2000, 2000)).sent == (1280, 800)  # never scaled up
+    contract = pixels_contract((1280, 800), (1024, 1024))
+    assert on_screen(contract, Click(0, 0)) == Click(0, 0)
+    assert on_screen(contract, Click(1023, 639)) == Click(1279, 799)
+    assert on_screen(contract, Drag(512, 320, 0, 0)) == Drag(640, 400, 0, 0)
+    with pytest.raises(
+        ActionError, match=r"^click \(1024, 5\) is outside the 1024x640 screenshot$"
+    ):
+        on_screen(contract, Click(1024, 5))
 
 
 def test_factory_builds_openai_agents() -> None:
@@ -324,9 +328,9 @@ def test_factory_builds_openai_agents() -> None:
     assert agent.name == "openai:some-model"
     with pytest.raises(AgentError, match="model"):
         make_agent("openai", task)
-    base = OpenAIConfig(model="a", image_width=800)
+    base = DeskLoopConfig(model="a", image_width=800)
     built = make_agent("openai:b", task, openai=base)
-    assert isinstance(built, OpenAIAgent) and built.config.image_width == 800
+    assert isinstance(built, DeskLoopAgent) and built.config.image_width == 800
     assert built.config.model == "b"
 
 
@@ -349,7 +353,7 @@ async def test_episode_records_tool_calls_tokens_latency_and_outcomes(
         async with LocalDesktop() as desktop:
             results = []
             for _ in range(2):
-                agent = OpenAIAgent(config(endpoint, max_retries=2))
+                agent = DeskLoopAgent(config(endpoint, max_retries=2))
                 runner = EpisodeRunner(
                     task, desktop, agent, SimulatedUser(), store, backend="local"
                 )

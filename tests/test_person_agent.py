@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.agents.person import PassThroughDesktop, PersonAgent, parse_command
+from app.agents.person import PersonAgent, parse_command
 from app.core.actions import Action, Ask, Click, Done, Drag, Fail, Key, Move, Scroll, Type
 from app.core.errors import VNCError
 from app.desktops.local.desktop import LocalDesktop
+from app.desktops.pass_through import PassThroughDesktop
 from app.episode.control import RunOptions
 from app.episode.runner import EpisodeRunner
 from app.rfb import wire

@@ -9,9 +9,10 @@ DONE (with an answer, when the person types one) / ASK / FAIL come from `command
 (the CLI reads them from stdin).
 
 Because the input already reached the desktop, the runner must not send it a
-second time: run the episode on `PassThroughDesktop(desktop)`, whose `act` only
-records. Frames are taken when the runner asks for the next action, so a step's
-frame shows the screen shortly after the person's previous action.
+second time: `app.episode.launch` runs the episode on
+`app.desktops.pass_through.PassThroughDesktop(desktop)`, whose `act` only records.
+Frames are taken when the runner asks for the next action, so a step's frame shows the
+screen shortly after the person's previous action.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from typing import Any
 from app.agents.base import AgentContext, Observation
 from app.core.actions import Action, Ask, Done, Fail, GuiAction, answer_from_text
 from app.core.errors import AgentError
-from app.core.frames import Frame, SettleResult
-from app.desktops.base import Desktop, DesktopInfo, Guest
+from app.desktops.base import Desktop
 from app.rfb.proxy import InputRecorder, ProxyAddress, RFBRecordingProxy
 
 COMMANDS_HELP = "done [ANSWER] | ask QUESTION | fail REASON"
@@ -49,40 +49,6 @@ def parse_command(line: str) -> Action:
     if word == "fail":
         return Fail(rest or "given up by the person")
     raise ValueError(f"unknown command {line.strip()!r}; commands: {COMMANDS_HELP}")
-
-
-class PassThroughDesktop:
-    """A desktop whose `act` does nothing: the person's input was already delivered."""
-
-    def __init__(self, inner: Desktop) -> None:
-        self.inner = inner
-
-    @property
-    def guest(self) -> Guest:
-        return self.inner.guest
-
-    def info(self) -> DesktopInfo:
-        return self.inner.info()
-
-    async def reset(self) -> None:
-        await self.inner.reset()
-
-    async def frame(self, timeout: float = 5.0) -> Frame:
-        return await self.inner.frame(timeout)
-
-    async def act(self, action: GuiAction) -> None:
-        return None
-
-    async def settle(
-        self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
-    ) -> SettleResult:
-        return await self.inner.settle(timeout, quiet, change_wait)
-
-    async def until_dead(self) -> str:
-        return await self.inner.until_dead()
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 class PersonAgent:

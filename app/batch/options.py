@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from app.agents.adapters import AdapterConfig
-from app.agents.openai import OpenAIConfig
+from app.agents.adapters.deskloop import DeskLoopConfig
 from app.batch.hosts import URIS_ENV, Host, describe_pool, parse_hosts
 from app.core.errors import DeskLoopError
 from app.episode.judge import JudgeConfig
@@ -25,7 +25,7 @@ class BatchOptions:
     """Wall-clock seconds per episode (setup to score); None: task budget + 300 s."""
     retries: int = 2
     """Extra tries of a slot after an infrastructure error, in one run."""
-    openai: OpenAIConfig | AdapterConfig | None = None
+    openai: DeskLoopConfig | AdapterConfig | None = None
     """The model agents' endpoint and, for an adapter, its family (`AdapterConfig`)."""
     user: str = "simulated"
     """simulated | llm (app.users.llm, configured by `llm_user`)."""
@@ -126,10 +126,10 @@ class BatchOptions:
         )
 
 
-def model_config(data: dict[str, Any] | None) -> OpenAIConfig | AdapterConfig | None:
+def model_config(data: dict[str, Any] | None) -> DeskLoopConfig | AdapterConfig | None:
     """A model agent's config as `to_json` recorded it: an adapter's has `adapter`."""
     if data is None:
         return None
     if "adapter" in data:
         return AdapterConfig(**data)
-    return OpenAIConfig(**data)
+    return DeskLoopConfig(**data)

@@ -20,10 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from app.agents.adapters import AdapterConfig
 from app.agents.base import Agent
-from app.agents.factory import make_agent
-from app.agents.openai import OpenAIConfig
+from app.agents.spec import parse_agent_spec
 from app.batch.hosts import Host
 from app.batch.options import BatchOptions
 from app.batch.pool import DesktopFactory, DesktopPool, Lease, pool_hosts
@@ -38,6 +36,7 @@ from app.episode.events import EpisodeResult, RunnerEvent, StepEvent
 from app.episode.launch import (
     LLM_USER_CACHE,
     Episode,
+    build_agent,
     launch,
     make_spec_desktop,
     make_user,
@@ -52,12 +51,15 @@ from app.users.llm import LLMUser
 from app.users.simulated import User
 
 if TYPE_CHECKING:
+    from app.agents.adapters import ModelConfig
     from app.batch.ray_nodes import RayNodes
 
 # Setup and scoring come on top of the task's own time budget.
 DEFAULT_TIME_MARGIN = 300.0
 
-AgentFactory = Callable[[str, Task, OpenAIConfig | AdapterConfig | None], Agent]
+AgentFactory = Callable[[str, Task, "ModelConfig | None"], Agent]
+"""Builds a slot's agent from its spec as the batch records it (`build_agent`; tests
+hand in agents of their own, under names of their own)."""
 UserFactory = Callable[[Task], User]
 
 
@@ -101,7 +103,7 @@ class BatchRunner:
         self.tasks = tasks
         self.suite = suite
         self.options = options
-        self._agent_factory = agent_factory or make_agent
+        self._agent_factory = agent_factory or _build_agent
         self._user_factory = user_factory or default_user_factory(options, store.root)
         self._log = log or (lambda text: None)
         self._progress_stream = progress_stream
@@ -282,7 +284,6 @@ class BatchRunner:
         `prepared` left it, if it was brought to the task's start state ahead."""
         agent = self._agent_factory(slot.agent, task, self.options.openai)
         user = self._user_factory(task)
-        bind = getattr(user, "bind_conversation", None)
         placement: dict[str, Any] = {"desktop": lease.desktop.info().name, **self.extra_config}
         if self.options.backend == "libvirt":
             placement["libvirt_uri"] = lease.where(self.options.backend)
@@ -337,9 +338,6 @@ class BatchRunner:
             on_event=on_event,
             prepared=prepared,
         )
-        runner = episode.runner
-        if callable(bind):
-            bind(lambda: runner.protocol.conversation if runner.protocol else [])
         try:
             try:
                 # asyncio.timeout, not wait_for: the runner runs in this task, so
@@ -396,6 +394,11 @@ class BatchRunner:
         )
 
 
+def _build_agent(spec: str, task: Task, openai: ModelConfig | None) -> Agent:
+    """A slot's agent; no person: nobody would be there to drive a batch's desktops."""
+    return build_agent(parse_agent_spec(spec), task, openai=openai)
+
+
 def _result_of(record: EpisodeRecord) -> EpisodeResult:
     return EpisodeResult(
         record.id,
@@ -432,7 +435,7 @@ def start_batch(
     """
     if not tasks or not agents or repeats < 1:
         raise DeskLoopError("a batch needs tasks, agents and at least one repeat")
-    factory: AgentFactory = kwargs.get("agent_factory") or make_agent
+    factory: AgentFactory = kwargs.get("agent_factory") or _build_agent
     for task in tasks:
         for spec in agents:
             factory(spec, task, options.openai)  # fails early on a bad spec or task

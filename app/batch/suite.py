@@ -10,11 +10,13 @@ from __future__ import annotations
 import glob
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from app.core.errors import TaskError
+from app.agents.families import ComputerTool, Convention, Family, TextTurn
+from app.agents.spec import parse_agent_spec
+from app.core.errors import AgentError, TaskError
 from app.core.validation import located, read_yaml, validation_problems
 from app.tasks.loader import TASK_SUFFIXES, find_task, load_task, task_files
 from app.tasks.model import Task
@@ -30,26 +32,15 @@ class EndpointSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     model: str | None = None
-    adapter: (
-        Literal["deskloop", "pyautogui", "uitars", "anthropic", "openai-cua", "qwen"] | None
-    ) = None
+    adapter: Family | None = None
     """The model family's action format (docs/agents.md)."""
     base_url: str | None = None
     api_key_env: str | None = None
     """The environment variable holding the key (never the key itself)."""
-    coords: Literal["pixels", "0-1", "0-1000", "qwen-grid"] | None = None
-    computer_tool: (
-        Literal[
-            "computer_20241022",
-            "computer_20250124",
-            "computer_20251124",
-            "computer_use_preview",
-            "computer",
-        ]
-        | None
-    ) = None
+    coords: Convention | None = None
+    computer_tool: ComputerTool | None = None
     """The computer tool instead of the format table's (docs/agents.md#tool-versions)."""
-    text_turn: Literal["done", "ask"] | None = None
+    text_turn: TextTurn | None = None
     """What a text-only turn of an anthropic or openai-cua model is (`--text-turn`)."""
 
 
@@ -99,6 +90,13 @@ def load_suite(path: Path | str) -> Suite:
         suite = Suite.model_validate(raw)
     except ValidationError as exc:
         raise TaskError(located(where, validation_problems(exc, "suite", Suite))) from None
+    for index, agent in enumerate(suite.agents):
+        # Parsed here so that a bad spec names its place in the file; the batch parses
+        # the same strings again for each slot (they are what its records name).
+        try:
+            parse_agent_spec(agent, f"agents[{index}]")
+        except AgentError as exc:
+            raise TaskError(f"{where}: {exc}") from None
     # Task references in a suite file are relative to the file's folder.
     base = where.parent
     resolved = [

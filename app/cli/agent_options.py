@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from app.agents.families import COMPUTER_TOOLS, CONVENTIONS, FAMILY_NAMES, TEXT_TURNS, TOOL_MODES
+from app.agents.spec import MODEL_HEADS, ModelSpec, parse_agent_spec
 from app.core.errors import DeskLoopError
 
-# The configs' defaults (OpenAIConfig.deadline, LLMUserConfig.deadline), written out so
+if TYPE_CHECKING:
+    from app.agents.adapters import ModelConfig
+
+# The configs' defaults (DeskLoopConfig.deadline, LLMUserConfig.deadline), written out so
 # that building the parser does not import the endpoint client; tests/test_cli.py holds
 # them equal.
 AGENT_TIMEOUT = 600.0
@@ -40,18 +45,10 @@ def add_timeout_option(group: Any, flag: str, who: str, default: float) -> None:
     )
 
 
-ADAPTER_CHOICES = ("deskloop", "pyautogui", "uitars", "anthropic", "openai-cua", "qwen")
-COORD_CHOICES = ("pixels", "0-1", "0-1000", "qwen-grid")
-# The format table's computer tools (app.agents.adapters.formats.TOOLS), written out like
-# ADAPTER_CHOICES; tests/test_adapters.py holds them equal.
-COMPUTER_TOOL_CHOICES = (
-    "computer_20241022",
-    "computer_20250124",
-    "computer_20251124",
-    "computer_use_preview",
-    "computer",
-)
-MODEL_HEADS = ("openai", "model", *ADAPTER_CHOICES)
+# The families' table's names (app.agents.families), light to import.
+ADAPTER_CHOICES = FAMILY_NAMES
+COORD_CHOICES = CONVENTIONS
+COMPUTER_TOOL_CHOICES = COMPUTER_TOOLS
 
 
 def add_openai_options(parser: argparse.ArgumentParser) -> None:
@@ -92,7 +89,7 @@ def add_openai_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--text-turn",
-        choices=("done", "ask"),
+        choices=TEXT_TURNS,
         help="what an anthropic or openai-cua model's turn of text without a tool call is: "
         "done (a DONE, the text a summary) or ask (its question to the user, for "
         "interactive tasks); recorded with the episode (default: done)",
@@ -119,7 +116,7 @@ def add_openai_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--tool-mode",
-        choices=["tools", "json"],
+        choices=TOOL_MODES,
         default="tools",
         help="--adapter deskloop: offer actions as tools, or ask for the JSON action "
         "format (default: tools)",
@@ -128,6 +125,7 @@ def add_openai_options(parser: argparse.ArgumentParser) -> None:
 
 
 def needs_model(agent: str) -> bool:
+    """Whether `agent` is a model agent's spec (a bad spec is the factory's to refuse)."""
     return agent.partition(":")[0] in MODEL_HEADS
 
 
@@ -136,15 +134,14 @@ def openai_config(
     agents: list[str],
     timeout: float | None = None,
     endpoint: dict[str, Any] | None = None,
-) -> Any:
-    """The model agents' config the options describe (an `OpenAIConfig` for DeskLoop's
+) -> ModelConfig | None:
+    """The model agents' config the options describe (an `DeskLoopConfig` for DeskLoop's
     tools, an `AdapterConfig` for an adapter), or None when no agent needs one.
     `endpoint` is a suite file's endpoint settings, which the options override;
     `--agent-timeout`, else `timeout` (a suite's), else the default, is its deadline."""
     from app.agents.adapters import AdapterConfig
     from app.agents.adapters.config import family_base_url, family_key_env
-    from app.agents.factory import model_spec
-    from app.agents.openai import OpenAIConfig
+    from app.agents.adapters.deskloop import DeskLoopConfig
 
     model_agents = [a for a in agents if needs_model(a)]
     if not model_agents:
@@ -156,21 +153,21 @@ def openai_config(
         raise DeskLoopError(
             f"--image-size must look like 1280x800, not {args.image_size!r}"
         ) from None
-    named = [spec for spec in (model_spec(a) for a in model_agents) if spec is not None]
-    model = args.model or settings.get("model") or next((m for _, m in named if m), "")
+    named = [spec for spec in map(parse_agent_spec, model_agents) if isinstance(spec, ModelSpec)]
+    model = args.model or settings.get("model") or next((s.model for s in named if s.model), "")
     if not model:
         raise DeskLoopError("a model agent needs --model M (or --agent openai:M, or ADAPTER:M)")
     adapter = (
         args.adapter
         or settings.get("adapter")
-        or next((a for a, _ in named if a is not None), "deskloop")
+        or next((s.family for s in named if s.family is not None), "deskloop")
     )
     base_url = args.base_url or settings.get("base_url") or family_base_url(adapter)
     key_env = args.api_key_env or settings.get("api_key_env") or family_key_env(adapter)
     coords = args.coords or settings.get("coords")
     computer_tool = args.computer_tool or settings.get("computer_tool")
     text_turn = args.text_turn or settings.get("text_turn")
-    config: Any
+    config: ModelConfig
     if adapter == "deskloop":
         if coords not in (None, "pixels"):
             raise DeskLoopError("--coords is an adapter's: DeskLoop's tools take pixels")
@@ -184,7 +181,7 @@ def openai_config(
                 "--text-turn is the anthropic and openai-cua adapters': DeskLoop's tools "
                 "agent reads text as a JSON action"
             )
-        config = OpenAIConfig(
+        config = DeskLoopConfig(
             model=model,
             base_url=base_url,
             api_key_env=key_env,

@@ -12,19 +12,17 @@ from app.cli.common import open_store, print_err, run_async
 
 
 async def run_human(args: argparse.Namespace) -> Any:
-    from app.agents.person import COMMANDS_HELP, PassThroughDesktop, PersonAgent
+    from app.agents.person import COMMANDS_HELP
+    from app.agents.spec import PersonSpec
     from app.core.actions import describe_action
     from app.episode.control import RunOptions
     from app.episode.events import MessageEvent, RunnerEvent
-    from app.episode.launch import launch, task_desktop
+    from app.episode.launch import launch
     from app.rfb.proxy import ProxyAddress
     from app.tasks.loader import find_task
 
     task = find_task(args.task, [args.tasks_dir])
     loop = asyncio.get_running_loop()
-    # The person's viewer drives this desktop (of the task's image) through the
-    # proxy, so the agent is built on it before the episode is launched.
-    desktop = task_desktop(args.backend, task)
 
     def announce(address: ProxyAddress) -> None:
         print(
@@ -34,45 +32,45 @@ async def run_human(args: argparse.Namespace) -> Any:
             flush=True,
         )
 
-    agent = PersonAgent(desktop, port=args.port, announce=announce)
-
     def on_event(event: RunnerEvent) -> None:
         if isinstance(event, MessageEvent) and event.message.role == "user":
             print(f"\n[{event.message.kind}] {event.message.text}\n", flush=True)
 
-    def read_commands() -> None:
-        # stdin is read in a thread: a blocking readline must not hold up the loop.
-        for line in sys.stdin:
-            if line.strip():
-                loop.call_soon_threadsafe(submit, line)
-
-    def submit(line: str) -> None:
-        try:
-            action = agent.command(line)
-        except ValueError as exc:
-            print_err(str(exc))
-            return
-        # describe_action shows a DONE's answer as it was read ("DONE: 2").
-        print(f"sent: {describe_action(action)}", flush=True)
-
-    threading.Thread(target=read_commands, name="human-commands", daemon=True).start()
     with open_store(args.db) as store:
+        # A new desktop of the task's image, driven by the person's viewer through the
+        # proxy; the runner's is a pass-through to it, closed when the episode ends.
         episode = launch(
             task,
             store,
             backend=args.backend,
-            agent=agent,
+            agent=PersonSpec(port=args.port),
+            announce=announce,
             # The person's input already reached the desktop and is on screen: the
-            # runner acts on a pass-through and need not wait long for it to settle.
-            desktop=PassThroughDesktop(desktop),
+            # runner need not wait long for it to settle.
             options=RunOptions(settle_timeout=0.5),
             progress=lambda text: print_err(f"[{task.id}] {text}"),
             on_event=on_event,
         )
-        try:
-            return await episode.run()
-        finally:
-            await desktop.close()
+        person = episode.person
+        assert person is not None  # launch builds a person for a PersonSpec
+
+        def submit(line: str) -> None:
+            try:
+                action = person.command(line)
+            except ValueError as exc:
+                print_err(str(exc))
+                return
+            # describe_action shows a DONE's answer as it was read ("DONE: 2").
+            print(f"sent: {describe_action(action)}", flush=True)
+
+        def read_commands() -> None:
+            # stdin is read in a thread: a blocking readline must not hold up the loop.
+            for line in sys.stdin:
+                if line.strip():
+                    loop.call_soon_threadsafe(submit, line)
+
+        threading.Thread(target=read_commands, name="human-commands", daemon=True).start()
+        return await episode.run()
 
 
 def cmd_human(args: argparse.Namespace) -> int:

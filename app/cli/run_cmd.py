@@ -52,10 +52,15 @@ async def run_tasks(
     """Run each task once, one after the other, each on a fresh desktop; progress lines
     go to stderr. Each episode is appended to `launched` once it is wired up, so a
     caller can say which episode a failure left."""
+    from app.agents.spec import PersonSpec, parse_agent_spec
+    from app.core.errors import AgentError
     from app.episode.control import EpisodeControl, RunOptions
     from app.episode.launch import launch
     from app.tasks.loader import find_task
 
+    agent = parse_agent_spec(args.agent)
+    if isinstance(agent, PersonSpec):
+        raise AgentError("person: a person's episode is deskloop human's (or the TUI's)")
     tasks = [find_task(ref, [args.tasks_dir]) for ref in task_refs]
     # `demo` has no model options: it always replays reference solutions.
     model = openai_config(args, [args.agent]) if hasattr(args, "base_url") else None
@@ -72,7 +77,7 @@ async def run_tasks(
             task,
             store,
             backend=args.backend,
-            agent=args.agent,
+            agent=agent,
             user=args.user,
             openai=model,
             options=RunOptions(judge=judge),

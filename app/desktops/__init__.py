@@ -5,7 +5,8 @@ capabilities a desktop may have); `lifecycle` is the reset, close and `async wit
 every backend's desktop shares; `vnc_screen` sees and drives a desktop over its VNC
 session; `liveness` races work against a desktop's death (`while_alive`); `xwindows`
 lists a guest's windows; `factory` makes a desktop from backend options; `inventory`
-lists what exists and runs `deskloop vm` actions for the TUI.
+lists what exists and runs `deskloop vm` actions for the TUI; `pass_through` is a
+desktop whose input a person already delivered.
 
 One subpackage per backend or channel, none importing another except as the
 import-linter contract of `pyproject.toml` lets it:

@@ -1,7 +1,7 @@
 """Model endpoints: the one client for OpenAI-compatible chat-completions servers.
 
 `client` owns everything about talking to such an endpoint that the model agent
-(`app.agents.openai`) and the LLM user (`app.users.llm`) share: the settings every
+(`app.agents.adapters.deskloop`) and the LLM user (`app.users.llm`) share: the settings every
 caller gives (`EndpointConfig`: base URL, key variable, model, sampling, timeouts,
 retries, deadline), the request, explicit httpx timeouts, the one retry policy and
 the total deadline per call, and the typed errors that tell an unavailable endpoint

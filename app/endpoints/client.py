@@ -57,7 +57,7 @@ KeyHeader = Literal["bearer", "x-api-key"]
 
 @dataclass(frozen=True)
 class EndpointConfig:
-    """The settings of every caller of an endpoint. `OpenAIConfig` and
+    """The settings of every caller of an endpoint. `DeskLoopConfig` and
     `LLMUserConfig` extend it with their own fields and defaults, so the settings are
     declared and checked once and the client reads them straight from either."""
 

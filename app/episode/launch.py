@@ -2,10 +2,14 @@
 
 Six entry points start episodes: `deskloop run` (and `demo`), `deskloop human`,
 `deskloop tasks verify`, the TUI's episode session, the Gymnasium environment and a
-batch. Each hands `launch` a task, a backend, an agent spec, a user spec, the store and
-the run's options, and gets back an `Episode` wired up and ready to run: the desktop of
-the task's VM image, the agent (`app.agents.factory`), the user (simulated, a person or
-an LLM), and the runner that records it in the store. Callers that keep desktops of
+batch. Each hands `launch` a task, a backend, an agent spec (`app.agents.spec`), a user
+spec, the store and the run's options, and gets back an `Episode` wired up and ready to
+run: the desktop of the task's VM image, the agent (`build_agent`, or a person on a
+pass-through desktop), the user (simulated, a person or an LLM, handed the episode's
+conversation when it reads it), and the runner that records it in the store. Callers
+that must hold the agent or the user before the episode is launched (the TUI shows
+them at once; a batch checks every spec before anything runs) build them with
+`build_agent`, `person_agent` and `make_user` from here. Callers that keep desktops of
 their own (the TUI's pool, a batch's pool, the environment between resets) pass their
 desktop in, and ask `desktop_spec` which desktop a task needs, so no caller can boot the
 wrong image: four of them once started the GIMP image for every task on libvirt.
@@ -20,10 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from app.agents.base import Agent
 from app.agents.factory import make_agent
-from app.core.errors import DeskLoopError
+from app.agents.person import PersonAgent
+from app.agents.spec import AGENT_SPEC_TYPES, AgentSpec, PersonSpec, parse_agent_spec
+from app.core.conversation import Message
+from app.core.errors import AgentError, DeskLoopError
 from app.core.settings import read_settings
 from app.desktops.base import Desktop
 from app.desktops.factory import make_desktop
+from app.desktops.pass_through import PassThroughDesktop
 from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import EpisodeResult, RunnerEvent
 from app.episode.judge import check_judge_configured
@@ -32,10 +40,11 @@ from app.episode.runner import EpisodeRunner
 from app.store import Store
 from app.tasks.model import Task
 from app.users.person import PersonUser
-from app.users.simulated import SimulatedUser, User
+from app.users.simulated import ReadsConversation, SimulatedUser, User
 
 if TYPE_CHECKING:
-    from app.agents.factory import ModelConfig
+    from app.agents.adapters import ModelConfig
+    from app.rfb.proxy import ProxyAddress
 
 USER_SPECS = ("simulated", "person", "llm")
 """simulated (the task's phase script) | person (replies from a UI) | llm (app.users.llm)."""
@@ -140,6 +149,47 @@ def make_user(
     return SimulatedUser()
 
 
+def build_agent(
+    spec: AgentSpec | str,
+    task: Task,
+    store: Store | None = None,
+    *,
+    openai: ModelConfig | None = None,
+    agent_timeout: float | None = None,
+) -> Agent:
+    """The agent `spec` names for `task` (`app.agents.factory.make_agent`: `openai` is
+    a model agent's config, `agent_timeout` its deadline; a replay reads `store`).
+
+    Raises:
+        AgentError: a bad spec, or a person: a person drives a desktop, so `launch` (or
+            `person_agent`) builds them with one.
+    """
+    if isinstance(spec, str):
+        spec = parse_agent_spec(spec)
+    if isinstance(spec, PersonSpec):
+        raise AgentError("person: a person is built with the desktop they drive (person_agent)")
+    return make_agent(spec, task, openai, agent_timeout=agent_timeout, store=store)
+
+
+def person_agent(
+    desktop: Desktop,
+    spec: PersonSpec | None = None,
+    *,
+    announce: Callable[[ProxyAddress], None] | None = None,
+) -> PersonAgent:
+    """A person as the agent of `desktop`, through a VNC viewer on a recording proxy
+    (on `spec.port`; `announce` is told its address) or the TUI's live view. `launch`
+    runs its episode on a pass-through desktop."""
+    port = spec.port if spec is not None else 0
+    return PersonAgent(desktop, port=port, announce=announce)
+
+
+def conversation_of(runner: EpisodeRunner) -> Callable[[], Sequence[Message]]:
+    """The episode's conversation so far, read when it is needed (empty before the
+    runner has begun)."""
+    return lambda: runner.protocol.conversation if runner.protocol is not None else []
+
+
 def llm_cache_dir(store: Store) -> Path:
     """Where the LLM user of episodes recorded in `store` caches its answers."""
     return store.root / LLM_USER_CACHE
@@ -151,9 +201,15 @@ class Episode:
 
     runner: EpisodeRunner
     desktop: Desktop
-    """The desktop the runner acts on."""
+    """The desktop the runner acts on (a person's: a pass-through to theirs)."""
     closes_desktop: bool
     """Whether `run` closes the desktop when the episode ends (launch made it)."""
+    agent: Agent
+
+    @property
+    def person(self) -> PersonAgent | None:
+        """The person who is the agent (their commands go to it), if one is."""
+        return self.agent if isinstance(self.agent, PersonAgent) else None
 
     @property
     def episode_id(self) -> int | None:
@@ -173,10 +229,11 @@ def launch(
     store: Store,
     *,
     backend: str,
-    agent: str | Agent,
+    agent: AgentSpec | str | Agent,
     user: str | User = "simulated",
     desktop: Desktop | None = None,
     openai: ModelConfig | None = None,
+    announce: Callable[[ProxyAddress], None] | None = None,
     options: RunOptions | None = None,
     progress: Callable[[str], None] | None = None,
     on_event: Callable[[RunnerEvent], None] | None = None,
@@ -185,21 +242,31 @@ def launch(
 ) -> Episode:
     """An episode of `task` on `backend`, recorded in `store`, ready to run.
 
-    `agent` is a spec for `app.agents.factory.make_agent` (with `openai` for the model
-    agent) or an agent already built; `user` a spec for `make_user` or a user already
-    built. Without `desktop`, a new one of the task's image is made, and closed when
-    the episode ends; a desktop passed in stays its owner's. The agent and the user are
-    built first, so a bad spec fails before any desktop exists. `options`, `progress`,
-    `on_event` and `control` go to the runner (`EpisodeRunner`), and so does
-    `prepared`: `desktop` already brought to the task's start state
-    (`app.episode.prepare.prepare_start`, a batch's warm pool), so the episode starts
-    on it without a reset and records the setup done ahead.
+    `agent` is a spec (`build_agent`, with `openai` for the model agent; a person's
+    proxy address goes to `announce`) or an agent already built; `user` a spec for
+    `make_user` or a user already built. Without `desktop`, a new one of the task's
+    image is made, and closed when the episode ends; a desktop passed in stays its
+    owner's. A person's input reaches the desktop as they make it, so their episode
+    runs on a pass-through (`app.desktops.pass_through`). The agent and the user are
+    built first, so a bad spec fails before any desktop exists; a user that reads the
+    conversation is handed the runner's. `options`, `progress`, `on_event` and
+    `control` go to the runner (`EpisodeRunner`), and so does `prepared`: `desktop`
+    already brought to the task's start state (`app.episode.prepare.prepare_start`, a
+    batch's warm pool), so the episode starts on it without a reset and records the
+    setup done ahead.
 
     Raises:
         AgentError: a bad agent spec. DeskLoopError: a bad user spec or backend.
     """
     if isinstance(agent, str):
-        agent = make_agent(agent, task, openai, store=store)
+        agent = parse_agent_spec(agent)
+    person = agent if isinstance(agent, PersonSpec) else None
+    built: Agent | None = None
+    if isinstance(agent, AGENT_SPEC_TYPES):
+        if person is None:
+            built = build_agent(agent, task, store, openai=openai)
+    else:
+        built = agent
     if isinstance(user, str):
         user = make_user(user, task, cache_dir=llm_cache_dir(store))
     # A judge that counts, and none to ask: refused now, not after the whole episode.
@@ -207,10 +274,13 @@ def launch(
     closes = desktop is None
     if desktop is None:
         desktop = task_desktop(backend, task)
+    if built is None:
+        built = person_agent(desktop, person, announce=announce)
+    acts_on = PassThroughDesktop(desktop) if isinstance(built, PersonAgent) else desktop
     runner = EpisodeRunner(
         task,
-        desktop,
-        agent,
+        acts_on,
+        built,
         user,
         store,
         backend=backend,
@@ -220,4 +290,6 @@ def launch(
         control=control,
         prepared=prepared,
     )
-    return Episode(runner, desktop, closes)
+    if isinstance(user, ReadsConversation):
+        user.bind_conversation(conversation_of(runner))
+    return Episode(runner, acts_on, closes, built)

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.agents.factory import make_agent
+from app.agents.spec import ScriptedSpec
 from app.core.errors import DeskLoopError
 from app.episode.archive import rescore
-from app.episode.launch import launch
+from app.episode.launch import build_agent, launch
 from app.proving.verify import RunVerdict, verify_run
 from app.store import Store
 from app.tasks.model import Task
@@ -86,7 +86,7 @@ async def _cheater(task: Task, store: Store, backend: str, say: Callable[[str], 
     if path is None:
         return Check("cheater", True, "no cheater for this task", ran=False)
     try:
-        agent = make_agent(f"scripted:{path}", task)
+        agent = build_agent(ScriptedSpec(str(path)), task)
     except DeskLoopError as exc:
         return Check("cheater", False, str(exc))
     result = await launch(task, store, backend=backend, agent=agent, progress=say).run()

@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.agents.base import Agent, AgentContext, Observation
-from app.agents.factory import make_agent
 from app.agents.scripted import read_script
 from app.core.actions import Action, Fail
 from app.core.errors import AgentError, DeskLoopError
 from app.episode.events import EpisodeResult
-from app.episode.launch import launch
+from app.episode.launch import build_agent, launch
 from app.episode.scoring import evaluator_version
 from app.store import Store
 from app.tasks.loader import resolve_asset
@@ -122,7 +121,7 @@ def judge(mode: Mode, result: EpisodeResult) -> tuple[bool, str]:
 def _agent(mode: Mode, task: Task) -> Agent:
     if mode == "untouched":
         return UntouchedAgent()
-    return make_agent(mode, task)
+    return build_agent(mode, task)
 
 
 async def verify_run(

@@ -18,10 +18,8 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from app.agents.base import Agent
-from app.agents.person import PassThroughDesktop, PersonAgent
 from app.core.errors import DeskLoopError
 from app.core.vocabulary import UserMode
-from app.desktops.base import Desktop
 from app.desktops.inventory import BackendListing, list_libvirt
 from app.store import Store
 from app.tasks.loader import load_tasks
@@ -215,30 +213,29 @@ class DeskLoopApp(App[None]):
         (`LLMUserConfig` fields; None: the user `user_mode` names)."""
         if self.session is not None and not self.session.ended:
             raise DeskLoopError("an episode is already running; abort it or wait for its end")
-        from app.agents.factory import endpoint_config, make_agent
+        from app.agents.factory import endpoint_config
+        from app.agents.spec import PersonSpec, parse_agent_spec
+        from app.episode.launch import build_agent, person_agent
 
         # A bad spec fails here, before a desktop starts.
+        spec = PersonSpec() if agent_spec == HUMAN else parse_agent_spec(agent_spec)
         agent: Agent | None = None
-        if agent_spec != HUMAN:
-            model = endpoint_config(agent_spec, **(endpoint or {}))
-            agent = make_agent(
-                agent_spec, task, model, agent_timeout=agent_timeout, store=self.store
-            )
+        if not isinstance(spec, PersonSpec):
+            model = endpoint_config(spec, **(endpoint or {}))
+            agent = build_agent(spec, task, self.store, openai=model, agent_timeout=agent_timeout)
         entry, started_here = self.pool.for_task(task)
-        desktop: Desktop = entry.desktop
         if agent is None:
             # `deskloop human` in the TUI: the person is the agent, through the live
             # view (take-over) or a VNC viewer on the agent's recording proxy; their
-            # input reaches the desktop as they make it, so the runner's is a
-            # pass-through (as the CLI's).
-            agent = PersonAgent(entry.desktop)
-            desktop = PassThroughDesktop(entry.desktop)
+            # input reaches the desktop as they make it, and launch runs the episode
+            # on a pass-through (as the CLI's).
+            agent = person_agent(entry.desktop)
         session = EpisodeSession(
             task=task,
             agent_spec=agent_spec,
             user_mode=user_mode,
             store=self.store,
-            desktop=desktop,
+            desktop=entry.desktop,
             backend=self.backend,
             agent=agent,
             llm_user=llm_user,

@@ -7,8 +7,10 @@ by the user object. A simulated user answers a free question with a fixed
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
 
+from app.core.conversation import Message
 from app.core.vocabulary import Source, UserMode
 
 NO_FURTHER_INFORMATION = "No further information is available. Please continue with what you know."
@@ -29,6 +31,17 @@ class User(Protocol):
     async def review(self) -> str | None:
         """After a DONE: None accepts the result, text is feedback that continues the
         episode. Only called when `reviews_done` is true."""
+        ...
+
+
+@runtime_checkable
+class ReadsConversation(Protocol):
+    """A user whose answers depend on the episode so far (the LLM user): it is handed
+    where to read the conversation when the episode is wired up
+    (`app.episode.launch`), since the user is built before the runner that holds it."""
+
+    def bind_conversation(self, conversation: Callable[[], Sequence[Message]]) -> None:
+        """Where to read the episode's conversation when a question comes."""
         ...
 
 

@@ -22,9 +22,9 @@ from app.agents.adapters.base import Family, Pointer, Shot
 from app.agents.adapters.chat import ChatFamily
 from app.agents.adapters.config import AdapterConfig
 from app.agents.adapters.coords import CoordinateContract
+from app.agents.adapters.endpoint_agent import EndpointAgent
 from app.agents.adapters.openai_cua import OpenAICUAFamily
 from app.agents.base import AgentContext, Observation
-from app.agents.endpoint_agent import EndpointAgent
 from app.core.actions import Action, describe_action
 from app.core.errors import (
     ActionError,

@@ -3,39 +3,40 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar
 
-from app.agents.adapters.coords import (
-    CONVENTIONS,
-    QWEN_MAX_PIXELS,
-    QWEN_MIN_PIXELS,
-    Convention,
-)
+from app.agents.adapters.coords import QWEN_MAX_PIXELS, QWEN_MIN_PIXELS
 from app.agents.adapters.formats import CHECKED, TOOLS, Format, model_format
+from app.agents.families import (
+    ADAPTER_FAMILIES,
+    CONVENTIONS,
+    FAMILIES,
+    TEXT_TURNS,
+    Convention,
+    TextTurn,
+    family_row,
+)
 from app.core.errors import AgentError, DeskLoopError
 from app.endpoints.client import EndpointConfig
 
-ADAPTERS: tuple[str, ...] = ("pyautogui", "uitars", "anthropic", "openai-cua", "qwen")
+ADAPTERS: tuple[str, ...] = ADAPTER_FAMILIES
 """The families DeskLoop reads natively (besides its own tools, `--adapter deskloop`)."""
 
-TextTurn = Literal["done", "ask"]
-TEXT_TURNS: tuple[str, ...] = get_args(TextTurn)
-TEXT_TURN_FAMILIES = ("anthropic", "openai-cua")
+TEXT_TURN_FAMILIES = tuple(row.name for row in FAMILIES.values() if row.text_turns)
 """The families whose model may answer with text and no tool call: `text_turn` says what
 such a turn is. The chat families read their text as actions, so they have none."""
 
-FAMILY_BASE_URL: dict[str, str] = {"anthropic": "https://api.anthropic.com/v1"}
-FAMILY_KEY_ENV: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY"}
-"""A family's own endpoint and key variable, where they are not OpenAI's (the
-`EndpointConfig` defaults, which every other family's hosted or local server takes)."""
-
 
 def family_base_url(adapter: str) -> str:
-    return FAMILY_BASE_URL.get(adapter, EndpointConfig.base_url)
+    """A family's own endpoint, else OpenAI's (`EndpointConfig`'s default)."""
+    row = family_row(adapter)
+    return (row.base_url if row is not None else None) or EndpointConfig.base_url
 
 
 def family_key_env(adapter: str) -> str:
-    return FAMILY_KEY_ENV.get(adapter, EndpointConfig.api_key_env)
+    """A family's own key variable, else OpenAI's."""
+    row = family_row(adapter)
+    return (row.key_env if row is not None else None) or EndpointConfig.api_key_env
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class AdapterConfig(EndpointConfig):
     min_pixels: int = QWEN_MIN_PIXELS
     max_pixels: int = QWEN_MAX_PIXELS
     """Bounds of the `qwen-grid` smart resize (the server's processor's)."""
-    # A vision model may think for minutes over a screenshot (as OpenAIConfig).
+    # A vision model may think for minutes over a screenshot (as DeskLoopConfig).
     timeout: float = 120.0
     max_retries: int = 4
     deadline: float = 600.0

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
+# Re-exported: the adapters name them from here.
+from app.agents.families import CONVENTIONS as CONVENTIONS
+from app.agents.families import Convention as Convention
 from app.core.errors import ActionError
-
-Convention = Literal["pixels", "0-1", "0-1000", "qwen-grid"]
-CONVENTIONS: tuple[str, ...] = get_args(Convention)
 
 QWEN_FACTOR = 28
 # qwen_vl_utils' and the Qwen2-VL processor's defaults (4 and 16384 patches of 28×28).

@@ -19,25 +19,18 @@ import re
 from dataclasses import dataclass, replace
 
 from app.agents.adapters.coords import Convention
+from app.agents.families import FAMILIES
 
 CHECKED = "2026-12-05"
 """When `FORMATS` and `TOOLS` were last checked against the providers' documentation."""
 
 TOOLS: dict[str, dict[str, str | None]] = {
-    "anthropic": {
-        "computer_20241022": "computer-use-2024-10-22",
-        "computer_20250124": "computer-use-2025-01-24",
-        "computer_20251124": "computer-use-2025-11-24",
-    },
-    "openai-cua": {
-        # The preview tool, declared with the display's size and environment.
-        "computer_use_preview": None,
-        # The built-in tool of GPT-5.4 and later: `{"type": "computer"}`, batched actions.
-        "computer": None,
-    },
+    row.name: {tool: beta for tool, beta in row.tools.items()}
+    for row in FAMILIES.values()
+    if row.tools
 }
 """The computer tools of each family that has them, and the beta header each needs
-(None: none)."""
+(None: none): the families' table's (`app.agents.families`)."""
 
 CLAUDE_AREA, CLAUDE_EDGE = 1_150_000, 1568
 """Claude's native image resolution (about 1.15 megapixels, 1568 px on the long side):

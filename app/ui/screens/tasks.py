@@ -12,9 +12,9 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Header, Input, Label, Markdown, Select, Static, Tree
 
-from app.agents.adapters.formats import TOOLS
-from app.agents.factory import AGENT_SPECS
-from app.agents.openai.config import OpenAIConfig
+from app.agents.adapters.deskloop.config import DeskLoopConfig
+from app.agents.families import FAMILIES
+from app.agents.spec import AGENT_SPECS
 from app.core.validation import positive_seconds
 from app.core.vocabulary import UserMode
 from app.tasks.model import Task
@@ -36,9 +36,9 @@ filled in)."""
 COMPUTER_TOOL_OPTIONS = [
     ("computer tool: as the format table says", ""),
     *(
-        (f"computer tool: {tool} ({family})", tool)
-        for family, tools in TOOLS.items()
-        for tool in tools
+        (f"computer tool: {tool} ({row.name})", tool)
+        for row in FAMILIES.values()
+        for tool in row.tools
     ),
 ]
 
@@ -50,12 +50,7 @@ TEXT_TURN_OPTIONS = [
 
 ADAPTER_OPTIONS = [
     ("as the agent spec says (default: DeskLoop's tools)", ""),
-    ("deskloop: DeskLoop's own tools", "deskloop"),
-    ("pyautogui: OSWorld-style code", "pyautogui"),
-    ("uitars: UI-TARS actions", "uitars"),
-    ("qwen: Qwen-VL computer_use", "qwen"),
-    ("anthropic: Claude's computer tool", "anthropic"),
-    ("openai-cua: OpenAI computer use", "openai-cua"),
+    *((f"{row.name}: {row.summary}", row.name) for row in FAMILIES.values()),
 ]
 
 
@@ -86,7 +81,7 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
                 yield Select(COMPUTER_TOOL_OPTIONS, value="", allow_blank=False, id="computer-tool")
                 yield Select(TEXT_TURN_OPTIONS, value="", allow_blank=False, id="text-turn")
             yield Label("Agent timeout, seconds per model call (model agents)")
-            yield Input(placeholder=f"default {OpenAIConfig.deadline:g}", id="agent-timeout")
+            yield Input(placeholder=f"default {DeskLoopConfig.deadline:g}", id="agent-timeout")
             yield Static("", id="agent-timeout-error")
             yield Label("User")
             yield Select(

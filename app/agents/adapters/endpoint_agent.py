@@ -1,7 +1,7 @@
 """What every agent backed by a model endpoint shares: its client's lifetime, the
 step's recorded info, and the endpoint's failures in the agent's terms.
 
-`OpenAIAgent` (DeskLoop's own tools over /chat/completions) and `AdapterAgent` (a model
+`DeskLoopAgent` (DeskLoop's own tools over /chat/completions) and `AdapterAgent` (a model
 family's native format) differ in what they send and read, not in this.
 """
 

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
+# Re-exported: the family's package names it from here.
+from app.agents.families import ToolMode as ToolMode
 from app.core.errors import AgentError, DeskLoopError
 from app.endpoints.client import EndpointConfig
 
-ToolMode = Literal["tools", "json"]
-
 
 @dataclass(frozen=True)
-class OpenAIConfig(EndpointConfig):
+class DeskLoopConfig(EndpointConfig):
     """The fields keep the names they had before `EndpointConfig` took the endpoint's
-    share, so configs recorded with earlier batches load with `OpenAIConfig(**data)`."""
+    share, so configs recorded with earlier batches load with `DeskLoopConfig(**data)`."""
 
     image_width: int = 1280
     image_height: int = 800

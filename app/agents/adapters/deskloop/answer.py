@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from app.agents.openai.prompt import TOOL_PARAMETERS
+from app.agents.adapters.deskloop.prompt import TOOL_PARAMETERS
 from app.core.actions import Action, parse_action
 from app.core.errors import ActionError, MalformedAction
 from app.endpoints.client import excerpt, message_text
@@ -48,7 +48,7 @@ def action_from_call(name: Any, arguments: Any) -> Action:
 
 
 def action_from_text(text: str) -> Action:
-    """An action from the JSON action format (see `app.agents.openai`).
+    """An action from the JSON action format (see `app.agents.adapters.deskloop`).
 
     Raises:
         MalformedAction: no JSON object, or not a valid action.

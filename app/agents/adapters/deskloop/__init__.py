@@ -1,4 +1,14 @@
-"""A model agent over any OpenAI-compatible chat-completions endpoint.
+"""The `deskloop` family: a model agent with DeskLoop's own tools, over any
+OpenAI-compatible chat-completions endpoint.
+
+It is one of the adapters' families, on the same endpoint client, agent base
+(`app.agents.adapters.endpoint_agent`), families table and `pixels` coordinate
+contract, but it keeps a loop of its own (`DeskLoopAgent`) rather than being a `Family`
+of `AdapterAgent`. That loop reads several actions from one answer, answers looks at
+once and keeps a family's conversation between requests; DeskLoop's tools ask for one
+action per step and are rebuilt from scratch each step, and what the loop records per
+step (`mode`, `sent_size`, `tool_call`, `json_action`) and with the episode (`tool_mode`)
+is its own. Folding it in would change those records for every episode run with it.
 
 Each step is one stateless request: a system prompt, then one user message with
 the whole conversation (the active instruction marked), the agent's recent
@@ -27,25 +37,25 @@ other than 408/409/425/429) raises `AgentError`. The API key comes from the
 environment variable named by `api_key_env` and is never logged or recorded.
 
 The modules, along the request's way: `config` (settings), `prompt` (system
-prompt, tools, the user message), `screen` (the screenshot sent, and its pixels
-back to the screen's), `answer` (the answer → an action) and `agent` (the loop).
+prompt, tools, the user message), `screen` (the screenshot's pixels back to the
+screen's), `answer` (the answer → an action) and `agent` (the loop).
 """
 
-from app.agents.openai.agent import OpenAIAgent
-from app.agents.openai.answer import action_from_call, action_from_text, read_answer
-from app.agents.openai.config import OpenAIConfig, ToolMode
-from app.agents.openai.prompt import TOOL_PARAMETERS, tool_definitions
-from app.agents.openai.screen import Scaler, fit_size
+from app.agents.adapters.deskloop.agent import DeskLoopAgent
+from app.agents.adapters.deskloop.answer import action_from_call, action_from_text, read_answer
+from app.agents.adapters.deskloop.config import DeskLoopConfig, ToolMode
+from app.agents.adapters.deskloop.prompt import TOOL_PARAMETERS, tool_definitions
+from app.agents.adapters.deskloop.screen import on_screen, pixels_contract
 
 __all__ = [
     "TOOL_PARAMETERS",
-    "OpenAIAgent",
-    "OpenAIConfig",
-    "Scaler",
+    "DeskLoopAgent",
+    "DeskLoopConfig",
     "ToolMode",
     "action_from_call",
     "action_from_text",
-    "fit_size",
+    "on_screen",
+    "pixels_contract",
     "read_answer",
     "tool_definitions",
 ]

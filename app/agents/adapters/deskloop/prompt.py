@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.agents.adapters.deskloop.config import ToolMode
 from app.agents.base import Observation
-from app.agents.openai.config import ToolMode
 from app.core.conversation import message_step
 
 SYSTEM_PROMPT = """\

@@ -9,23 +9,23 @@ from typing import Any
 
 import httpx
 
+from app.agents.adapters.deskloop.answer import read_answer
+from app.agents.adapters.deskloop.config import DeskLoopConfig
+from app.agents.adapters.deskloop.prompt import Turn, request_messages, tool_definitions
+from app.agents.adapters.deskloop.screen import on_screen, pixels_contract
+from app.agents.adapters.endpoint_agent import EndpointAgent
 from app.agents.base import AgentContext, Observation
-from app.agents.endpoint_agent import EndpointAgent
-from app.agents.openai.answer import read_answer
-from app.agents.openai.config import OpenAIConfig
-from app.agents.openai.prompt import Turn, request_messages, tool_definitions
-from app.agents.openai.screen import Scaler, fit_size
 from app.core.actions import Action, describe_action
 from app.core.errors import ActionError, AgentError, MalformedAction
 from app.core.frames import png_data_url
 from app.endpoints.client import Completion, EndpointClient
 
 
-class OpenAIAgent(EndpointAgent[OpenAIConfig]):
+class DeskLoopAgent(EndpointAgent[DeskLoopConfig]):
     """An `Agent` backed by an OpenAI-compatible /chat/completions endpoint."""
 
     def __init__(
-        self, config: OpenAIConfig, *, transport: httpx.AsyncBaseTransport | None = None
+        self, config: DeskLoopConfig, *, transport: httpx.AsyncBaseTransport | None = None
     ) -> None:
         self.config = config
         self.name = f"openai:{config.model}"
@@ -59,7 +59,8 @@ class OpenAIAgent(EndpointAgent[OpenAIConfig]):
         config = self.config
         frame = observation.frame
         screen = (frame.width, frame.height)
-        sent = fit_size(*screen, config.image_width, config.image_height)
+        contract = pixels_contract(screen, (config.image_width, config.image_height))
+        sent = contract.sent
         image_url = await asyncio.to_thread(png_data_url, frame.pixels, size=sent, compress_level=3)
         recent = self._history[-config.history :]
         messages = request_messages(observation, recent, sent, image_url, config.tool_mode)
@@ -80,7 +81,7 @@ class OpenAIAgent(EndpointAgent[OpenAIConfig]):
             }
         )
         try:
-            action = Scaler(sent, screen).action(read_answer(completion.data, info))
+            action = on_screen(contract, read_answer(completion.data, info))
         except ActionError as exc:
             rejected = MalformedAction(str(exc), info.get("tool_call"))
             raise self._rejected(observation, rejected) from None
