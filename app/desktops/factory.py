@@ -5,9 +5,14 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from app.core.errors import DesktopError
-from app.desktops.base import Desktop
+
+if TYPE_CHECKING:
+    # Only named in annotations: the CLI imports this module for BACKENDS when it builds
+    # its parser, and the desktop base (numpy, the VNC client) cost `tasks list` 0.14 s.
+    from app.desktops.base import Desktop
 
 BACKENDS = ("local", "libvirt")
 
