@@ -61,13 +61,17 @@ def cache_root() -> Path:
 @functools.cache
 def code_key() -> str:
     """A hash of the code a task's loading depends on (see the module's docstring)."""
+    return code_digest(Path(__file__).resolve().parents[1])
+
+
+def code_digest(app_dir: Path) -> str:
+    """The hash `code_key` computes, over the CODE_PACKAGES folders of `app_dir`."""
     import pydantic
     import yaml
 
     digest = hashlib.sha256(
         f"{FORMAT}\0{sys.version}\0{pydantic.VERSION}\0{yaml.__version__}".encode()
     )
-    app_dir = Path(__file__).resolve().parents[1]
     for package in CODE_PACKAGES:
         for path in sorted((app_dir / package).rglob("*.py")):
             digest.update(f"\0{path.relative_to(app_dir)}\0".encode())
@@ -100,7 +104,11 @@ class TaskCache:
         key = self.key(source, data)
         try:
             with open(self.path(key), "rb") as file:
-                stored = pickle.load(file)  # this user's own cache folder
+                # Unpickling runs code the file names: only entries this user wrote, in
+                # a folder no one else may write to, are read.
+                if os.fstat(file.fileno()).st_uid != os.getuid() or not self._private():
+                    return None
+                stored = pickle.load(file)
         except FileNotFoundError:
             return None
         except Exception:  # a corrupt or foreign entry: rebuilt by the next put
@@ -115,6 +123,12 @@ class TaskCache:
         task: Task = stored[1]
         return task
 
+    def _private(self) -> bool:
+        """Whether the folder is this user's and no one else may write to it (mkdir
+        makes it so; a folder that existed before may be another's or shared)."""
+        info = os.stat(self.folder)
+        return info.st_uid == os.getuid() and not info.st_mode & 0o022
+
     def put(self, source: Path, data: bytes, task: Task) -> None:
         """Store `task`, loaded from `source` holding `data`. Never fails: a cache that
         cannot be written only makes the next load slower."""
@@ -122,6 +136,8 @@ class TaskCache:
         try:
             payload = pickle.dumps((key, task), protocol=pickle.HIGHEST_PROTOCOL)
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not self._private():
+                return  # get() would never read it
             fd, temp = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
             try:
                 with os.fdopen(fd, "wb") as file:
