@@ -8,36 +8,46 @@ that ends by posting a message or updating the service's state; one
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from app.agents.base import Agent
-from app.agents.person import PassThroughDesktop, PersonAgent
 from app.core.errors import DeskLoopError
 from app.core.vocabulary import UserMode
-from app.desktops.base import Desktop
 from app.desktops.inventory import BackendListing, list_libvirt
 from app.store import Store
 from app.tasks.loader import load_tasks
 from app.tasks.model import Task
 from app.ui.graphics import Graphics
 from app.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen
-from app.ui.screens.author import AuthorScreen
-from app.ui.screens.desktops import DesktopsScreen
-from app.ui.screens.episodes import EpisodesScreen
-from app.ui.screens.live import LiveScreen
-from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import TasksScreen
-from app.ui.services.authoring import RecordingSession
 from app.ui.services.desktops import DesktopPool, LibvirtDesktops
-from app.ui.services.episode import HUMAN, EpisodeSession
 from app.ui.services.novnc import NoVncServers
+
+if TYPE_CHECKING:
+    from app.agents.base import Agent
+    from app.desktops.base import Desktop
+    from app.ui.services.authoring import RecordingSession
+    from app.ui.services.episode import EpisodeSession
+
+
+def _screen(module: str, name: str) -> Callable[[], Screen[Any]]:
+    """A mode's screen, its module imported when the mode is first shown. The first
+    screen (Tasks) needs none of the others, and their modules (the live view, the
+    episode runner, the authoring tools) were a third of the TUI's start-up."""
+
+    def make() -> Screen[Any]:
+        screen: Screen[Any] = getattr(importlib.import_module(module), name)()
+        return screen
+
+    return make
+
 
 SCREEN_KEYS = """
 **Screens** (from anywhere, when the cursor is not in a text box):
@@ -52,12 +62,12 @@ class DeskLoopApp(App[None]):
 
     TITLE = "DeskLoop"
     MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
-        "desktops": DesktopsScreen,
+        "desktops": _screen("app.ui.screens.desktops", "DesktopsScreen"),
         "tasks": TasksScreen,
-        "live": LiveScreen,
-        "episodes": EpisodesScreen,
-        "results": ResultsScreen,
-        "author": AuthorScreen,
+        "live": _screen("app.ui.screens.live", "LiveScreen"),
+        "episodes": _screen("app.ui.screens.episodes", "EpisodesScreen"),
+        "results": _screen("app.ui.screens.results", "ResultsScreen"),
+        "author": _screen("app.ui.screens.author", "AuthorScreen"),
     }
     CSS_PATH = "deskloop.tcss"
     # Every action has a key in the footer; the palette's ^p would only crowd it.
@@ -179,6 +189,8 @@ class DeskLoopApp(App[None]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a failed worker (the app's or a screen's) becomes an error dialog."""
         if event.worker.group == "vm-list" and event.worker.is_finished:
+            from app.ui.screens.desktops import DesktopsScreen
+
             self._listing_vms = False
             if event.state == WorkerState.SUCCESS:
                 self.vms.listing = event.worker.result
@@ -216,6 +228,8 @@ class DeskLoopApp(App[None]):
         if self.session is not None and not self.session.ended:
             raise DeskLoopError("an episode is already running; abort it or wait for its end")
         from app.agents.factory import endpoint_config, make_agent
+        from app.agents.person import PassThroughDesktop, PersonAgent
+        from app.ui.services.episode import HUMAN, EpisodeSession
 
         # A bad spec fails here, before a desktop starts.
         agent: Agent | None = None
@@ -275,6 +289,8 @@ class DeskLoopApp(App[None]):
         self.show_live()
 
     def show_live(self) -> None:
+        from app.ui.screens.live import LiveScreen
+
         if self.current_mode == "live" and isinstance(self.screen, LiveScreen):
             self.screen.attach()  # no ScreenResume when the mode does not change
         else:

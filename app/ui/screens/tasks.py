@@ -12,16 +12,12 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Header, Input, Label, Markdown, Select, Static, Tree
 
-from app.agents.adapters.formats import TOOLS
-from app.agents.factory import AGENT_SPECS
-from app.agents.openai.config import OpenAIConfig
 from app.core.validation import positive_seconds
 from app.core.vocabulary import UserMode
 from app.tasks.model import Task
 from app.ui.describe import task_markdown
 from app.ui.modals import HelpScreen
 from app.ui.screens.base import LabFooter, LabScreen
-from app.ui.services.episode import HUMAN
 
 KIND_FILTERS = ("all", "interactive", "standard")
 
@@ -33,14 +29,21 @@ Choice = tuple[str, UserMode, float | None, dict[str, str], dict[str, str] | Non
 endpoint fields: adapter, model, base_url, api_key_env, computer_tool, text_turn, those
 filled in)."""
 
-COMPUTER_TOOL_OPTIONS = [
-    ("computer tool: as the format table says", ""),
-    *(
-        (f"computer tool: {tool} ({family})", tool)
-        for family, tools in TOOLS.items()
-        for tool in tools
-    ),
-]
+
+def computer_tool_options() -> list[tuple[str, str]]:
+    """The start dialog's computer tool choices: the format table's tools. Built when
+    the dialog opens: the agents' modules are not needed to show the task list."""
+    from app.agents.adapters.formats import TOOLS
+
+    return [
+        ("computer tool: as the format table says", ""),
+        *(
+            (f"computer tool: {tool} ({family})", tool)
+            for family, tools in TOOLS.items()
+            for tool in tools
+        ),
+    ]
+
 
 TEXT_TURN_OPTIONS = [
     ("text without a tool call: DONE (default)", ""),
@@ -70,6 +73,10 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
         self.task_ = task
 
     def compose(self) -> ComposeResult:
+        from app.agents.factory import AGENT_SPECS
+        from app.agents.openai.config import OpenAIConfig
+        from app.ui.services.episode import HUMAN
+
         # Scrolls: with the model fields it is taller than a 100×30 terminal allows.
         with VerticalScroll(id="dialog"):
             yield Static(f"[b]Start an episode of {self.task_.id}[/b]", id="dialog-title")
@@ -83,7 +90,9 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
                 yield Input(placeholder="base URL, e.g. http://127.0.0.1:8000/v1", id="base-url")
                 yield Input(placeholder="key variable (default per adapter)", id="api-key-env")
             with Horizontal(id="format-fields"):
-                yield Select(COMPUTER_TOOL_OPTIONS, value="", allow_blank=False, id="computer-tool")
+                yield Select(
+                    computer_tool_options(), value="", allow_blank=False, id="computer-tool"
+                )
                 yield Select(TEXT_TURN_OPTIONS, value="", allow_blank=False, id="text-turn")
             yield Label("Agent timeout, seconds per model call (model agents)")
             yield Input(placeholder=f"default {OpenAIConfig.deadline:g}", id="agent-timeout")

@@ -13,14 +13,19 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from app.core.errors import DesktopError
-from app.desktops.base import Desktop, DesktopInfo
 from app.desktops.factory import make_desktop
 from app.desktops.inventory import BackendListing, VmListing, VmStats, vm_command, vm_stats
-from app.episode.launch import desktop_spec, fits, make_spec_desktop
-from app.rfb.client import VncEndpoint
-from app.tasks.model import Task
+
+if TYPE_CHECKING:
+    # Annotations only, and `app.episode.launch` where an episode's desktop is chosen:
+    # the TUI makes a pool at start, and the episode runner and the desktop base (numpy,
+    # the VNC client) behind these were a sixth of its first screen.
+    from app.desktops.base import Desktop, DesktopInfo
+    from app.rfb.client import VncEndpoint
+    from app.tasks.model import Task
 
 
 @dataclass
@@ -65,6 +70,8 @@ class DesktopPool:
         Raises:
             DesktopError: that desktop is busy or runs an episode.
         """
+        from app.episode.launch import desktop_spec, fits, make_spec_desktop
+
         spec = desktop_spec(self.backend, task)
         desktop = make_spec_desktop(spec)
         name = desktop.info().name

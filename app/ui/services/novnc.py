@@ -19,11 +19,15 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from app.core.errors import DesktopError
-from app.desktops.xvnc import free_port
-from app.rfb.client import VncEndpoint
+
+if TYPE_CHECKING:
+    # The TUI makes its NoVncServers at start; the local desktop module (with its
+    # VNC password cipher) and the VNC client are imported when a viewer is served.
+    from app.rfb.client import VncEndpoint
 
 NOVNC_DIR = Path(os.environ.get("DESKLOOP_NOVNC_DIR", "/usr/share/novnc"))
 # How long websockify may take to listen (a Python start-up; seconds on a busy host).
@@ -94,6 +98,8 @@ def start_novnc(endpoint: VncEndpoint, *, timeout: float = START_TIMEOUT) -> NoV
     missing = novnc_available()
     if missing is not None:
         raise DesktopError(missing)
+    from app.desktops.xvnc import free_port
+
     port = free_port()
     try:
         process = subprocess.Popen(
