@@ -15,16 +15,17 @@ What `load_task` reads, and how each part is covered:
 - the files the task names (upload sources, check assets, the reference, a web app's
   folder): validation only looks them up (that each exists inside the task folder and
   is a file; a web app's files and sizes), never reads them, and the loader does those
-  lookups again on every load, hit or miss, so a removed, moved or escaping asset is
-  reported exactly as without the cache.
+  lookups again on every load, hit or miss (once per library in `load_tasks`), so a
+  removed, moved or escaping asset is reported exactly as without the cache.
 
 Only tasks whose document and path have no problem are stored; a file with a problem
 is parsed again each time, so its error is the loader's own, word for word. Entries
 are pickles written to a temporary file and renamed into place (concurrent writers
 leave one whole entry); an entry that cannot be read back, or does not hold what its
 name promises, is ignored and written again. Entries live in
-$DESKLOOP_CACHE/tasks (default ~/.cache/deskloop/tasks, a folder only its owner may
-write: pickles must come from this user); DESKLOOP_TASK_CACHE=off turns the cache off.
+$DESKLOOP_CACHE/tasks (default ~/.cache/deskloop/tasks), a folder only its owner may
+write: unpickling runs what the file names, so an entry is read only from such a folder
+and only when this user wrote it. DESKLOOP_TASK_CACHE=off turns the cache off.
 Nothing prunes old entries; the folder may be removed at any time.
 """
 
