@@ -8,7 +8,6 @@ that ends by posting a message or updating the service's state; one
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -37,16 +36,39 @@ if TYPE_CHECKING:
     from app.ui.services.episode import EpisodeSession
 
 
-def _screen(module: str, name: str) -> Callable[[], Screen[Any]]:
-    """A mode's screen, its module imported when the mode is first shown. The first
-    screen (Tasks) needs none of the others, and their modules (the live view, the
-    episode runner, the authoring tools) were a third of the TUI's start-up."""
+# The modes' screens other than Tasks, each imported when its mode is first shown: the
+# first screen needs none of them, and their modules (the live view, the episode
+# runner, the authoring tools) were a third of the TUI's start-up.
 
-    def make() -> Screen[Any]:
-        screen: Screen[Any] = getattr(importlib.import_module(module), name)()
-        return screen
 
-    return make
+def _desktops_screen() -> Screen[Any]:
+    from app.ui.screens.desktops import DesktopsScreen
+
+    return DesktopsScreen()
+
+
+def _live_screen() -> Screen[Any]:
+    from app.ui.screens.live import LiveScreen
+
+    return LiveScreen()
+
+
+def _episodes_screen() -> Screen[Any]:
+    from app.ui.screens.episodes import EpisodesScreen
+
+    return EpisodesScreen()
+
+
+def _results_screen() -> Screen[Any]:
+    from app.ui.screens.results import ResultsScreen
+
+    return ResultsScreen()
+
+
+def _author_screen() -> Screen[Any]:
+    from app.ui.screens.author import AuthorScreen
+
+    return AuthorScreen()
 
 
 SCREEN_KEYS = """
@@ -62,12 +84,12 @@ class DeskLoopApp(App[None]):
 
     TITLE = "DeskLoop"
     MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
-        "desktops": _screen("app.ui.screens.desktops", "DesktopsScreen"),
+        "desktops": _desktops_screen,
         "tasks": TasksScreen,
-        "live": _screen("app.ui.screens.live", "LiveScreen"),
-        "episodes": _screen("app.ui.screens.episodes", "EpisodesScreen"),
-        "results": _screen("app.ui.screens.results", "ResultsScreen"),
-        "author": _screen("app.ui.screens.author", "AuthorScreen"),
+        "live": _live_screen,
+        "episodes": _episodes_screen,
+        "results": _results_screen,
+        "author": _author_screen,
     }
     CSS_PATH = "deskloop.tcss"
     # Every action has a key in the footer; the palette's ^p would only crowd it.
