@@ -38,3 +38,25 @@ def test_no_headless_module_imports_textual() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]", f"textual imported by a headless module: {out.stdout}"
+
+
+def loaded_after(statement: str, names: list[str]) -> list[str]:
+    """Which of the top-level modules `names` a fresh interpreter holds after `statement`."""
+    code = f"import sys\n{statement}\nprint(*(n for n in {names!r} if n in sys.modules))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return out.stdout.split()
+
+
+def test_the_tui_starts_without_what_its_first_screen_does_not_use() -> None:
+    # The TUI's first screen (and `tasks list`) imported pandas through sqlite-utils and
+    # the libvirt backend through the desktop listing: 0.4 s of CPU before any task
+    # showed. They load when used (a listing, an action), never at start; so do the
+    # other screens, the episode runner and the model clients (0.35 s more).
+    heavy = ["pandas", "libvirt", "paramiko"]
+    later = ["app.ui.screens.live", "app.ui.screens.author", "app.episode.runner", "httpx"]
+    assert loaded_after("import app.ui.app", heavy + later) == []
+    assert loaded_after("import app.cli.tasks_cmd, app.tasks.loader", heavy) == []
+    # The store's way of keeping pandas out leaves it importable.
+    assert loaded_after("import app.store, pandas", heavy) == ["pandas"]

@@ -246,3 +246,23 @@ def test_validate_reads_the_reference_script(
     assert main(["tasks", "validate", str(tmp_path / "gimp" / "gimp-flip-export.yaml")]) == 1
     out = capsys.readouterr().out
     assert "INVALID" in out and f"{reference}:6: steps[1]" in out, out
+
+
+def test_tasks_sharing_assets_each_report_their_own_missing_ones(tmp_path: Path) -> None:
+    # load_tasks looks each found asset up once for the whole library; a missing one is
+    # reported by every task that names it, each with its own field and line.
+    write_task(tmp_path, GOOD)
+    second = GOOD.replace("id: demo-task", "id: demo-two").replace(
+        "reference: assets/a.png", "reference: assets/gone.png"
+    )
+    third = second.replace("id: demo-two", "id: demo-three")
+    write_task(tmp_path, second, "demo-two.yaml")
+    write_task(tmp_path, third, "demo-three.yaml")
+    tasks, errors = load_tasks(tmp_path)
+    assert [t.id for t in tasks] == ["demo-task"]
+    assert sorted(str(e).split(":")[0] for e in errors) == [
+        str(tmp_path / "demo-three.yaml"),
+        str(tmp_path / "demo-two.yaml"),
+    ]
+    for error in errors:
+        assert "evaluate.all[1].reference: asset 'assets/gone.png' not found" in str(error)

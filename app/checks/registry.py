@@ -85,6 +85,11 @@ class CheckSpec(Generic[P]):
         """Validate raw parameters (pydantic.ValidationError on bad input)."""
         return self.params.model_validate(dict(raw))
 
+    def __reduce__(self) -> tuple[Callable[[str], CheckSpec[Any]], tuple[str]]:
+        # Pickled by name (the task cache stores parsed trees): a loaded tree points at
+        # the registered spec itself, never a copy of it.
+        return get_check, (self.name,)
+
 
 REGISTRY: dict[str, CheckSpec[Any]] = {}
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import signal
 import sys
@@ -60,6 +59,8 @@ async def _record(args: argparse.Namespace) -> Path:
             desktop, RecordingWriter(folder, meta), port=args.port, progress=_progress
         )
         address = await recorder.start()
+        import asyncio
+
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, recorder.end, "interrupted (Ctrl-C)")

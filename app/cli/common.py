@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import sys
 from collections.abc import Callable, Coroutine, Iterator
@@ -57,6 +56,7 @@ INTERRUPT = Interrupt()
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
     """Run `coro`; SIGINT/SIGTERM cancel it so episodes are recorded as aborted
     and desktops are closed (SIGKILL is covered by the reaper and store recovery)."""
+    import asyncio  # here: commands that run nothing (`tasks list`) start without it
 
     async def main() -> T:
         current = asyncio.current_task()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import threading
 from typing import Any
@@ -12,6 +11,8 @@ from app.cli.common import open_store, print_err, run_async
 
 
 async def run_human(args: argparse.Namespace) -> Any:
+    import asyncio
+
     from app.agents.person import COMMANDS_HELP
     from app.agents.spec import PersonSpec
     from app.core.actions import describe_action

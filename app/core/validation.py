@@ -139,20 +139,41 @@ def read_yaml_lines(
             YAML syntax error; an anchor, alias, duplicate key or too deep nesting —
             each with its line and column where there is one.
     """
+    data = read_file_bytes(source, what, error)
+    raw, lines = parse_yaml_lines(source, data, error)
+    return raw, data, lines
+
+
+def read_file_bytes(source: Path, what: str, error: type[DeskLoopError] = TaskError) -> bytes:
+    """The bytes of the YAML file `source`, read as `read_yaml_lines` reads them (a
+    regular file of at most MAX_YAML_BYTES); the task cache hashes them before parsing.
+
+    Raises:
+        error: an unreadable, non-regular or too large file.
+    """
     try:
-        data = _read_regular_file(source)
+        return _read_regular_file(source)
     except OSError as exc:
         raise error(f"{source}: cannot read {what} file: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise error(f"{source}: cannot read {what} file: {exc}") from None
+
+
+def parse_yaml_lines(
+    source: Path, data: bytes, error: type[DeskLoopError] = TaskError
+) -> tuple[Any, Lines]:
+    """The YAML document in `data` (the bytes of `source`) and the line of every field.
+
+    Raises:
+        error: as `read_yaml_lines`, for everything after the file was read.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise error(f"{source}: line {line}: not UTF-8 text ({exc.reason})") from None
     try:
-        raw, lines = _load(text)
-        return raw, data, lines
+        return _load(text)
     except _Refused as exc:
         raise error(f"{source}: YAML error{_where(exc)}: {exc.problem}") from None
     except yaml.reader.ReaderError as exc:

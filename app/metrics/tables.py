@@ -12,14 +12,18 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 
 def build_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
+    # rich is imported where it draws: the plain path below needs only its cell widths.
+    from rich import box
+    from rich.table import Table
+
     table = Table(*headers, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, highlight=False)
     for row in rows:
         table.add_row(*row)
@@ -32,6 +36,9 @@ def render_table(
     """The table as plain text at its natural width; `empty` when there are no rows."""
     if not rows:
         return empty
+    plain = _plain_table(headers, rows)
+    if plain is not None:
+        return plain
     table = build_table(headers, rows)
     # Wide enough that no column is squeezed or wrapped: the table decides its width.
     measure = _console(io.StringIO(), width=1_000_000).measure(table)
@@ -40,6 +47,34 @@ def render_table(
     _console(out, width=measure.maximum, plain=True).print(table)
     # rich pads every cell to its column's width; the last column needs no padding.
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
+
+
+def _plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str | None:
+    """What rich renders for this table, laid out directly (rich took a second for a
+    thousand rows); None when a cell is not one line of printable text without
+    surrounding spaces, which rich would wrap, strip or expand (rich renders those).
+
+    Rich's layout here: each column as wide as its widest cell, cells left-aligned and
+    padded one space each side except at the table's edges, columns divided by one
+    space, a rule of '─' under the header across the whole width."""
+    from rich.cells import cell_len
+
+    table = [list(headers), *(list(row) for row in rows)]
+    if any(len(row) != len(headers) for row in table):
+        return None
+    for row in table:
+        for cell in row:
+            if not cell.isprintable() or cell != cell.strip():
+                return None
+    widths = [max(cell_len(row[i]) for row in table) for i in range(len(headers))]
+
+    def line(row: list[str]) -> str:
+        pairs = zip(row, widths, strict=True)
+        cells = (cell + " " * (width - cell_len(cell)) for cell, width in pairs)
+        return "   ".join(cells).rstrip()
+
+    rule = "─" * (sum(widths) + 3 * (len(widths) - 1))
+    return "\n".join([line(table[0]), rule, *(line(row) for row in table[1:])])
 
 
 def print_table(
@@ -54,6 +89,8 @@ def print_table(
 
 
 def _console(file: TextIO, width: int | None = None, *, plain: bool = False) -> Console:
+    from rich.console import Console
+
     return Console(
         file=file,
         width=width,

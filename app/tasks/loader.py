@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -17,21 +19,43 @@ from pydantic import ValidationError
 
 from app.checks.tree import TreeError, leaves, parse_tree
 from app.core.errors import TaskError
-from app.core.validation import Lines, located, read_yaml_lines, validation_problems
+from app.core.validation import (
+    Lines,
+    located,
+    parse_yaml_lines,
+    read_file_bytes,
+    validation_problems,
+)
 from app.tasks.model import APPS, SETUP_TAGS, OpenPageStep, Task, UploadStep
 
 TASK_SUFFIXES = (".yaml", ".yml")
 
 
-def resolve_asset(folder: Path, relative: str, field: str) -> Path:
-    """The asset's path inside `folder`; raises ValueError naming `field` otherwise."""
+def _resolved_under(root: Path, pure: PurePosixPath) -> Path:
+    """`(root / pure).resolve()` for a resolved `root` and a relative `pure` without
+    '..': one lstat per part of `pure` instead of one per part of the whole path, when
+    none of them is a symlink (the usual case); `resolve()` itself otherwise."""
+    path = root
+    for part in pure.parts:
+        path = path / part
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return (root / pure).resolve()
+        except OSError:
+            return (root / pure).resolve()
+    return path
+
+
+def resolve_asset(folder: Path, relative: str, field: str, *, root: Path | None = None) -> Path:
+    """The asset's path inside `folder`; raises ValueError naming `field` otherwise.
+    `root`: `folder.resolve()`, when the caller has it already."""
     pure = PurePosixPath(relative)
     if pure.is_absolute() or relative.startswith("~"):
         raise ValueError(f"{field}: asset path {relative!r} must be relative to the task folder")
     if ".." in pure.parts:
         raise ValueError(f"{field}: asset path {relative!r} must not contain '..'")
-    root = folder.resolve()
-    path = (root / pure).resolve()
+    root = folder.resolve() if root is None else root
+    path = _resolved_under(root, pure)
     if not path.is_relative_to(root):
         raise ValueError(f"{field}: asset path {relative!r} escapes the task folder (symlink?)")
     if not path.is_file():
@@ -63,7 +87,7 @@ def site_files(folder: Path, site: str, page: str, field: str) -> list[tuple[str
     found: list[tuple[str, Path]] = []
     total = 0
     for path in sorted(base.rglob("*")):
-        real = path.resolve()
+        real = _resolved_under(root, PurePosixPath(path.relative_to(root)))
         if not real.is_relative_to(root):
             rel = path.relative_to(base).as_posix()
             raise ValueError(f"{field}.site: {site}/{rel} leads outside the task folder")
@@ -80,24 +104,57 @@ def site_files(folder: Path, site: str, page: str, field: str) -> list[tuple[str
     return found
 
 
-def _asset_problems(task: Task) -> list[str]:
+class _Lookups:
+    """The asset lookups that found their file, shared by the tasks of one `load_tasks`
+    call. A library's tasks name the same files (every task on a web app names its
+    folder, which is walked file by file: 69 tasks on 5 apps), and a library is read as
+    one snapshot; the lookups were 40% of loading a cached task. A lookup that failed is
+    not kept: it is made again, so that each task's error names its own field."""
+
+    def __init__(self) -> None:
+        self.roots: dict[Path, Path] = {}
+        """A task folder → its resolved path."""
+        self.assets: set[tuple[Path, str]] = set()
+        """(resolved task folder, asset path) of the assets found."""
+        self.sites: set[tuple[Path, str, str]] = set()
+        """(task folder, site, page) of the web apps found whole."""
+
+    def root(self, folder: Path) -> Path:
+        root = self.roots.get(folder)
+        if root is None:
+            root = self.roots[folder] = folder.resolve()
+        return root
+
+
+def _asset_problems(task: Task, lookups: _Lookups | None = None) -> list[str]:
     problems: list[str] = []
+    lookups = lookups or _Lookups()
+    root = lookups.root(task.folder)
 
     def check(relative: str, field: str) -> None:
+        if (root, relative) in lookups.assets:
+            return
         try:
-            resolve_asset(task.folder, relative, field)
+            resolve_asset(task.folder, relative, field, root=root)
         except ValueError as exc:
             problems.append(str(exc))
+        else:
+            lookups.assets.add((root, relative))
 
     for i, step in enumerate(task.setup):
         if isinstance(step, UploadStep):
             check(step.upload.src, f"setup[{i}].upload.src")
         elif isinstance(step, OpenPageStep):
             spec = step.open_page
+            site = (task.folder, spec.site, spec.page)
+            if site in lookups.sites:
+                continue
             try:
                 site_files(task.folder, spec.site, spec.page, f"setup[{i}].open_page")
             except ValueError as exc:
                 problems.append(str(exc))
+            else:
+                lookups.sites.add(site)
     trees = [task.eval_tree] + [task.phase_tree(i) for i in range(len(task.phases))]
     for tree in trees:
         if tree is None:
@@ -134,6 +191,16 @@ def _with_parsed_checks(phase: Any, index: int, problems: list[str]) -> Any:
 def parse_task(raw: Any, source: Path, data: bytes = b"", lines: Lines | None = None) -> Task:
     """Validate an already-parsed YAML document as the task stored at `source`; with
     `lines` (from `read_yaml_lines`) each problem names its field's line too."""
+    task, problems = _build_task(raw, source, data, lines)
+    return _checked_on_disk(task, problems, source, lines)
+
+
+def _build_task(
+    raw: Any, source: Path, data: bytes, lines: Lines | None
+) -> tuple[Task | None, list[str]]:
+    """The task and the problems found in the document and the file's path alone: what
+    the task cache may keep (`app.tasks.cache`). The assets on disk are checked apart,
+    by `_checked_on_disk`, on every load."""
     if raw is None:
         raise TaskError(f"{source}: the file is empty; a task file is a mapping of fields")
     if not isinstance(raw, dict):
@@ -184,24 +251,55 @@ def parse_task(raw: Any, source: Path, data: bytes = b"", lines: Lines | None = 
         if folder in APPS and task.app != folder:
             # The library is tasks/<app>/<id>.yaml: a blender task in gimp/ is misfiled.
             problems.append(f"app: {task.app!r} but the file is in the {folder!r} folder")
-        problems.extend(_asset_problems(task))
+        task._lines.update(lines or {})
+    return task, problems
+
+
+def _checked_on_disk(
+    task: Task | None,
+    problems: list[str],
+    source: Path,
+    lines: Lines | None,
+    lookups: _Lookups | None = None,
+) -> Task:
+    """`task` once its assets are found on disk; TaskError with every problem (those of
+    `_build_task` first) otherwise."""
+    if task is not None:
+        problems = [*problems, *_asset_problems(task, lookups)]
     if problems:
         raise TaskError(located(source, problems, lines))
     assert task is not None
-    task._lines.update(lines or {})
     return task
 
 
-def load_task(path: Path | str) -> Task:
+def load_task(path: Path | str, *, cache: bool = True) -> Task:
     """Read and validate one task file.
+
+    What the file's bytes and path decide (the YAML, the model, the check trees) comes
+    from the task cache when an entry for these bytes, this path and this code exists
+    (`app.tasks.cache`; `cache=False` or DESKLOOP_TASK_CACHE=off skip it); the assets it
+    names are looked up on disk every time. Errors read the same either way.
 
     Raises:
         TaskError: unreadable file, YAML syntax error, or any invalid field — one
             line per problem, each naming the file and the field path.
     """
-    source = Path(path)
-    raw, data, lines = read_yaml_lines(source, "task")
-    return parse_task(raw, source, data, lines)
+    return _load_task(Path(path), cache, _Lookups())
+
+
+def _load_task(source: Path, cache: bool, lookups: _Lookups) -> Task:
+    from app.tasks import cache as task_cache
+
+    data = read_file_bytes(source, "task")
+    store = task_cache.default_cache() if cache else None
+    task = store.get(source, data) if store is not None else None
+    if task is not None:
+        return _checked_on_disk(task, [], source, task.field_lines, lookups)
+    raw, lines = parse_yaml_lines(source, data)
+    task, problems = _build_task(raw, source, data, lines)
+    if store is not None and task is not None and not problems:
+        store.put(source, data, task)
+    return _checked_on_disk(task, problems, source, lines, lookups)
 
 
 def task_files(root: Path | str) -> list[Path]:
@@ -244,9 +342,10 @@ def load_tasks(root: Path | str) -> tuple[list[Task], list[TaskError]]:
     """Every task under `root`, and the errors of those that failed to load."""
     tasks: list[Task] = []
     errors: list[TaskError] = []
+    lookups = _Lookups()
     for path in task_files(root):
         try:
-            tasks.append(load_task(path))
+            tasks.append(_load_task(path, True, lookups))
         except TaskError as exc:
             errors.append(exc)
     return tasks, errors

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from app.agents.base import Agent
 from app.core.errors import DeskLoopError
 from app.core.vocabulary import UserMode
 from app.desktops.inventory import BackendListing, list_libvirt
@@ -26,16 +25,50 @@ from app.tasks.loader import load_tasks
 from app.tasks.model import Task
 from app.ui.graphics import Graphics
 from app.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen
-from app.ui.screens.author import AuthorScreen
-from app.ui.screens.desktops import DesktopsScreen
-from app.ui.screens.episodes import EpisodesScreen
-from app.ui.screens.live import LiveScreen
-from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import TasksScreen
-from app.ui.services.authoring import RecordingSession
 from app.ui.services.desktops import DesktopPool, LibvirtDesktops
-from app.ui.services.episode import HUMAN, EpisodeSession
 from app.ui.services.novnc import NoVncServers
+
+if TYPE_CHECKING:
+    from app.agents.base import Agent
+    from app.ui.services.authoring import RecordingSession
+    from app.ui.services.episode import EpisodeSession
+
+
+# The modes' screens other than Tasks, each imported when its mode is first shown: the
+# first screen needs none of them, and their modules (the live view, the episode
+# runner, the authoring tools) were a third of the TUI's start-up.
+
+
+def _desktops_screen() -> Screen[Any]:
+    from app.ui.screens.desktops import DesktopsScreen
+
+    return DesktopsScreen()
+
+
+def _live_screen() -> Screen[Any]:
+    from app.ui.screens.live import LiveScreen
+
+    return LiveScreen()
+
+
+def _episodes_screen() -> Screen[Any]:
+    from app.ui.screens.episodes import EpisodesScreen
+
+    return EpisodesScreen()
+
+
+def _results_screen() -> Screen[Any]:
+    from app.ui.screens.results import ResultsScreen
+
+    return ResultsScreen()
+
+
+def _author_screen() -> Screen[Any]:
+    from app.ui.screens.author import AuthorScreen
+
+    return AuthorScreen()
+
 
 SCREEN_KEYS = """
 **Screens** (from anywhere, when the cursor is not in a text box):
@@ -50,12 +83,12 @@ class DeskLoopApp(App[None]):
 
     TITLE = "DeskLoop"
     MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
-        "desktops": DesktopsScreen,
+        "desktops": _desktops_screen,
         "tasks": TasksScreen,
-        "live": LiveScreen,
-        "episodes": EpisodesScreen,
-        "results": ResultsScreen,
-        "author": AuthorScreen,
+        "live": _live_screen,
+        "episodes": _episodes_screen,
+        "results": _results_screen,
+        "author": _author_screen,
     }
     CSS_PATH = "deskloop.tcss"
     # Every action has a key in the footer; the palette's ^p would only crowd it.
@@ -177,6 +210,8 @@ class DeskLoopApp(App[None]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a failed worker (the app's or a screen's) becomes an error dialog."""
         if event.worker.group == "vm-list" and event.worker.is_finished:
+            from app.ui.screens.desktops import DesktopsScreen
+
             self._listing_vms = False
             if event.state == WorkerState.SUCCESS:
                 self.vms.listing = event.worker.result
@@ -216,6 +251,7 @@ class DeskLoopApp(App[None]):
         from app.agents.factory import endpoint_config
         from app.agents.spec import PersonSpec, parse_agent_spec
         from app.episode.launch import build_agent, person_agent
+        from app.ui.services.episode import HUMAN, EpisodeSession
 
         # A bad spec fails here, before a desktop starts.
         spec = PersonSpec() if agent_spec == HUMAN else parse_agent_spec(agent_spec)
@@ -272,6 +308,8 @@ class DeskLoopApp(App[None]):
         self.show_live()
 
     def show_live(self) -> None:
+        from app.ui.screens.live import LiveScreen
+
         if self.current_mode == "live" and isinstance(self.screen, LiveScreen):
             self.screen.attach()  # no ScreenResume when the mode does not change
         else:

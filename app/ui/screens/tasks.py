@@ -12,16 +12,12 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Header, Input, Label, Markdown, Select, Static, Tree
 
-from app.agents.adapters.deskloop.config import DeskLoopConfig
-from app.agents.families import FAMILIES
-from app.agents.spec import AGENT_SPECS
 from app.core.validation import positive_seconds
 from app.core.vocabulary import UserMode
 from app.tasks.model import Task
 from app.ui.describe import task_markdown
 from app.ui.modals import HelpScreen
 from app.ui.screens.base import LabFooter, LabScreen
-from app.ui.services.episode import HUMAN
 
 KIND_FILTERS = ("all", "interactive", "standard")
 
@@ -29,18 +25,22 @@ KIND_FILTERS = ("all", "interactive", "standard")
 Choice = tuple[str, UserMode, float | None, dict[str, str], dict[str, str] | None]
 """Agent, user mode, agent timeout, the model agent's endpoint, and the LLM user's
 (model, base URL, key variable; None: no LLM user)."""
-"""(agent spec, user mode, agent timeout or None for the default, a model agent's
-endpoint fields: adapter, model, base_url, api_key_env, computer_tool, text_turn, those
-filled in)."""
 
-COMPUTER_TOOL_OPTIONS = [
-    ("computer tool: as the format table says", ""),
-    *(
-        (f"computer tool: {tool} ({row.name})", tool)
-        for row in FAMILIES.values()
-        for tool in row.tools
-    ),
-]
+
+def computer_tool_options() -> list[tuple[str, str]]:
+    """The start dialog's computer tool choices: the families table's tools. Built when
+    the dialog opens: the agents' modules are not needed to show the task list."""
+    from app.agents.families import FAMILIES
+
+    return [
+        ("computer tool: as the format table says", ""),
+        *(
+            (f"computer tool: {tool} ({row.name})", tool)
+            for row in FAMILIES.values()
+            for tool in row.tools
+        ),
+    ]
+
 
 TEXT_TURN_OPTIONS = [
     ("text without a tool call: DONE (default)", ""),
@@ -48,10 +48,15 @@ TEXT_TURN_OPTIONS = [
 ]
 """anthropic, openai-cua: what a turn of text without a tool call is (`--text-turn`)."""
 
-ADAPTER_OPTIONS = [
-    ("as the agent spec says (default: DeskLoop's tools)", ""),
-    *((f"{row.name}: {row.summary}", row.name) for row in FAMILIES.values()),
-]
+
+def adapter_options() -> list[tuple[str, str]]:
+    """The start dialog's adapter choices, one per family (built when it opens)."""
+    from app.agents.families import FAMILIES
+
+    return [
+        ("as the agent spec says (default: DeskLoop's tools)", ""),
+        *((f"{row.name}: {row.summary}", row.name) for row in FAMILIES.values()),
+    ]
 
 
 class StartEpisodeScreen(ModalScreen[Choice | None]):
@@ -65,6 +70,10 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
         self.task_ = task
 
     def compose(self) -> ComposeResult:
+        from app.agents.adapters.deskloop.config import DeskLoopConfig
+        from app.agents.spec import AGENT_SPECS
+        from app.ui.services.episode import HUMAN
+
         # Scrolls: with the model fields it is taller than a 100×30 terminal allows.
         with VerticalScroll(id="dialog"):
             yield Static(f"[b]Start an episode of {self.task_.id}[/b]", id="dialog-title")
@@ -72,13 +81,15 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
             yield Input(value="reference", id="agent")
             yield Label("Model agents: adapter, model, base URL, key variable")
             with Horizontal(id="model-fields"):
-                yield Select(ADAPTER_OPTIONS, value="", allow_blank=False, id="adapter")
+                yield Select(adapter_options(), value="", allow_blank=False, id="adapter")
                 yield Input(placeholder="model (or in the spec)", id="model")
             with Horizontal(id="endpoint-fields"):
                 yield Input(placeholder="base URL, e.g. http://127.0.0.1:8000/v1", id="base-url")
                 yield Input(placeholder="key variable (default per adapter)", id="api-key-env")
             with Horizontal(id="format-fields"):
-                yield Select(COMPUTER_TOOL_OPTIONS, value="", allow_blank=False, id="computer-tool")
+                yield Select(
+                    computer_tool_options(), value="", allow_blank=False, id="computer-tool"
+                )
                 yield Select(TEXT_TURN_OPTIONS, value="", allow_blank=False, id="text-turn")
             yield Label("Agent timeout, seconds per model call (model agents)")
             yield Input(placeholder=f"default {DeskLoopConfig.deadline:g}", id="agent-timeout")

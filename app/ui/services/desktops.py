@@ -13,14 +13,19 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from app.core.errors import DesktopError
-from app.desktops.base import Desktop, DesktopInfo, SavesStates
 from app.desktops.factory import make_desktop
 from app.desktops.inventory import BackendListing, VmListing, VmStats, vm_command, vm_stats
-from app.episode.launch import desktop_spec, fits, make_spec_desktop
-from app.rfb.client import VncEndpoint
-from app.tasks.model import Task
+
+if TYPE_CHECKING:
+    # Annotations only, and `app.episode.launch` where an episode's desktop is chosen:
+    # the TUI makes a pool at start, and the episode runner and the desktop base (numpy,
+    # the VNC client) behind these were a sixth of its first screen.
+    from app.desktops.base import Desktop, DesktopInfo
+    from app.rfb.client import VncEndpoint
+    from app.tasks.model import Task
 
 
 @dataclass
@@ -65,6 +70,8 @@ class DesktopPool:
         Raises:
             DesktopError: that desktop is busy or runs an episode.
         """
+        from app.episode.launch import desktop_spec, fits, make_spec_desktop
+
         spec = desktop_spec(self.backend, task)
         desktop = make_spec_desktop(spec)
         name = desktop.info().name
@@ -136,6 +143,8 @@ class DesktopPool:
     def cannot_snapshot(self, name: str) -> str | None:
         """Why desktop `name` has no snapshots (a documented limitation of the local
         backend, not an error), or None when it has them."""
+        from app.desktops.base import SavesStates  # loaded with any desktop already
+
         if isinstance(self.get(name).desktop, SavesStates):
             return None
         return (
@@ -149,6 +158,8 @@ class DesktopPool:
         Raises:
             DesktopError: the backend has no snapshots (local), or saving failed.
         """
+        from app.desktops.base import SavesStates
+
         entry = self.get(name)
         desktop = entry.desktop
         if not isinstance(desktop, SavesStates):
@@ -167,6 +178,8 @@ class DesktopPool:
         Raises:
             DesktopError: no snapshot was taken of this desktop in this session.
         """
+        from app.desktops.base import SavesStates
+
         entry = self.get(name)
         desktop = entry.desktop
         if not isinstance(desktop, SavesStates) or not entry.snapshots:

@@ -19,12 +19,16 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from app.core.errors import DesktopError
 from app.core.settings import read_settings
-from app.desktops.local.xvnc import free_port
-from app.rfb.client import VncEndpoint
+
+if TYPE_CHECKING:
+    # The TUI makes its NoVncServers at start; the local desktop module (with its
+    # VNC password cipher) and the VNC client are imported when a viewer is served.
+    from app.rfb.client import VncEndpoint
 
 DEFAULT_NOVNC_DIR = Path("/usr/share/novnc")
 
@@ -103,6 +107,8 @@ def start_novnc(endpoint: VncEndpoint, *, timeout: float = START_TIMEOUT) -> NoV
     missing = novnc_available()
     if missing is not None:
         raise DesktopError(missing)
+    from app.desktops.local.xvnc import free_port
+
     port = free_port()
     try:
         process = subprocess.Popen(
