@@ -17,7 +17,6 @@ import pytest
 from textual.widgets import Button, Checkbox, Input, Select, Static
 
 from app.core.errors import DesktopError
-from app.desktops import inventory
 from app.desktops.inventory import VmStats
 from app.desktops.libvirt import actions
 from app.ui.modals import ConfirmScreen, ErrorScreen
@@ -71,7 +70,7 @@ def gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     def gated(action: str, name: str, *args: str) -> list[str]:
         return [sys.executable, "-c", GATE, str(opened), *real(action, name, *args)]
 
-    monkeypatch.setattr(inventory, "child_argv", gated)
+    monkeypatch.setattr(actions, "child_argv", gated)
     return opened
 
 
