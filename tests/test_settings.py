@@ -64,6 +64,18 @@ def test_a_value_that_cannot_be_used_is_refused_by_name(name: str, raw: str, why
     assert caught.value.kind == "other"  # never retried as if the desktop had failed
 
 
+def test_the_task_cache_is_on_off_or_a_folder(tmp_path: Path) -> None:
+    def folder(**env: str) -> Path | None:
+        return read_settings(env).task_cache
+
+    assert folder(DESKLOOP_CACHE=str(tmp_path)) == tmp_path / "tasks"
+    assert folder(DESKLOOP_CACHE=str(tmp_path), DESKLOOP_TASK_CACHE="on") == tmp_path / "tasks"
+    assert folder(XDG_CACHE_HOME=str(tmp_path)) == tmp_path / "deskloop" / "tasks"
+    for off in ("off", "OFF", "0", "no", "false"):
+        assert folder(DESKLOOP_TASK_CACHE=off) is None
+    assert folder(DESKLOOP_TASK_CACHE=str(tmp_path / "mine")) == tmp_path / "mine"
+
+
 def test_the_process_environment_is_read_at_each_call(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DESKLOOP_IMAGE", "blender")
     assert read_settings().image == "blender"

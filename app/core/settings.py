@@ -50,6 +50,11 @@ SETTINGS: tuple[Setting, ...] = (
         "VM images, their layers, VM files and other caches",
     ),
     Setting(
+        "DESKLOOP_TASK_CACHE",
+        "on: the cache folder's tasks/",
+        "parsed task files kept between runs: `on`, `off`, or the folder to keep them in",
+    ),
+    Setting(
         "DESKLOOP_IMAGE",
         "the task's app (gimp, blender, kdenlive, web)",
         "the VM image a libvirt desktop boots",
@@ -121,6 +126,26 @@ class Settings:
     @property
     def cache(self) -> Path | None:
         return self._path("DESKLOOP_CACHE")
+
+    @property
+    def cache_root(self) -> Path:
+        """Where DeskLoop caches (VM images, parsed tasks): $DESKLOOP_CACHE, else
+        $XDG_CACHE_HOME/deskloop, else ~/.cache/deskloop."""
+        given = self.cache
+        if given is not None:
+            return given
+        xdg = self._path("XDG_CACHE_HOME")
+        return (xdg if xdg is not None else Path.home() / ".cache") / "deskloop"
+
+    @property
+    def task_cache(self) -> Path | None:
+        """The folder of the parsed-task cache; None when it is off."""
+        raw = self._env.get("DESKLOOP_TASK_CACHE", "").strip()
+        if raw.lower() in ("off", "0", "no", "false"):
+            return None
+        if raw.lower() in ("", "on", "1", "yes", "true"):
+            return self.cache_root / "tasks"
+        return Path(raw).expanduser()
 
     @property
     def image(self) -> str | None:

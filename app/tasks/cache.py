@@ -39,6 +39,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from app.core.settings import read_settings
 from app.tasks.model import Task
 
 FORMAT = 1
@@ -49,14 +50,8 @@ CODE_PACKAGES = ("tasks", "checks", "core")
 
 
 def cache_root() -> Path:
-    """$DESKLOOP_CACHE, else $XDG_CACHE_HOME/deskloop, else ~/.cache/deskloop (the
-    folder VM images use too)."""
-    env = os.environ.get("DESKLOOP_CACHE")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "deskloop"
+    """The folder VM images use too (app/core/settings.py: Settings.cache_root)."""
+    return read_settings().cache_root
 
 
 @functools.cache
@@ -152,7 +147,6 @@ class TaskCache:
 
 
 def default_cache() -> TaskCache | None:
-    """The user's task cache; None when DESKLOOP_TASK_CACHE is off."""
-    if os.environ.get("DESKLOOP_TASK_CACHE", "").lower() in ("off", "0", "no", "false"):
-        return None
-    return TaskCache(cache_root() / "tasks")
+    """The user's task cache (DESKLOOP_TASK_CACHE: on, off, or a folder); None when off."""
+    folder = read_settings().task_cache
+    return None if folder is None else TaskCache(folder)

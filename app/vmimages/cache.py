@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,12 +52,7 @@ class Image:
 
 def cache_dir() -> Path:
     """Where images, layers and VM files live: $DESKLOOP_CACHE or ~/.cache/deskloop."""
-    given = read_settings().cache
-    if given:
-        return given
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "deskloop"
+    return read_settings().cache_root
 
 
 def images_dir_of(cache: Path) -> Path:
