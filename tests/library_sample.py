@@ -2,7 +2,7 @@
 
 Proving the whole library (three episodes per task on a real desktop) takes hours; CI
 has an hour on two cores. The suite re-runs this fixed sample, and
-tests/test_library.py checks that every task's recorded proof (`tasks verify
+tests/tasks/test_library.py checks that every task's recorded proof (`tasks verify
 --record`) is current. The sample is chosen, not drawn: at least one task per app,
 level and kind the library has, and every check kind the library uses, which
 test_library.py enforces. When a new task brings a new check kind or fills a new

@@ -45,7 +45,7 @@ VM_ORDER = (
 )
 # Modules whose one parametrised test spans the apps, with ids `app/...`: each app's
 # part is a unit of its own, so their desktop episodes spread over the workers.
-SPLIT_BY_APP = ("tests/test_library_sample.py",)
+SPLIT_BY_APP = ("tests/tasks/test_library_sample.py",)
 # Fixture setups shorter than this are not worth a line.
 FIXTURE_FLOOR_S = 0.5
 

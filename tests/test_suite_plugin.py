@@ -111,7 +111,7 @@ def test_vm_modules_go_first_in_image_order_then_the_most_desktop_tests() -> Non
 
 
 def test_the_library_sample_is_a_unit_per_app_ordered_by_its_desktop_tests() -> None:
-    sample = "tests/test_library_sample.py::test_a_sampled_task_is_proven"
+    sample = "tests/tasks/test_library_sample.py::test_a_sampled_task_is_proven"
     items = [
         _Item(f"{sample}[gimp/gimp-a-reference]", desktop=True),
         _Item(f"{sample}[web/web-a-reference]", desktop=True),
@@ -130,8 +130,8 @@ def test_the_library_sample_is_a_unit_per_app_ordered_by_its_desktop_tests() -> 
         "tests/test_b.py::gui",
     ]
     assert {_scope_of(i.nodeid) for i in items} == {
-        "tests/test_library_sample.py::web",
-        "tests/test_library_sample.py::gimp",
+        "tests/tasks/test_library_sample.py::web",
+        "tests/tasks/test_library_sample.py::gimp",
         "tests/test_b.py",
     }
 

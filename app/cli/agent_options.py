@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from app.agents.adapters import ModelConfig
 
 # The configs' defaults (DeskLoopConfig.deadline, LLMUserConfig.deadline), written out so
-# that building the parser does not import the endpoint client; tests/test_cli.py holds
+# that building the parser does not import the endpoint client; tests/cli/test_cli.py holds
 # them equal.
 AGENT_TIMEOUT = 600.0
 USER_TIMEOUT = 300.0

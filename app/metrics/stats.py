@@ -84,7 +84,7 @@ _T95 = (
     2.109816, 2.100922, 2.093024, 2.085963, 2.079614, 2.073873, 2.068658, 2.063899,
     2.059539, 2.055529, 2.051831, 2.048407, 2.045230, 2.042272,
 )  # fmt: skip
-"""t's 97.5% quantile for 1 to 30 degrees of freedom (tests/test_checkpoint_metrics.py
+"""t's 97.5% quantile for 1 to 30 degrees of freedom (tests/metrics/test_checkpoint_metrics.py
 holds them to scipy's)."""
 
 

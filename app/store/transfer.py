@@ -34,7 +34,7 @@ CHILD_TABLES = (
 )
 """The tables that hold an episode's rows (by `episode_id`), in the order they are
 written: steps point at messages and phases. A table keyed by `episode_id` that is not
-here does not travel (tests/test_store_transfer.py fails when one is missing)."""
+here does not travel (tests/store/test_store_transfer.py fails when one is missing)."""
 
 
 @dataclass

@@ -3,7 +3,7 @@
 The desktop is a real Xvnc listed as a libvirt VM (the listing is fixed: the test is
 about the screen); the URL the notification gives is fetched, and the page it serves is
 noVNC's, for that desktop's VNC port, with the password only in the fragment. What the
-page shows in a real browser is tests/test_novnc.py's.
+page shows in a real browser is tests/ui/test_novnc.py's.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ raise the same flags as the local backend's exec trace and write watch.
 
 First, on the VM's boot state, a shell started outside DeskLoop's commands and the
 file it copies are named. Then one start state for both episodes of gimp-flip-export with a terminal
-opened by its setup (tests/test_integrity_desktop.py's test task): a cheater that runs
+opened by its setup (tests/episode/test_integrity_desktop.py's test task): a cheater that runs
 a shell in the terminal and copies a file over the checked one is flagged (the shell,
 and `cp` as the file's writer); the honest reference, whose file GIMP's PNG plug-in
 writes, is not. The image is built by the recipe when the cache lacks it.
@@ -21,8 +21,8 @@ import pytest
 from app.desktops.libvirt import LibvirtDesktop
 from app.episode.integrity import is_apps_own, process_flags
 from app.store import Store
+from tests.episode.test_integrity_desktop import task_copy
 from tests.episode_story import episode_story
-from tests.test_integrity_desktop import task_copy
 from tests.vm.episodes import ROOT, run_episode
 
 pytestmark = [

@@ -10,7 +10,7 @@ cache lacks it (the web layer takes a few minutes on a cached base).
 On a quiet 2-core machine it takes about 110 s (cold boot 39 s, Chromium showing the
 page in about 25 s, restores under 1.5 s); on one loaded by other work (load average
 20-46) the guest starves, its boot or Chromium's network service time out, and it fails
-(docs/backends.md, *Measured*). The relay alone is checked by tests/test_ssh_web.py.
+(docs/backends.md, *Measured*). The relay alone is checked by tests/desktops/test_ssh_web.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A bare Xvnc: one X display behind a VNC password, with no window manager or session.
 
 It exists to drive the RFB client (app/rfb/client.py) against a real server with nothing
-else in the way: the live tests in tests/test_vnc.py and bench/bench_vnc.py share
+else in the way: the live tests in tests/rfb/test_vnc.py and bench/bench_vnc.py share
 it. Episodes use `LocalDesktop` (desktop.py), which builds a whole session around its
 Xvnc.
 """
