@@ -4,7 +4,7 @@ sources, phase kinds and statuses, user modes.
 The single source of these words. The protocol engine, the agents and users, the TUI
 and the store name them with the Literal types below (so mypy refuses a misspelt
 one), and the store's SQL CHECK constraints are built from the tuples of their values
-(so the database refuses one too). tests/store/test_store.py checks that every CHECK list
+(so the database refuses one too). tests/store/test_schema.py checks that every CHECK list
 in a database equals the tuple here: a word added here needs a migration that
 rebuilds the CHECK constraints of existing databases.
 

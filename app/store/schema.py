@@ -12,7 +12,7 @@ the vocabulary's tuples (`_one_of`), never written out, which makes the vocabula
 part of the migration that made the column (0001; 0005 for the error kinds): a word
 added there is a schema change, and needs a new migration that rebuilds the CHECK
 constraints of the tables holding it (fresh databases get the new word from the
-column's own migration already). tests/store/test_store.py fails until there is one: it
+column's own migration already). tests/store/test_schema.py fails until there is one: it
 compares the CHECK lists of a database made before with the vocabulary.
 """
 

@@ -45,7 +45,7 @@ def test_notes_and_tags_from_the_command_line(
 def test_episodes_show_marks_the_steps_the_person_took(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.store.test_store import new_episode, step
+    from tests.store.helpers import new_episode, step
 
     db = tmp_path / "d.db"
     with Store(db) as store:

@@ -32,7 +32,7 @@ from app.store import LockWait, Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
 from tests.still_desktop import StillDesktop
-from tests.store.test_store import new_episode
+from tests.store.helpers import new_episode
 
 REPO = Path(__file__).resolve().parents[2]
 # Past both of the old failures: a write gave up after 5 s, its episode's end after 10.

@@ -10,7 +10,7 @@ import sqlite_utils
 from app.core.outcomes import CheckOutcome
 from app.store import Store
 from app.store.transfer import CHILD_TABLES
-from tests.store.test_store import new_episode, phase, png_of, step
+from tests.store.helpers import new_episode, phase, png_of, step
 
 
 def test_an_episode_moves_whole_between_databases(tmp_path: Path) -> None:

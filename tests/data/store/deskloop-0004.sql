@@ -1,6 +1,6 @@
 -- A DeskLoop database as the store of commit 95b1724 (migrations 0001-0004) made it,
 -- dumped with sqlite3 iterdump: one finished episode with a delivered phase. Frozen:
--- it stands for the databases that exist, so tests/store/test_store.py opens it with
+-- it stands for the databases that exist, so tests/store/test_schema.py opens it with
 -- today's store and compares its CHECK lists with app/core/vocabulary.py.
 BEGIN TRANSACTION;
 CREATE TABLE "_sqlite_migrations" (
