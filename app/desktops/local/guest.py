@@ -150,6 +150,19 @@ class LocalGuest:
         assert proc.returncode is not None
         return CommandResult(tuple(args), proc.returncode, stdout, stderr)
 
+    async def stream(self, argv: list[str]) -> asyncio.subprocess.Process:
+        """Start `argv` as DeskLoop's own long-running reader of the desktop (untraced,
+        like `run`), its stdout a pipe for the caller; the caller ends it.
+
+        Raises:
+            GuestError: it could not start.
+        """
+        args = self._argv(argv)
+        try:
+            return await self._start(args, asyncio.subprocess.PIPE, asyncio.subprocess.DEVNULL)
+        except OSError as exc:
+            raise GuestError(f"cannot start {args[0]!r} in the local desktop: {exc}") from exc
+
     async def launch(self, argv: list[str]) -> None:
         args = self._argv(argv)
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(args[0]).name)

@@ -240,8 +240,8 @@ class LocalSession:
         )
         await self._wait_window_manager()
         # Every window as it opens, for the integrity flags (app.desktops.local.windows).
-        self.windows = WindowWatch(self.env)
-        await asyncio.to_thread(self.windows.start)
+        self.windows = WindowWatch(self.guest)
+        await self.windows.start()
         self.vnc = VNCSession("127.0.0.1", self.port, self.password)
         try:
             await self.vnc.connected()
@@ -362,11 +362,11 @@ class LocalSession:
 
     async def stop(self) -> None:
         """End the session's processes and remove its files; never raises."""
+        if self.windows is not None:
+            await self.windows.stop()
         if self.guest is not None:
             self.guest.close()
         self.watch.stop()
-        if self.windows is not None:
-            await asyncio.to_thread(self.windows.stop)
         if self.vnc is not None:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(2.0):

@@ -8,20 +8,20 @@ new window's title is read at once. A window is missed only if it is gone before
 title can be read, a few milliseconds after it appeared: no person or agent opens and
 uses a console that fast.
 
-The watcher runs on the host as DeskLoop's own program (not traced, not in the
-sandbox), with the session's environment, so the desktop's watchdog stops it with
-the rest of the session.
+Both run through the desktop's guest channel, as the lab user in the sandbox and
+untraced, like every command DeskLoop runs there.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
-import subprocess
-import threading
 import time
-from collections.abc import Mapping
 
+from app.core.errors import GuestError
 from app.core.integrity import WindowLog
+from app.desktops.local.guest import LocalGuest
 
 SPY = ["xprop", "-root", "-spy", "_NET_CLIENT_LIST"]
 _WINDOW_ID = re.compile(r"0x[0-9a-fA-F]+")
@@ -31,82 +31,68 @@ _RETRY_S = 0.05
 
 
 class WindowWatch:
-    """Starts with the session's window manager, stops with the session."""
+    """Starts once the session's window manager runs, stops with the session."""
 
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self.env = dict(env)
+    def __init__(self, guest: LocalGuest) -> None:
+        self.guest = guest
         self.problem: str | None = None
-        self._seen: list[tuple[float, str, str]] = []
-        self._lock = threading.Lock()
-        self._proc: subprocess.Popen[str] | None = None
-        self._thread: threading.Thread | None = None
+        self._seen: list[tuple[float, str]] = []
+        self._proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
+    async def start(self) -> None:
         try:
-            self._proc = subprocess.Popen(
-                SPY,
-                env=self.env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                stdin=subprocess.DEVNULL,
-                text=True,
-            )
-        except OSError as exc:
-            self.problem = f"{SPY[0]} could not start: {exc.strerror or exc}"
+            self._proc = await self.guest.stream(SPY)
+        except GuestError as exc:
+            self.problem = str(exc)
             return
-        self._thread = threading.Thread(target=self._follow, name="window-watch", daemon=True)
-        self._thread.start()
+        self._reader = asyncio.create_task(self._follow(self._proc), name="window-watch")
 
-    def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
+    async def stop(self) -> None:
+        if self._proc is not None and self._proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.terminate()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+        if self._proc is not None:
+            with contextlib.suppress(TimeoutError, ProcessLookupError):
+                async with asyncio.timeout(2.0):
+                    await self._proc.wait()
 
     def log(self) -> WindowLog:
         if self.problem is not None:
             return WindowLog((), False, f"not watched: {self.problem}")
-        with self._lock:
-            seen = tuple((when, title) for when, _wid, title in self._seen)
         return WindowLog(
-            seen, True, "every window the window manager lists, as it appears (xprop -spy)"
+            tuple(self._seen),
+            True,
+            "every window the window manager lists, as it appears (xprop -spy)",
         )
 
-    def _follow(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
+    async def _follow(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
         known: set[str] = set()
-        for line in self._proc.stdout:
+        async for raw in proc.stdout:
             now = time.time()
-            listed = set(_WINDOW_ID.findall(line))
+            listed = set(_WINDOW_ID.findall(raw.decode("utf-8", "replace")))
             for window in sorted(listed - known):
-                title = self._title(window)
+                title = await self._title(window)
                 if not title:
-                    time.sleep(_RETRY_S)
-                    title = self._title(window)
-                with self._lock:
-                    self._seen.append((now, window, title))
+                    await asyncio.sleep(_RETRY_S)
+                    title = await self._title(window)
+                self._seen.append((now, title))
             known = listed
-        if self._proc.wait() not in (0, -15) and self.problem is None:
-            self.problem = f"{SPY[0]} exited with status {self._proc.returncode}"
+        code = await proc.wait()
+        if code not in (0, -15) and self.problem is None:
+            self.problem = f"{SPY[0]} exited with status {code}"
 
-    def _title(self, window: str) -> str:
+    async def _title(self, window: str) -> str:
         try:
-            done = subprocess.run(
-                ["xprop", "-id", window, "_NET_WM_NAME", "WM_NAME"],
-                env=self.env,
-                capture_output=True,
-                text=True,
-                timeout=5,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
+            result = await self.guest.run(["xprop", "-id", window, "_NET_WM_NAME", "WM_NAME"], 5.0)
+        except GuestError:
             return ""
-        for line in done.stdout.splitlines():
+        for line in result.stdout_text().splitlines():
             match = _TITLE.match(line.strip())
             if match:
                 # xprop writes a quote or a backslash in a title escaped.
