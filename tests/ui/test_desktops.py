@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -33,7 +34,7 @@ from app.desktops.inventory import (
     lock_holder,
     vm_command,
 )
-from app.desktops.libvirt import DOMAIN_PREFIX, LibvirtConfig
+from app.desktops.libvirt import DOMAIN_PREFIX, LibvirtConfig, actions
 from app.ui.app import DeskLoopApp
 from app.ui.halfblock import HalfBlockView
 from app.ui.modals import ChoiceScreen, ErrorScreen, HelpScreen
@@ -56,6 +57,28 @@ def no_libvirt(monkeypatch: pytest.MonkeyPatch) -> None:
     """`deskloop vm` children (and the default listing) talk to a libvirtd that is
     not there, so no real VM is touched."""
     monkeypatch.setenv("DESKLOOP_LIBVIRT_URI", UNREACHABLE)
+
+
+# Runs the command after it (a `deskloop vm` child) once the file it names exists: the
+# test then sees the operation while it runs, however fast the child would fail.
+GATE = (
+    "import os, sys, time\n"
+    "while not os.path.exists(sys.argv[1]):\n    time.sleep(0.05)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+@pytest.fixture
+def gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The file that lets `deskloop vm` children run; until it exists they wait."""
+    opened = tmp_path / "gate-open"
+    real = actions.child_argv
+
+    def gated(action: str, name: str, *args: str) -> list[str]:
+        return [sys.executable, "-c", GATE, str(opened), *real(action, name, *args)]
+
+    monkeypatch.setattr(actions, "child_argv", gated)
+    return opened
 
 
 class Running(NamedTuple):
@@ -146,7 +169,7 @@ async def test_existing_vms_are_listed_and_refuse_what_makes_no_sense(
 
 
 async def test_an_existing_vm_is_restored_through_deskloop_vm(
-    tmp_path: Path, no_libvirt: None
+    tmp_path: Path, no_libvirt: None, gate: Path
 ) -> None:
     async with desktops_app(tmp_path, lambda: LISTING) as (app, pilot, screen, table, seen):
         await wait_until(pilot, lambda: table.row_count == 3, 5, "the VMs")
@@ -165,6 +188,7 @@ async def test_an_existing_vm_is_restored_through_deskloop_vm(
         assert app.vms.operations["alpha"].doing == "restoring boot"
         await wait_until(pilot, lambda: "restoring boot" in rows(table)[0][3], 5, "progress")
         # The child talks to the unreachable libvirtd: its error is the dialog's.
+        gate.touch()
         await wait_until(pilot, lambda: isinstance(app.screen, ErrorScreen), 60, "the error")
         text = app.screen.text  # type: ignore[attr-defined]
         assert "deskloop vm revert alpha boot" in text and "/nonexistent/libvirt-sock" in text

@@ -9,7 +9,6 @@ through the same service.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -18,16 +17,15 @@ from textual.widgets import Button, Checkbox, Input, Select, Static
 
 from app.core.errors import DesktopError
 from app.desktops.inventory import VmStats
-from app.desktops.libvirt import actions
 from app.ui.modals import ConfirmScreen, ErrorScreen
 from app.ui.screens.desktops import VM_KEY, DesktopsScreen
 from app.ui.screens.vm_create import CreateVmScreen
 from app.ui.services.desktops import VmRequest
 from app.ui.services.usage import VmUsageSampler
 from tests.ui.helpers import LISTING, wait_until
-from tests.ui.test_desktops import desktops_app, no_libvirt, notes, rows
+from tests.ui.test_desktops import desktops_app, gate, no_libvirt, notes, rows
 
-__all__ = ["no_libvirt"]  # the fixture, used by name below
+__all__ = ["gate", "no_libvirt"]  # the fixtures, used by name below
 
 
 def built(cache: Path, name: str, memory_mib: int) -> None:
@@ -50,28 +48,6 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def dialog_error(screen: CreateVmScreen) -> str:
     return str(screen.query_one("#vm-error", Static).render())
-
-
-# Runs the command after it (a `deskloop vm` child) once the file it names exists: the
-# test then sees the operation while it runs, however fast the child would fail.
-GATE = (
-    "import os, sys, time\n"
-    "while not os.path.exists(sys.argv[1]):\n    time.sleep(0.05)\n"
-    "os.execv(sys.argv[2], sys.argv[2:])\n"
-)
-
-
-@pytest.fixture
-def gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The file that lets `deskloop vm` children run; until it exists they wait."""
-    opened = tmp_path / "gate-open"
-    real = actions.child_argv
-
-    def gated(action: str, name: str, *args: str) -> list[str]:
-        return [sys.executable, "-c", GATE, str(opened), *real(action, name, *args)]
-
-    monkeypatch.setattr(actions, "child_argv", gated)
-    return opened
 
 
 async def test_a_vm_is_asked_for_checked_confirmed_and_created_through_deskloop_vm(
