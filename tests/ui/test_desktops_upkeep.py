@@ -11,9 +11,9 @@ from textual.widgets import Static
 from app.ui.modals import ConfirmScreen, ErrorScreen
 from app.ui.screens.desktops import DesktopsScreen
 from tests.ui.helpers import LISTING, wait_until
-from tests.ui.test_desktops import desktops_app, no_libvirt, notes, rows
+from tests.ui.test_desktops import desktops_app, gate, no_libvirt, notes, rows
 
-__all__ = ["no_libvirt"]  # the fixture, used by name below
+__all__ = ["gate", "no_libvirt"]  # the fixtures, used by name below
 
 
 async def test_a_local_desktop_shows_cpu_and_memory_and_leaves_the_list(
@@ -63,7 +63,7 @@ async def test_a_local_desktop_shows_cpu_and_memory_and_leaves_the_list(
 
 
 async def test_deleting_a_vm_made_elsewhere_asks_then_runs_deskloop_vm_rm(
-    tmp_path: Path, no_libvirt: None
+    tmp_path: Path, no_libvirt: None, gate: Path
 ) -> None:
     async with desktops_app(tmp_path, lambda: LISTING) as (app, pilot, _screen, table, _seen):
         await wait_until(pilot, lambda: table.row_count == 3, 5, "the VMs")
@@ -79,6 +79,7 @@ async def test_deleting_a_vm_made_elsewhere_asks_then_runs_deskloop_vm_rm(
         await wait_until(pilot, lambda: "alpha" in app.vms.operations, 5, "the operation")
         assert app.vms.operations["alpha"].doing == "removing"
         # The child talks to the unreachable libvirtd: its error is the dialog's.
+        gate.touch()
         await wait_until(pilot, lambda: isinstance(app.screen, ErrorScreen), 60, "the error")
         text = app.screen.text  # type: ignore[attr-defined]
         assert "deskloop vm rm alpha" in text and "/nonexistent/libvirt-sock" in text
