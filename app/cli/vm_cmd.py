@@ -174,7 +174,12 @@ def cmd_vm_view(args: argparse.Namespace) -> int:
             # A remote desktop's VNC is reachable here only through this process.
             print("forwarding over SSH; press Ctrl-C to stop", flush=True)
             with contextlib.suppress(KeyboardInterrupt):
-                threading.Event().wait()
+                # A timed wait, not a bare one: Ctrl-C may be delivered to another
+                # thread (the forward's), and Python runs its handler, which ends this
+                # wait, only when the main thread next wakes.
+                never = threading.Event()
+                while not never.wait(0.5):
+                    pass
         return 0
 
 
