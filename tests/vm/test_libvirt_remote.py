@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import secrets
 import signal
@@ -167,7 +168,9 @@ async def test_a_restore_discards_what_the_episode_wrote(remote: LibvirtDesktop)
     print("restore on the remote host:", f"{remote.timings['restore']:.1f} s")
 
 
-async def test_the_cli_lists_the_desktop_and_forwards_its_vnc(remote: LibvirtDesktop) -> None:
+async def test_the_cli_lists_the_desktop_and_forwards_its_vnc(
+    remote: LibvirtDesktop, tmp_path: Path
+) -> None:
     deskloop = [sys.executable, "-m", "app.cli"]
     listing = await asyncio.to_thread(
         subprocess.run,
@@ -178,10 +181,14 @@ async def test_the_cli_lists_the_desktop_and_forwards_its_vnc(remote: LibvirtDes
 
     # `vm view --print` holds a forward open until interrupted: a VNC client reaches
     # the remote desktop through the address it prints.
-    view = subprocess.Popen(
-        [*deskloop, "vm", "view", remote.name, "--uri", remote.config.uri, "--print"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    # Its threads' stacks go to `dump` if it has to be aborted (PYTHONFAULTHANDLER).
+    dump = tmp_path / "vm-view.stderr"
+    with dump.open("wb") as stderr:
+        view = subprocess.Popen(
+            [*deskloop, "vm", "view", remote.name, "--uri", remote.config.uri, "--print"],
+            stdout=subprocess.PIPE, stderr=stderr, text=True,
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        )  # fmt: skip
     try:
         assert view.stdout is not None
         lines = [await asyncio.to_thread(view.stdout.readline) for _ in range(3)]
@@ -198,7 +205,15 @@ async def test_the_cli_lists_the_desktop_and_forwards_its_vnc(remote: LibvirtDes
             await vnc.close()
     finally:
         view.send_signal(signal.SIGINT)
-        assert await asyncio.to_thread(view.wait, 120) == 0
+        try:
+            code = await asyncio.to_thread(view.wait, 120)
+        except subprocess.TimeoutExpired:
+            view.send_signal(signal.SIGABRT)
+            await asyncio.to_thread(view.wait, 30)
+            raise AssertionError(
+                f"vm view did not stop on SIGINT; where its threads were:\n{dump.read_text()}"
+            ) from None
+        assert code == 0, dump.read_text()
 
 
 async def test_rm_leaves_nothing_on_the_host_or_here(
