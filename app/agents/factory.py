@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from app.agents.base import Agent
-from app.agents.families import FAMILIES, FAMILY_NAMES, is_family
+from app.agents.families import FAMILIES, is_family
 from app.agents.null import NullAgent
 from app.agents.scripted import ScriptedAgent
 from app.agents.spec import (
@@ -25,6 +25,7 @@ from app.agents.spec import (
     ReferenceSpec,
     ReplaySpec,
     ScriptedSpec,
+    agent_spec_from_mapping,
     parse_agent_spec,
 )
 from app.core.errors import AgentError
@@ -151,7 +152,9 @@ def model_config(
     configured = base.adapter if isinstance(base, AdapterConfig) else "deskloop"
     family = spec.family or configured
     if not (spec.model or (base is not None and base.model)):
-        raise AgentError(f"{spec}: a model name is required (--model M, or {family}:M)")
+        raise AgentError(
+            f"{spec}: a model name is required (--model M, the Model field, or {family}:M)"
+        )
     config: ModelConfig
     if family == "deskloop":
         if base is None:
@@ -258,45 +261,32 @@ def endpoint_config(
     text_turn: str | None = None,
 ) -> ModelConfig | None:
     """A model agent's config from the fields a person fills in (the TUI's start
-    dialog): each empty one is the adapter's default (the format table's computer tool,
-    text turns read as DONE).
+    dialog): each empty one is the family's default (the format table's computer tool,
+    text turns read as DONE). The fields are read as a spec file's model agent is
+    (`app.agents.spec.agent_spec_from_mapping`), and built by `model_config`.
     None when `spec` is no model agent's or no field is given (the spec alone then
     decides).
 
     Raises:
         AgentError: an unknown adapter, fields without a model anywhere, a computer
-            tool the adapter does not have, or an unknown text-turn policy.
+            tool the adapter does not have, or an unknown text-turn policy, each
+            naming its field.
     """
     parsed = parse_agent_spec(spec) if isinstance(spec, str) else spec
     given = (adapter, model, base_url, api_key_env, computer_tool, text_turn)
     if not isinstance(parsed, ModelSpec) or not any(given):
         return None
-    family = adapter or parsed.family or "deskloop"
-    if not is_family(family):
-        raise AgentError(f"unknown adapter {family!r}; known: {', '.join(FAMILY_NAMES)}")
-    name = model or parsed.model
-    if not name:
-        raise AgentError(f"{spec}: a model name is required (the Model field, or {family}:M)")
-    from app.agents.adapters import AdapterConfig
-    from app.agents.adapters.deskloop import DeskLoopConfig
-    from app.endpoints.client import EndpointConfig
-
-    # An empty field is the family's default (AdapterConfig puts in the family's own).
-    url = base_url or EndpointConfig.base_url
-    key_env = api_key_env or EndpointConfig.api_key_env
-    if family == "deskloop":
-        if computer_tool or text_turn:
-            raise AgentError(
-                "the computer tool and the text-turn policy are the anthropic and "
-                "openai-cua adapters': DeskLoop's tools are its own"
-            )
-        return DeskLoopConfig(model=name, base_url=url, api_key_env=key_env)
-    return AdapterConfig(
-        model=name,
-        adapter=family,
-        computer_tool=computer_tool or None,
-        base_url=url,
-        api_key_env=key_env,
-        # AdapterConfig refuses a policy it does not know, naming it.
-        text_turn=text_turn or "done",  # type: ignore[arg-type]
+    fields = {
+        "family": adapter or parsed.family or "deskloop",
+        "model": model or parsed.model,
+        "base_url": base_url,
+        "api_key_env": api_key_env,
+        "computer_tool": computer_tool,
+        "text_turn": text_turn,
+    }
+    options = agent_spec_from_mapping(
+        {"kind": "model", **{name: value for name, value in fields.items() if value}},
+        where="start dialog",
     )
+    assert isinstance(options, ModelSpec)
+    return model_config(options)

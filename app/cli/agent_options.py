@@ -7,7 +7,14 @@ import argparse
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from app.agents.families import COMPUTER_TOOLS, CONVENTIONS, FAMILY_NAMES, TEXT_TURNS, TOOL_MODES
+from app.agents.families import (
+    COMPUTER_TOOLS,
+    CONVENTIONS,
+    FAMILY_NAMES,
+    TEXT_TURNS,
+    TOOL_MODES,
+    is_family,
+)
 from app.agents.spec import MODEL_HEADS, ModelSpec, parse_agent_spec
 from app.core.errors import DeskLoopError
 
@@ -138,10 +145,12 @@ def openai_config(
     """The model agents' config the options describe (an `DeskLoopConfig` for DeskLoop's
     tools, an `AdapterConfig` for an adapter), or None when no agent needs one.
     `endpoint` is a suite file's endpoint settings, which the options override;
-    `--agent-timeout`, else `timeout` (a suite's), else the default, is its deadline."""
-    from app.agents.adapters import AdapterConfig
-    from app.agents.adapters.config import family_base_url, family_key_env
-    from app.agents.adapters.deskloop import DeskLoopConfig
+    `--agent-timeout`, else `timeout` (a suite's), else the default, is its deadline.
+
+    The options become one `ModelSpec`, which `app.agents.factory.model_config` builds,
+    as it builds every model agent's config; what is checked here is only what the
+    options name by their flags."""
+    from app.agents.factory import model_config
 
     model_agents = [a for a in agents if needs_model(a)]
     if not model_agents:
@@ -157,18 +166,18 @@ def openai_config(
     model = args.model or settings.get("model") or next((s.model for s in named if s.model), "")
     if not model:
         raise DeskLoopError("a model agent needs --model M (or --agent openai:M, or ADAPTER:M)")
-    adapter = (
+    family = (
         args.adapter
         or settings.get("adapter")
         or next((s.family for s in named if s.family is not None), "deskloop")
     )
-    base_url = args.base_url or settings.get("base_url") or family_base_url(adapter)
-    key_env = args.api_key_env or settings.get("api_key_env") or family_key_env(adapter)
+    if not is_family(family):  # argparse and the suite's schema refused it already
+        raise DeskLoopError(f"unknown adapter {family!r}; known: {', '.join(FAMILY_NAMES)}")
     coords = args.coords or settings.get("coords")
     computer_tool = args.computer_tool or settings.get("computer_tool")
     text_turn = args.text_turn or settings.get("text_turn")
-    config: ModelConfig
-    if adapter == "deskloop":
+    own_tools = family == "deskloop"
+    if own_tools:
         if coords not in (None, "pixels"):
             raise DeskLoopError("--coords is an adapter's: DeskLoop's tools take pixels")
         if computer_tool is not None:
@@ -181,33 +190,23 @@ def openai_config(
                 "--text-turn is the anthropic and openai-cua adapters': DeskLoop's tools "
                 "agent reads text as a JSON action"
             )
-        config = DeskLoopConfig(
-            model=model,
-            base_url=base_url,
-            api_key_env=key_env,
-            image_width=width,
-            image_height=height,
-            tool_mode=args.tool_mode,
-        )
-        if args.history is not None:
-            config = replace(config, history=args.history)
-    else:
-        config = AdapterConfig(
-            model=model,
-            adapter=adapter,
-            coords=coords,
-            base_url=base_url,
-            api_key_env=key_env,
-            image_width=width,
-            image_height=height,
-            screenshots=args.screenshots,
-            computer_tool=computer_tool,
-            text_turn=text_turn or "done",
-        )
-        if args.history is not None:
-            config = replace(config, history=args.history)
-    deadline = args.agent_timeout if args.agent_timeout is not None else timeout
-    return config if deadline is None else replace(config, deadline=deadline)
+    options = ModelSpec(
+        family=family,
+        model=model,
+        base_url=args.base_url or settings.get("base_url"),
+        api_key_env=args.api_key_env or settings.get("api_key_env"),
+        coords=coords,
+        computer_tool=computer_tool,
+        text_turn=text_turn,
+        image_width=width,
+        image_height=height,
+        history=args.history,
+        # Each option is one family's; the other family's default is no choice.
+        screenshots=None if own_tools else args.screenshots,
+        tool_mode=args.tool_mode if own_tools else None,
+        deadline=args.agent_timeout if args.agent_timeout is not None else timeout,
+    )
+    return model_config(options)
 
 
 JUDGE_TIMEOUT = 300.0

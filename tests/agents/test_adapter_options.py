@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.agents.adapters import AdapterConfig
+from app.agents.spec import ModelSpec
 
 
 @pytest.mark.parametrize("command", [["run", "some-task"], ["batch", "run"]])
@@ -262,3 +263,30 @@ def test_the_text_turn_policy_is_chosen_on_the_command_line_and_in_a_suite(
     made = openai_config(args, [spec], None, endpoint.model_dump(exclude_none=True))
     assert isinstance(made, AdapterConfig)
     assert made.text_turn == "ask"
+
+
+def test_the_command_line_the_start_dialog_and_a_spec_file_build_the_same_config() -> None:
+    """Three ways of naming one model agent's endpoint reach one builder: the same
+    endpoint gives the same config, and a bad field is named where it was given."""
+    from app.agents.factory import endpoint_config, model_config
+    from app.agents.spec import read_agent_spec
+    from app.cli import build_parser
+    from app.cli.agent_options import openai_config
+    from app.core.errors import AgentError
+
+    url, key = "http://127.0.0.1:8000/v1", "VLLM_KEY"
+    args = build_parser().parse_args(
+        ["run", "t", "--agent", "qwen:q", "--base-url", url, "--api-key-env", key]
+    )
+    from_options = openai_config(args, ["qwen:q"])
+    from_dialog = endpoint_config("qwen:q", base_url=url, api_key_env=key)
+    written = read_agent_spec({"kind": "model", "family": "qwen", "model": "q", "base_url": url,
+                               "api_key_env": key})  # fmt: skip
+    assert isinstance(written, ModelSpec)
+    from_file = model_config(written)
+    assert from_options == from_dialog == from_file
+    assert isinstance(from_file, AdapterConfig) and from_file.base_url == url
+    with pytest.raises(AgentError, match=r"start dialog\.computer_tool: expected none"):
+        endpoint_config("openai:m", computer_tool="computer_20250124")
+    with pytest.raises(AgentError, match=r"start dialog\.family: expected one of"):
+        endpoint_config("openai:m", adapter="gemini")
