@@ -24,6 +24,7 @@ from app.cli import (
     human_cmd,
     run_cmd,
     score_cmd,
+    study_cmd,
     tasks_cmd,
     tui_cmd,
     vm_cmd,
@@ -57,6 +58,7 @@ COMMAND_MODULES = (
     batch_cmd,
     human_cmd,
     author_cmd,
+    study_cmd,
     vm_cmd,
 )
 

@@ -1,0 +1,144 @@
+"""`deskloop study validate|plan`: studies of people working with agents."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.cli.common import print_err
+from app.core.errors import DeskLoopError
+
+if TYPE_CHECKING:
+    from app.studies.design import Plan
+    from app.studies.model import Study
+
+DEFAULT_STUDIES = Path("studies")
+
+EPILOG = """\
+examples:
+  deskloop study validate                         check every study in studies/
+  deskloop study validate studies/ask-or-not.yaml
+  deskloop study plan ask-or-not --participants 12
+                                                  show the conditions and task orders of
+                                                  P01..P12 and how balanced they are
+"""
+
+
+def _library_ids(tasks_dir: Path) -> set[str]:
+    from app.tasks.loader import load_tasks
+
+    tasks, _ = load_tasks(tasks_dir)
+    return {task.id for task in tasks}
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from app.studies.loader import load_study, study_files
+
+    paths: list[Path] = []
+    for target in args.paths or [args.studies_dir]:
+        paths += study_files(target) if Path(target).is_dir() else [Path(target)]
+    if not paths:
+        where = ", ".join(str(t) for t in args.paths or [args.studies_dir])
+        print_err(f"no study files in {where} (a study is studies/<id>.yaml)")
+        return 1
+    ids = _library_ids(args.tasks_dir)
+    bad = 0
+    for path in paths:
+        try:
+            study = load_study(path, ids)
+        except DeskLoopError as exc:
+            bad += 1
+            print_err(str(exc))
+            continue
+        trials = sum(len(block) for block in study.tasks.blocks)
+        print(
+            f"ok  {path}: {len(study.conditions)} conditions, {trials} tasks, "
+            f"{study.design.participants} participants"
+        )
+    if bad:
+        print_err(f"{bad} of {len(paths)} study files are invalid")
+    return 1 if bad else 0
+
+
+def _print_plan(study: Study, plan: Plan) -> None:
+    from app.metrics.tables import print_table, render_table
+    from app.studies.design import balance
+
+    rows = [
+        [
+            a.code,
+            " → ".join(a.conditions),
+            ", ".join(t.task for t in a.trials if not t.practice),
+        ]
+        for a in plan.assignments
+    ]
+    print(f"{study.id}: plan of seed {plan.seed}")
+    print_table(["participant", "conditions", "tasks"], rows)
+    conditions = tuple(c.id for c in study.conditions)
+    table = balance([a.conditions for a in plan.assignments], conditions)
+    header, *counts = table.table()
+    print("\nconditions by position (each cell: participants)")
+    print(render_table(header, counts))
+    if study.design.participants == "within" and len(conditions) > 1:
+        position = "yes" if table.by_position else "no (add participants to fill the design)"
+        carry = "yes" if table.by_carry_over else "no"
+        print(f"balanced by position: {position}; by carry-over: {carry}")
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from app.studies.design import draw_seed, participant_codes, plan_study
+    from app.studies.loader import find_study
+
+    study = find_study(args.study, args.studies_dir)
+    if args.participants < 1:
+        raise DeskLoopError("--participants: at least 1")
+    seed = args.seed if args.seed is not None else study.design.seed
+    plan = plan_study(study, participant_codes(args.participants), seed or draw_seed())
+    _print_plan(study, plan)
+    return 0
+
+
+def register(sub: Any) -> None:
+    study = sub.add_parser(
+        "study",
+        help="plan and check studies of people working with agents",
+        description="A study is studies/<id>.yaml: conditions (the agent beside the "
+        "participant, the participant's role, what each side may do), tasks in blocks, a "
+        "counterbalanced design and questionnaires. See docs/studies.md.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    study.add_argument(
+        "--studies-dir",
+        type=Path,
+        default=DEFAULT_STUDIES,
+        help="the folder of study files, for study ids (default: studies)",
+    )
+    ssub = study.add_subparsers(dest="study_command", metavar="ACTION", required=True)
+    validate = ssub.add_parser(
+        "validate",
+        help="check study files; exit 1 if any is invalid",
+        description="Check each study file: its fields, its design, its consent file and "
+        "that every task it names is in the library (--tasks-dir). Each problem is one "
+        "line, FILE:LINE: field: reason.",
+    )
+    validate.add_argument(
+        "paths", nargs="*", type=Path, help="study files or folders (default: studies)"
+    )
+    validate.set_defaults(func=cmd_validate)
+    plan = ssub.add_parser(
+        "plan",
+        help="assign conditions and task orders to participant codes",
+        description="Give participants P01..PN their condition order (a Williams design "
+        "within participants, conditions in turn between them) and their task order "
+        "(shuffled from the study's seed), and print how balanced the plan is.",
+    )
+    plan.add_argument("study", help="a study id (in --studies-dir) or a study file")
+    plan.add_argument(
+        "--participants", type=int, required=True, metavar="N", help="participants P01..PN"
+    )
+    plan.add_argument(
+        "--seed", type=int, help="the plan's seed (default: the study's, else a fresh one)"
+    )
+    plan.set_defaults(func=cmd_plan)
