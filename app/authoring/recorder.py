@@ -41,14 +41,17 @@ from app.authoring.recording import (
     MarkEvent,
     PointerEvent,
     RecordingError,
+    RecordingMeta,
     RecordingWriter,
     WindowEvent,
 )
+from app.authoring.start_state import StartState
 from app.authoring.state import StateSnapshot, boundary_label, capture_state
 from app.core.errors import DeskLoopError, VNCError
 from app.core.frames import Frame
 from app.desktops.base import Desktop
 from app.desktops.xwindows import active_window_title
+from app.episode.setup_steps import run_setup
 from app.rfb.client import VNCClient, connect
 from app.rfb.proxy import InputRecorder, ProxyAddress, RFBRecordingProxy
 
@@ -360,3 +363,40 @@ class DemonstrationRecorder:
         self._writer.write(event)
         if self._on_event is not None:
             self._on_event(event)
+
+
+async def start_demonstration(
+    desktop: Desktop,
+    start: StartState,
+    folder: Path,
+    *,
+    from_task: str | None = None,
+    port: int = 0,
+    frame_every: float = FRAME_EVERY_SECONDS,
+    on_event: Callable[[Event], None] | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> tuple[DemonstrationRecorder, ProxyAddress]:
+    """Reset `desktop` to `start` (its setup, with progress), then start recording
+    into `folder`: the running recorder and where the author's VNC viewer connects.
+    `author record` and the TUI's recordings start this way; each then waits for the
+    recorder's end and stops it. `from_task` is the task the start state came from."""
+    await desktop.reset()
+    await run_setup(start.task, desktop, progress)
+    info = desktop.info()
+    meta = RecordingMeta(
+        app=start.task.app,
+        width=info.width,
+        height=info.height,
+        started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        task=from_task,
+        assets=start.assets,
+    )
+    recorder = DemonstrationRecorder(
+        desktop,
+        RecordingWriter(folder, meta),
+        port=port,
+        frame_every=frame_every,
+        on_event=on_event,
+        progress=progress,
+    )
+    return recorder, await recorder.start()

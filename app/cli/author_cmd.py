@@ -8,10 +8,13 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.cli.common import indent_block, print_err, run_async
 from app.core.errors import DeskLoopError
+
+if TYPE_CHECKING:
+    from app.authoring.review import CheckItem
 
 DEFAULT_RECORDINGS = Path("sessions") / "recordings"
 
@@ -24,11 +27,11 @@ def _progress(text: str) -> None:
 
 
 async def _record(args: argparse.Namespace) -> Path:
-    from app.authoring.recorder import CHORD_HELP, DemonstrationRecorder
-    from app.authoring.recording import RecordingMeta, RecordingWriter
+    import asyncio
+
+    from app.authoring.recorder import CHORD_HELP, start_demonstration
     from app.authoring.start_state import write_start_state
     from app.episode.launch import task_desktop
-    from app.episode.setup_steps import run_setup
     from app.tasks.loader import find_task
 
     from_task = find_task(args.from_task, [args.tasks_dir]) if args.from_task else None
@@ -45,22 +48,14 @@ async def _record(args: argparse.Namespace) -> Path:
     desktop = task_desktop(args.backend, start.task, width=args.width, height=args.height)
     try:
         _progress(f"starting a {args.backend} desktop for {start.task.app}...")
-        await desktop.reset()
-        await run_setup(start.task, desktop, _progress)
-        meta = RecordingMeta(
-            app=start.task.app,
-            width=desktop.info().width,
-            height=desktop.info().height,
-            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            task=from_task.id if from_task else None,
-            assets=start.assets,
+        recorder, address = await start_demonstration(
+            desktop,
+            start,
+            folder,
+            from_task=from_task.id if from_task else None,
+            port=args.port,
+            progress=_progress,
         )
-        recorder = DemonstrationRecorder(
-            desktop, RecordingWriter(folder, meta), port=args.port, progress=_progress
-        )
-        address = await recorder.start()
-        import asyncio
-
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, recorder.end, "interrupted (Ctrl-C)")
@@ -118,14 +113,10 @@ def cmd_mark(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from app.authoring.compile import compile_recording
-    from app.authoring.propose import subgoal_diffs
-    from app.authoring.recording import read_recording
-    from app.core.actions import describe_action
+    from app.authoring.review import load_review
 
-    recording = read_recording(args.folder)
-    compiled = compile_recording(recording, "anchors/preview")
-    changed = [d.words() for d in subgoal_diffs(args.folder)]
+    review = load_review(args.folder)
+    recording, compiled, changed = review.recording, review.compiled, review.changed
     if args.json:
         print(
             json.dumps(
@@ -145,17 +136,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
     print(f"{args.folder}: {len(recording.events)} events, {state}")
     if recording.truncated:
         print("  the last, half-written line was dropped")
-    for n, span in enumerate(compiled.subgoals, 1):
+    for n, (actions, note) in enumerate(review.subgoals(), 1):
         print(f"sub-goal {n}:")
-        for i in span:
-            timed = compiled.actions[i]
-            print(f"  {timed.started:7.2f} s  {describe_action(timed.action)}")
+        for line in actions:
+            print(f"  {line}")
         if n <= len(changed):
             for line in changed[n - 1].splitlines()[1:] or ["nothing changed in the home"]:
                 print(f"  Δ {line.strip()}")
         if n <= len(compiled.boundaries):
-            note = compiled.boundaries[n - 1].note or "(no note)"
-            print(f"  — boundary: {note}")
+            print(f"  — boundary: {note or '(no note)'}")
     print(f"{len(compiled.steps)} reference steps, {len(compiled.anchors)} anchors")
     return 0
 
@@ -163,119 +152,75 @@ def cmd_compile(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ draft
 
 
-def _parse_check(text: str) -> dict[str, Any]:
-    import yaml
+def _review(items: list[CheckItem], mode: str) -> None:
+    """Accept, edit or drop each proposed check: all, none, or each asked (accept, edit
+    as YAML, drop; 'A' accepts the rest)."""
+    from app.authoring.review import parse_check
 
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise _usage(f"--check {text!r}: not YAML ({exc})") from None
-    if not isinstance(value, dict) or "check" not in value:
-        raise _usage(
-            f"--check {text!r}: needs a mapping with 'check', e.g. "
-            "'{check: file_exists, path: ~/Desktop/out.png}'"
-        )
-    return value
-
-
-def _review(proposals: list[Any], where: str, mode: str) -> list[Any]:
-    """The proposals the researcher keeps: all, none, or each asked (accept, edit as
-    YAML, drop; 'A' accepts the rest)."""
-    import yaml
-
-    from app.authoring.propose import ProposedCheck, check_entry
-
-    if mode == "none" or not proposals:
-        return []
-    if mode == "all":
-        return list(proposals)
-    kept: list[ProposedCheck] = []
-    rest = False
-    for n, proposal in enumerate(proposals, 1):
-        if rest:
-            kept.append(proposal)
+    rest = mode == "all"
+    for n, item in enumerate(items, 1):
+        if mode == "none":
+            item.state = "dropped"
             continue
-        flow = yaml.safe_dump(proposal.entry, default_flow_style=True, width=1000).strip()
-        print(f"\n{where} {n}/{len(proposals)}: {proposal.why}\n  {flow}")
-        while True:
+        if rest:
+            item.state = "accepted"
+            continue
+        print(f"\ncheck {n}/{len(items)}: {item.why}\n  {item.text}")
+        while item.state == "proposed":
             answer = input("  [a]ccept, [e]dit, [d]rop, [A]ccept all the rest? ").strip()
-            if answer in ("a", ""):
-                kept.append(proposal)
-                break
-            if answer == "A":
-                kept.append(proposal)
-                rest = True
-                break
-            if answer == "d":
-                break
-            if answer == "e":
-                text = input("  the check as YAML: ")
+            if answer in ("a", "", "A"):
+                item.state = "accepted"
+                rest = answer == "A"
+            elif answer == "d":
+                item.state = "dropped"
+            elif answer == "e":
                 try:
-                    entry = check_entry(_parse_check(text), "edited check")
+                    item.check = parse_check(input("  the check as YAML: "), "edited check")
                 except DeskLoopError as exc:
                     print_err(str(exc))
                     continue
-                kept.append(ProposedCheck(entry, proposal.why, proposal.path, proposal.assets))
-                break
-    return kept
+                item.state = "accepted"
 
 
 def cmd_draft(args: argparse.Namespace) -> int:
-    from app.authoring.draft import PhaseDraft, draft_task, write_draft
-    from app.authoring.propose import propose_recording
-    from app.authoring.recording import RecordingError, read_recording
-    from app.authoring.start_state import read_start_state
+    from app.authoring.review import CheckItem, DraftForm, load_review, parse_check, proposals
+    from app.authoring.review import write_task as write_reviewed_task
 
-    recording = read_recording(args.folder)
-    start = read_start_state(args.folder)
+    review = load_review(args.folder)
+    marks = review.recording.marks
     messages: dict[int, str] = {}
     for item in args.message or []:
         number, _, text = item.partition("=")
         if not number.isdigit() or not text:
             raise _usage(f"--message {item!r}: use N=TEXT (N from 1, one per boundary)")
         messages[int(number)] = text
-    extra = set(messages) - set(range(1, len(recording.marks) + 1))
+    extra = set(messages) - set(range(1, len(marks) + 1))
     if extra:
         raise _usage(
-            f"--message: the recording has {len(recording.marks)} boundaries, not "
+            f"--message: the recording has {len(marks)} boundaries, not "
             f"{', '.join(map(str, sorted(extra)))}"
         )
-    mode = args.proposals or ("ask" if sys.stdin.isatty() else "all")
-    try:
-        proposals = propose_recording(args.folder, f"assets/{args.id}/expected")
-    except RecordingError as exc:
-        print_err(f"no checks proposed: {exc}")
-        final: list[Any] = []
-        per_phase: list[list[Any]] = [[] for _ in recording.marks]
-    else:
-        final = _review(proposals.final, "check", mode)
-        # The last phase diff ends at the end, not at a boundary: only the first
-        # len(marks) phase diffs belong to the phases.
-        per_phase = [
-            _review(p, f"phase {n} check", mode)
-            for n, p in enumerate(proposals.phases[: len(recording.marks)], 1)
-        ]
-    files: dict[str, bytes] = {}
-    for proposal in [*final, *(p for phase in per_phase for p in phase)]:
-        for relative, source in proposal.assets.items():
-            files[relative] = source.read_bytes()
-    phases = [
-        PhaseDraft(messages.get(n, mark.note), checks=[p.entry for p in per_phase[n - 1]])
-        for n, mark in enumerate(recording.marks, 1)
+    checks = [CheckItem.proposed(p) for p in proposals(args.folder, args.id)]
+    if not checks:
+        print_err("no checks proposed (the recording has no state snapshots to compare)")
+    _review(checks, args.proposals or ("ask" if sys.stdin.isatty() else "all"))
+    checks += [
+        CheckItem(parse_check(text, f"--check {text!r}"), "given with --check", "accepted")
+        for text in args.check or []
     ]
-    checks = [p.entry for p in final] + [_parse_check(c) for c in args.check or []]
-    draft = draft_task(
-        recording,
-        start,
+    form = DraftForm(
         task_id=args.id,
         title=args.title or args.id,
         instruction=args.instruction,
-        phases=phases,
+        messages=[messages.get(n, mark.note) for n, mark in enumerate(marks, 1)],
         checks=checks,
-        files=files,
+        overwrite=args.force,
+        proposed_for=args.id,
     )
-    written = write_draft(draft, args.tasks_dir, overwrite=args.force)
-    print(f"{len(checks)} checks, {sum(len(p.checks) for p in phases)} phase checks")
+    written = write_reviewed_task(review, form, args.tasks_dir)
+    accepted = form.accepted
+    task_checks = sum(item.phase is None for item in accepted)
+    print(f"{task_checks} checks, {len(accepted) - task_checks} phase checks")
     print(f"wrote {written.task}\nwrote {written.reference}")
     print(f"Next: deskloop author verify {args.id}")
     return 0
@@ -286,7 +231,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from app.cli.common import open_store
-    from app.proving.prove import prove_task
+    from app.proving.prove import proof_rows, prove_task
     from app.tasks.loader import find_task
 
     task = find_task(args.task, [args.tasks_dir])
@@ -303,12 +248,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(proof.as_json()))
         return 0 if proof.ok else 1
-    for run in proof.runs:
-        mark = "ok" if run.ok else "FAILED"
-        print(f"{run.mode:10} {mark:6} episode {run.episode_id}: {run.reason}")
-    for skip in proof.skips:
-        mark = "ok" if skip.ok else "FAILED"
-        print(f"skip {skip.subgoal + 1:<5} {mark:6} episode {skip.episode_id}: {skip.reason}")
+    for what, ok, episode, reason in proof_rows(proof):
+        print(f"{what:10} {'ok' if ok else 'FAILED':6} episode {episode or '-'}: {reason}")
     if proof.weak_checks:
         print("checks that still passed with a sub-goal skipped (too weak to tell it happened):")
         print(indent_block("\n".join(proof.weak_checks), "  "))

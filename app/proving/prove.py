@@ -192,3 +192,22 @@ async def _skip_replay(
         result.episode_id,
         passing,
     )
+
+
+def proof_rows(proof: Proof) -> list[tuple[str, bool, str, str]]:
+    """The proof as table rows, as `author verify` and the Author screen list it:
+    (what ran, ok, episode, reason)."""
+    rows: list[tuple[str, bool, str, str]] = [
+        (run.mode, run.ok, "" if run.episode_id is None else str(run.episode_id), run.reason)
+        for run in proof.runs
+    ]
+    rows += [
+        (
+            f"skip {skip.subgoal + 1}",
+            skip.ok,
+            "" if skip.episode_id is None else str(skip.episode_id),
+            skip.reason,
+        )
+        for skip in proof.skips
+    ]
+    return rows

@@ -25,12 +25,12 @@ from app.authoring.recording import (
     RecordingWriter,
     WindowEvent,
 )
+from app.authoring.review import Proposal
 from app.authoring.start_state import write_start_state
 from app.tasks.loader import load_task
 from app.ui.app import DeskLoopApp
 from app.ui.modals import HelpScreen, YamlScreen
 from app.ui.screens.author import AuthorScreen
-from app.ui.services.authoring import Proposal
 from tests.ui.helpers import wait_until, write_tasks
 
 REPO = Path(__file__).resolve().parents[2]

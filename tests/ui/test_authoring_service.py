@@ -18,8 +18,17 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, RichLog, Select
 
+from app.authoring.review import (
+    CheckItem,
+    DraftForm,
+    load_review,
+    parse_check,
+    proposals,
+    write_task,
+)
 from app.core.errors import TaskError
 from app.desktops.local.desktop import LocalDesktop
+from app.proving.prove import proof_rows
 from app.rfb.client import VNCClient, connect
 from app.store import Store
 from app.tasks.loader import load_task
@@ -27,18 +36,7 @@ from app.ui.app import DeskLoopApp
 from app.ui.halfblock import HalfBlockView
 from app.ui.modals import PromptScreen
 from app.ui.screens.author import AuthorScreen
-from app.ui.services.authoring import (
-    CheckItem,
-    DraftForm,
-    RecordingSession,
-    StartRequest,
-    load_review,
-    parse_check,
-    proof_rows,
-    proposals,
-    verify_task,
-    write_task,
-)
+from app.ui.services.authoring import RecordingSession, StartRequest, verify_task
 from app.ui.services.desktops import DesktopPool
 from tests.ui.helpers import screen_text, wait_until
 

@@ -34,9 +34,18 @@ from textual.widgets import (
 )
 
 from app.authoring.draft import WrittenTask
+from app.authoring.review import (
+    CheckItem,
+    DraftForm,
+    Review,
+    load_review,
+    parse_check,
+    proposals,
+    write_task,
+)
 from app.authoring.start_state import AUTHOR_APPS
 from app.core.errors import DeskLoopError
-from app.proving.prove import DEFAULT_REPEATS, Proof
+from app.proving.prove import DEFAULT_REPEATS, Proof, proof_rows
 from app.rfb.client import VncEndpoint
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
@@ -44,19 +53,11 @@ from app.ui.modals import ErrorScreen, PromptScreen, YamlScreen
 from app.ui.screens.base import LabFooter, LabScreen
 from app.ui.screens.live import LiveScreen
 from app.ui.services.authoring import (
-    CheckItem,
-    DraftForm,
     RecordingSession,
-    Review,
     StartRequest,
-    load_review,
     parse_assets,
-    parse_check,
-    proof_rows,
-    proposals,
     recording_folder,
     verify_task,
-    write_task,
 )
 from app.ui.services.desktops import open_viewer
 from app.ui.services.frame_feed import frame_feed
