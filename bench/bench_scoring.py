@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from app.agents.factory import make_agent
-from app.agents.scripted import Oracle, load_script
+from app.agents.reference_script import Oracle, load_script
 from app.checks.tree import leaves
 from app.desktops.local.desktop import LocalDesktop
 from app.episode.control import RunOptions

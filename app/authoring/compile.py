@@ -83,7 +83,7 @@ class CompiledReference:
     """A recording compiled: the script's steps, its anchors' pixels, the sub-goals."""
 
     steps: list[Any]
-    """Steps in the reference-script format (`app.agents.scripted`), anchors named
+    """Steps in the reference-script format (`app.agents.reference_script`), anchors named
     relative to the script's folder."""
     anchors: dict[str, npt.NDArray[np.uint8]] = field(default_factory=dict)
     """Anchor file name (relative to the script's folder) → RGB pixels."""

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from app.agents.scripted import load_script
+from app.agents.reference_script import load_script
 from app.authoring.compile import CompiledReference, compile_recording
 from app.authoring.recording import Recording
 from app.authoring.start_state import StartState

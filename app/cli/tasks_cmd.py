@@ -77,7 +77,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from app.agents.scripted import load_script
+    from app.agents.reference_script import load_script
     from app.core.validation import located
     from app.tasks.loader import duplicate_ids, load_task, resolve_asset, task_files
     from app.tasks.model import Task

@@ -1,7 +1,7 @@
 """YAML files validated by pydantic models, with errors that name the file and the field.
 
 Task files (`app.tasks.loader`), suite files (`app.batch.suite`), VM image recipes
-(`app.vmimages.recipes`) and reference scripts (`app.agents.scripted`) report each
+(`app.vmimages.recipes`) and reference scripts (`app.agents.reference_script`) report each
 problem on a line of its own, `FILE: field.path: message`, e.g.
 ``suite.yaml: repeats: Input should be a valid integer`` or
 ``vm_images/images.yaml: images.gimp.memory_mib: Input should be greater than or

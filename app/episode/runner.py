@@ -12,8 +12,9 @@ A person in the loop steers a running episode through its `EpisodeControl`
 (inject a message at any moment, pause, resume, abort; `app.episode.control`, with
 the `RunOptions`); everything that happens is also reported as `RunnerEvent`s
 (`app.episode.events`), which the TUI shows live. This module is the loop alone; the
-runner's collaborators write the records (`records`), get the user's replies
-(`user_turns`) and run the person's take-over (`takeover`).
+runner's collaborators write the records (`records`), score the phases and the final
+state (`scorer`), get the user's replies (`user_turns`) and run the person's
+take-over (`takeover`).
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ from app.core.vocabulary import ErrorKind
 from app.core.windows import WindowList
 from app.desktops.base import Desktop
 from app.desktops.liveness import DesktopDied, while_alive
-from app.episode.archive import Recorded, RecordingSource
 from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import (
     EndedEvent,
@@ -63,15 +63,13 @@ from app.episode.events import (
     StepEvent,
 )
 from app.episode.integrity import IntegrityWatch
-from app.episode.judge import JUDGE_CACHE, JudgeContext
 from app.episode.prepare import PreparedStart, prepare_start
 from app.episode.protocol import Outcome, PhaseSpec, Protocol
 from app.episode.records import EpisodeRecorder
-from app.episode.scoring import GuestSource, score_phase, score_task
+from app.episode.scorer import EpisodeScorer
 from app.episode.takeover import take_over
 from app.episode.user_turns import Aborted, UserTurns
 from app.store import Store
-from app.store.frames import frame_png
 from app.tasks.loader import setup_key
 from app.tasks.model import Task
 from app.users.person import PersonUser
@@ -86,7 +84,8 @@ class EpisodeRunner:
     `progress` receives short status lines (CLI); `on_event` receives every
     `RunnerEvent` (TUI). Both are called on the event loop's thread and must not block.
     The runner owns its collaborators: the `EpisodeRecorder` that writes the episode
-    to the store and the `UserTurns` that get the user's replies.
+    to the store, the `EpisodeScorer` that scores it and the `UserTurns` that get the
+    user's replies.
     """
 
     def __init__(
@@ -127,11 +126,14 @@ class EpisodeRunner:
         self.episode_id: int | None = None
         self.protocol: Protocol | None = None
         self._integrity: IntegrityWatch | None = None
-        self._phase_reads: dict[int, Recorded] = {}
-        """What each delivered phase's checks read, archived with the final state."""
-        # What a task's `judge` checks need: the run's judge endpoint, the cache beside
-        # the database, and the desktop's frame.
-        self._judge = JudgeContext(self.options.judge, store.root / JUDGE_CACHE, self._frame_png)
+        self.scorer = EpisodeScorer(
+            task,
+            desktop,
+            self.records,
+            self.report,
+            judge=self.options.judge,
+            store_root=store.root,
+        )
 
     def _elapsed(self, started: float, now: float | None = None) -> float:
         """The episode's time against its budget: since `started`, less the store's and
@@ -185,14 +187,8 @@ class EpisodeRunner:
             final_frame = await self._play(protocol)
             stage = "scoring"
             self.report.say("scoring the final state")
-            # Read through a recorder, so the final-state archive holds what was read.
-            recording = RecordingSource(GuestSource(self.desktop.guest))
-            score = await score_task(
-                task,
-                recording,
-                self._agent_started_at,
-                recording.judged(self._judge),
-                answer=protocol.returned,
+            score, recording = await self.scorer.score_final(
+                self._agent_started_at, protocol.returned
             )
         except asyncio.CancelledError:
             why = self.options.cancel_reason() if self.options.cancel_reason else None
@@ -222,7 +218,7 @@ class EpisodeRunner:
             recording,
             protocol.returned,
             agent_started_at=self._agent_started_at,
-            phase_reads=self._phase_reads,
+            phase_reads=self.scorer.phase_reads,
         )
         if self._integrity is not None:
             await records.record_integrity(self._integrity, recording.recorded)
@@ -478,28 +474,4 @@ class EpisodeRunner:
         if outcome.delivered_phase is not None:
             self.report.emit(PhaseEvent(outcome.delivered_phase, protocol.steps))
             self.report.say(f"phase {outcome.delivered_phase + 1} delivered")
-            await self._score_phase(outcome.delivered_phase)
-
-    async def _score_phase(self, index: int) -> None:
-        """Score a phase's optional checks on the state at its delivery; kept apart
-        from the final score."""
-        if self.task.phase_tree(index) is None:
-            return
-        self.report.say(f"scoring the checks of phase {index + 1}")
-        # Through a recorder, like the final score: the archive keeps what they read.
-        recording = RecordingSource(GuestSource(self.desktop.guest))
-        result = await score_phase(
-            self.task,
-            index,
-            recording,
-            self._agent_started_at,
-            recording.judged(self._judge),
-        )
-        self._phase_reads[index] = recording.recorded
-        if result is not None:
-            await self.records.record_phase_score(index, result)
-
-    async def _frame_png(self) -> bytes:
-        """The desktop's frame now as PNG: what a task's `judge` checks may show."""
-        shot = await self.desktop.frame()
-        return await asyncio.to_thread(frame_png, shot.pixels)
+            await self.scorer.score_phase(outcome.delivered_phase, self._agent_started_at)

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.agents.scripted import ExpectStep, Script, ScriptedAgent, read_script, script_entries
+from app.agents.reference_script import ExpectStep, Script, read_script, script_entries
+from app.agents.scripted import ScriptedAgent
 from app.core.actions import Done
 from app.episode.launch import launch
 from app.proving.verify import Mode, RunVerdict, judge, verify_run

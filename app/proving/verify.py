@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.agents.base import Agent, AgentContext, Observation
-from app.agents.scripted import read_script
+from app.agents.reference_script import read_script
 from app.core.actions import Action, Fail
 from app.core.errors import AgentError, DeskLoopError
 from app.episode.events import EpisodeResult

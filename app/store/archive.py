@@ -29,7 +29,7 @@ from app.core.judgements import Judgement, judgement_from_raw, judgement_to_raw
 from app.core.outcomes import CheckOutcome
 from app.store.base import Part
 from app.store.frames import write_atomic
-from app.store.writes import now_utc
+from app.store.values import now_utc
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 

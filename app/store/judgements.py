@@ -12,7 +12,7 @@ from app.core.judgements import Judgement
 from app.store.base import Part
 from app.store.queries import episode_rows
 from app.store.records import judgement
-from app.store.writes import now_utc
+from app.store.values import now_utc
 
 
 class Judgements(Part):

@@ -2,11 +2,13 @@
 
 Composed of parts, each a class of this package over the one connection they share
 (`base.SharedConnection`: the connection, its lock, the writer thread behind
-`off_loop`, the frame directory): `writes`, `queries`, `judgements` (the model judge's
-questions and answers), `liveness` (who runs an episode; recovering those whose
-runner died), `archive` (blobs, archives, rescores, integrity flags), `transfer` (a
-whole episode out of one database and into another) and `notes` (a researcher's note
-and tags). The dataclasses read back are `records`.
+`off_loop`, the frame directory): `writes` (an episode's, from its start to its end,
+and its batch's), `scores` (an episode's score and its phases' checks), `queries`,
+`judgements` (the model judge's questions and answers), `liveness` (who runs an
+episode; recovering those whose runner died), `archive` (blobs, archives, rescores,
+integrity flags), `transfer` (a whole episode out of one database and into another)
+and `notes` (a researcher's note and tags). The dataclasses read back are `records`;
+the column values the parts write are made by `values`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from app.store.judgements import Judgements
 from app.store.liveness import Liveness
 from app.store.notes import Notes
 from app.store.queries import Queries
+from app.store.scores import Scores
 from app.store.transfer import Transfer
 from app.store.writes import Writes
 
@@ -67,10 +70,11 @@ class Store:
         self.save_frame = writes.save_frame
         self.mark_phase_delivered = writes.mark_phase_delivered
         self.finish_episode = writes.finish_episode
-        self.record_score = writes.record_score
-        self.record_phase_checks = writes.record_phase_checks
         self.create_batch = writes.create_batch
         self.tag_batch_slot = writes.tag_batch_slot
+        scores = Scores(db)
+        self.record_score = scores.record_score
+        self.record_phase_checks = scores.record_phase_checks
         queries = Queries(db)
         self.list_episodes = queries.list_episodes
         self.get_episode = queries.get_episode

@@ -1,17 +1,10 @@
-"""The store's writes: an episode from its start to its score, frames, batches.
+"""The store's writes of an episode, from its start to its end, and of its batch.
 
 Each method is one committed transaction, so a runner killed at any moment loses at
 most the write in flight, and what it wrote before is whole: `record_step` writes a
-step together with the messages and the phase delivery that came of it. Python
-values become column values here: timestamps become ISO 8601 UTC text, JSON values
-become text (refused with a StoreError naming the field when they cannot be).
-
-What a step keeps of an agent's own words is capped (`cap_raw`): a model may answer
-with a megabyte, and a rejected answer is stored raw, step after step. Each text of a
-rejected step's action, and of every step's agent info and error, keeps its first
-`RAW_TEXT_LIMIT` characters and says so, with its length, where it was cut; a value
-whose JSON is still over `RAW_JSON_LIMIT` (thousands of short texts) is kept as the
-start of that JSON, noted the same way.
+step together with the messages and the phase delivery that came of it. The column
+values come from `app.store.values` (timestamps, JSON, the cap on an agent's raw
+words); the episode's score is `app.store.scores`'s.
 """
 
 from __future__ import annotations
@@ -19,13 +12,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from app.core.conversation import Message
 from app.core.errors import StoreError
-from app.core.outcomes import CheckOutcome
 from app.core.triggers import Trigger, trigger_to_raw
 from app.core.vocabulary import (
     EndReason,
@@ -42,9 +33,7 @@ from app.core.vocabulary import (
 from app.core.windows import WindowList
 from app.store.base import Part, end_pending_phases
 from app.store.liveness import this_runner
-
-Timestamp = datetime | float
-"""An aware datetime, or Unix time in seconds (time.time())."""
+from app.store.values import Timestamp, cap_raw, capped_json, iso_text, json_text
 
 
 class PhaseScript(Protocol):
@@ -58,58 +47,8 @@ class PhaseScript(Protocol):
     def kind(self) -> PhaseKind | None: ...
 
 
-def now_utc() -> datetime:
-    return datetime.now(UTC)
-
-
-def _iso(when: Timestamp | None) -> str:
-    if when is None:
-        when = now_utc()
-    elif isinstance(when, int | float):
-        when = datetime.fromtimestamp(when, UTC)
-    elif when.tzinfo is None:
-        raise StoreError(f"timestamp {when.isoformat()} has no time zone; pass an aware datetime")
-    return when.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-RAW_TEXT_LIMIT = 4000
-"""Characters kept of one text an agent produced (an answer, a tool call's arguments)."""
-RAW_JSON_LIMIT = 64 * 1024
-"""Characters kept of a step's whole action or agent info, as JSON."""
-
-
-def cut_note(length: int, limit: int) -> str:
-    """The marker at the end of a capped text: where it was cut and how long it was."""
-    return f" [cut by the store at {limit} of {length} characters]"
-
-
-def cap_raw(value: Any, limit: int = RAW_TEXT_LIMIT) -> Any:
-    """`value` with every text over `limit` characters cut there, noted (`cut_note`)."""
-    if isinstance(value, str):
-        return value if len(value) <= limit else value[:limit] + cut_note(len(value), limit)
-    if isinstance(value, Mapping):
-        return {key: cap_raw(item, limit) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [cap_raw(item, limit) for item in value]
-    return value
-
-
-def _capped_json(value: Mapping[str, Any], what: str) -> str:
-    text = _json(cap_raw(dict(value)), what)
-    if len(text) <= RAW_JSON_LIMIT:
-        return text
-    return _json({"cut": text[:RAW_JSON_LIMIT] + cut_note(len(text), RAW_JSON_LIMIT)}, what)
-
-
-def _json(value: Any, what: str) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"{what} is not JSON-serializable: {exc}") from None
-
-
 class Writes(Part):
-    """The writes of `Store`: the runner's, from an episode's start to its score, and
+    """The writes of `Store`: the runner's, from an episode's start to its end, and
     app.batch's."""
 
     # -- an episode (the runner) ---------------------------------------------
@@ -131,7 +70,7 @@ class Writes(Part):
         started_at: Timestamp | None = None,
     ) -> int:
         """Record a new running episode owned by this process; return its id."""
-        config_json = _json(dict(config or {}), f"config of the {task_id} episode")
+        config_json = json_text(dict(config or {}), f"config of the {task_id} episode")
         runner = this_runner()
         with self.db.write(f"starting an episode of {task_id}") as conn:
             cursor = conn.execute(
@@ -149,7 +88,7 @@ class Writes(Part):
                     agent,
                     user_mode,
                     backend,
-                    _iso(started_at),
+                    iso_text(started_at),
                     runner.pid,
                     runner.hostname,
                     runner.start,
@@ -163,7 +102,7 @@ class Writes(Part):
     def record_setup(self, episode_id: int, setup: Mapping[str, Any]) -> None:
         """Record how the episode's desktop was brought to its start state (JSON:
         app.episode.prepare's `PreparedStart.as_json`)."""
-        text = _json(dict(setup), f"setup of episode {episode_id}")
+        text = json_text(dict(setup), f"setup of episode {episode_id}")
         with self.db.write(f"recording the setup of episode {episode_id}") as conn:
             cursor = conn.execute(
                 "UPDATE episodes SET setup = ? WHERE id = ? AND status = 'running'",
@@ -179,7 +118,7 @@ class Writes(Part):
             # The trigger's JSON is its task-file form, made here and nowhere else.
             trigger = trigger_to_raw(phase.trigger)
             what = f"trigger of phase {idx} of episode {episode_id}"
-            rows.append((episode_id, idx, phase.message, _json(trigger, what), phase.kind))
+            rows.append((episode_id, idx, phase.message, json_text(trigger, what), phase.kind))
         with self.db.write(f"recording the phases of episode {episode_id}") as conn:
             conn.executemany(
                 "INSERT INTO phases (episode_id, idx, message, trigger, kind)"
@@ -211,7 +150,7 @@ class Writes(Part):
         message = Message(
             role, kind, text, step, source, phase_index, origin, scripted, wait_seconds
         )
-        at = _iso(created_at)
+        at = iso_text(created_at)
         with self.db.write(f"recording a {role} {kind} message in episode {episode_id}") as conn:
             message_id = _insert_message(conn, episode_id, message, at)
             if delivers_phase and phase_index is not None:
@@ -255,15 +194,15 @@ class Writes(Part):
         # A rejected action is whatever the agent sent; an action that was carried out
         # is kept whole, as it was done.
         action_json = (
-            _capped_json(action, f"action of {where}")
+            capped_json(action, f"action of {where}")
             if kind == "rejected"
-            else _json(dict(action), f"action of {where}")
+            else json_text(dict(action), f"action of {where}")
         )
         info_json = (
-            None if agent_info is None else _capped_json(agent_info, f"agent_info of {where}")
+            None if agent_info is None else capped_json(agent_info, f"agent_info of {where}")
         )
         error = None if error is None else cap_raw(error)
-        now = _iso(None)
+        now = iso_text(None)
         with self.db.write(f"recording {where}") as conn:
             conn.execute(
                 """INSERT INTO steps (episode_id, idx, action, kind, description, started_at,
@@ -276,7 +215,7 @@ class Writes(Part):
                     action_json,
                     kind,
                     description,
-                    _iso(started_at),
+                    iso_text(started_at),
                     agent_seconds,
                     act_seconds,
                     settle_seconds,
@@ -307,7 +246,7 @@ class Writes(Part):
     ) -> None:
         """Mark the pending phase `idx` delivered at `step`; phases go strictly in order."""
         with self.db.write(f"delivering phase {idx} of episode {episode_id}") as conn:
-            self._deliver_phase(conn, episode_id, idx, step, _iso(delivered_at))
+            self._deliver_phase(conn, episode_id, idx, step, iso_text(delivered_at))
 
     def _deliver_phase(
         self, conn: sqlite3.Connection, episode_id: int, idx: int, step: int, at: str
@@ -369,7 +308,7 @@ class Writes(Part):
                     steps,
                     final_frame,
                     None if final_windows is None else json.dumps(final_windows.to_raw()),
-                    _iso(ended_at),
+                    iso_text(ended_at),
                     person_wait_seconds,
                     episode_id,
                 ),
@@ -384,79 +323,20 @@ class Writes(Part):
             raise StoreError(f"no episode {episode_id} in {self.db.path}")
         raise StoreError(f"{self.db.path}: {doing}: the episode already ended ({row[0]})")
 
-    # -- scores ----------------------------------------------------------------
-
-    def record_score(
-        self,
-        episode_id: int,
-        *,
-        passed: bool,
-        score: float,
-        checks: Sequence[CheckOutcome],
-    ) -> None:
-        """Record the evaluation, replacing any earlier one, in one transaction.
-
-        `checks` are the final score's (their `phase` is None). Checks recorded per
-        phase (`record_phase_checks`) are kept.
-        """
-        rows = _check_rows(episode_id, checks, None)
-        with self.db.write(f"recording the score of episode {episode_id}") as conn:
-            cursor = conn.execute(
-                "UPDATE episodes SET passed = ?, score = ? WHERE id = ?",
-                (int(passed), score, episode_id),
-            )
-            if cursor.rowcount != 1:
-                raise StoreError(f"no episode {episode_id} in {self.db.path}")
-            conn.execute("DELETE FROM checks WHERE episode_id = ? AND phase IS NULL", (episode_id,))
-            _insert_checks(conn, episode_id, rows)
-
-    def record_phase_checks(
-        self,
-        episode_id: int,
-        phase: int,
-        checks: Sequence[CheckOutcome],
-        *,
-        passed: bool | None = None,
-        score: float | None = None,
-    ) -> None:
-        """Record the optional checks of phase `phase`, evaluated when it was delivered.
-
-        They are kept apart from the final score (their `phase` is `phase`) and replace
-        only earlier checks of the same phase. `passed` and `score` are the phase
-        tree's result, kept on the phase's row (the leaves alone cannot say whether
-        an `any` group passed).
-        """
-        rows = _check_rows(episode_id, checks, phase)
-        with self.db.write(
-            f"recording the checks of phase {phase} of episode {episode_id}"
-        ) as conn:
-            found = conn.execute("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)).fetchone()
-            if found is None:
-                raise StoreError(f"no episode {episode_id} in {self.db.path}")
-            conn.execute(
-                "DELETE FROM checks WHERE episode_id = ? AND phase = ?", (episode_id, phase)
-            )
-            _insert_checks(conn, episode_id, rows)
-            if passed is not None or score is not None:
-                conn.execute(
-                    "UPDATE phases SET passed = ?, score = ? WHERE episode_id = ? AND idx = ?",
-                    (None if passed is None else int(passed), score, episode_id, phase),
-                )
-
     # -- batches (app.batch) ---------------------------------------------------
 
     def create_batch(
         self, batch_id: str, suite: Mapping[str, Any], created_at: Timestamp | None = None
     ) -> None:
         """Record a new batch and its suite (JSON)."""
-        suite_json = _json(dict(suite), f"suite of batch {batch_id}")
+        suite_json = json_text(dict(suite), f"suite of batch {batch_id}")
         with self.db.write(f"recording batch {batch_id}") as conn:
             found = conn.execute("SELECT 1 FROM batches WHERE id = ?", (batch_id,)).fetchone()
             if found is not None:
                 raise StoreError(f"{self.db.path}: batch {batch_id} already exists")
             conn.execute(
                 "INSERT INTO batches (id, created_at, suite) VALUES (?, ?, ?)",
-                (batch_id, _iso(created_at), suite_json),
+                (batch_id, iso_text(created_at), suite_json),
             )
 
     def tag_batch_slot(self, episode_id: int, *, agent: str, repeat: int, attempt: int) -> None:
@@ -501,51 +381,3 @@ def _insert_message(
     )
     assert cursor.lastrowid is not None
     return cursor.lastrowid
-
-
-def _insert_checks(conn: sqlite3.Connection, episode_id: int, rows: list[tuple[Any, ...]]) -> None:
-    # Final and per-phase checks share the table: new rows go after those kept.
-    start = conn.execute(
-        "SELECT COALESCE(MAX(idx) + 1, 0) FROM checks WHERE episode_id = ?", (episode_id,)
-    ).fetchone()[0]
-    conn.executemany(
-        """INSERT INTO checks (episode_id, idx, path, name, params, weight, required,
-               passed, score, evidence, phase)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-        [(row[0], start + row[1], *row[2:]) for row in rows],
-    )
-
-
-def _scored_by(phase: int | None) -> str:
-    return "the final score" if phase is None else f"phase {phase}"
-
-
-def _check_rows(
-    episode_id: int, checks: Sequence[CheckOutcome], phase: int | None
-) -> list[tuple[Any, ...]]:
-    rows = []
-    for idx, check in enumerate(checks):
-        what = f"check {idx} of episode {episode_id}"
-        if check.phase != phase:
-            # A phase's outcome among the final ones would count in the score, and a
-            # final one among a phase's would be missing from it.
-            raise StoreError(
-                f"{what} ({check.path}) belongs to {_scored_by(check.phase)}, "
-                f"not to {_scored_by(phase)}"
-            )
-        rows.append(
-            (
-                episode_id,
-                idx,
-                check.path,
-                check.name,
-                _json(check.params, f"params of {what}"),
-                check.weight,
-                int(check.required),
-                int(check.passed),
-                check.score,
-                check.evidence,
-                check.phase,
-            )
-        )
-    return rows

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from app.agents.scripted import Expect, Oracle, WaitFor, load_script, parse_script, read_script
+from app.agents.reference_script import (
+    Expect,
+    Oracle,
+    WaitFor,
+    load_script,
+    parse_script,
+    read_script,
+)
 from app.core.actions import Click, Done, Key
 from app.core.errors import AgentError
 from app.tasks.loader import load_tasks

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from app.agents.base import AgentContext, Observation
-from app.agents.scripted import Oracle, ScriptedAgent, parse_script
+from app.agents.reference_script import Oracle, parse_script
+from app.agents.scripted import ScriptedAgent
 from app.core.actions import Done, Fail
 from app.core.commands import CommandResult
 from app.core.errors import AgentError

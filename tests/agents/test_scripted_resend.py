@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from app.agents.base import AgentContext, Observation
-from app.agents.scripted import ScriptedAgent, parse_script
+from app.agents.reference_script import parse_script
+from app.agents.scripted import ScriptedAgent
 from app.core.actions import Done, Fail, Key
 from app.core.errors import AgentError
 from app.core.frames import Frame

@@ -13,7 +13,8 @@ from PIL import Image
 
 from app.agents.anchors import cut_anchor
 from app.agents.base import AgentContext, GuestProbe, Observation
-from app.agents.scripted import ScriptedAgent, load_script
+from app.agents.reference_script import load_script
+from app.agents.scripted import ScriptedAgent
 from app.core.actions import Done, Fail
 from app.desktops.local.desktop import LocalDesktop
 from app.desktops.xwindows import wait_window

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.agents.scripted import load_script
+from app.agents.reference_script import load_script
 from app.authoring.draft import PhaseDraft, draft_task, write_draft
 from app.authoring.recording import (
     EndEvent,

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from app.agents.base import AgentContext, GuestProbe, Observation
-from app.agents.scripted import ScriptedAgent, load_script
+from app.agents.reference_script import load_script
+from app.agents.scripted import ScriptedAgent
 from app.authoring.compile import compile_recording
 from app.authoring.recorder import DemonstrationRecorder, append_control
 from app.authoring.recording import (

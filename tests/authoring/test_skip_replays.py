@@ -8,7 +8,8 @@ import time
 import numpy as np
 
 from app.agents.base import AgentContext, Observation
-from app.agents.scripted import Script, ScriptedAgent, parse_script
+from app.agents.reference_script import Script, parse_script
+from app.agents.scripted import ScriptedAgent
 from app.core.actions import Done, Type
 from app.core.frames import Frame
 from app.core.validation import validate

@@ -23,7 +23,7 @@ from app.core.errors import EndpointUnavailable, is_infrastructure
 from app.episode.runner import EpisodeRunner
 from app.metrics.summary import outcome, summarize
 from app.store import Store
-from app.store.writes import RAW_TEXT_LIMIT, cut_note
+from app.store.values import RAW_TEXT_LIMIT, cut_note
 from app.tasks.loader import load_task
 from app.tasks.model import Task
 from app.users.simulated import SimulatedUser

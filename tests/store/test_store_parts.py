@@ -12,10 +12,11 @@ from app.store.judgements import Judgements
 from app.store.liveness import Liveness
 from app.store.notes import Notes
 from app.store.queries import Queries
+from app.store.scores import Scores
 from app.store.transfer import Transfer
 from app.store.writes import Writes
 
-PARTS = (Writes, Queries, Judgements, Liveness, Archives, Transfer, Notes)
+PARTS = (Writes, Scores, Queries, Judgements, Liveness, Archives, Transfer, Notes)
 
 
 def test_every_public_method_of_a_part_is_the_stores() -> None:

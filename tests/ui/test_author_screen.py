@@ -25,12 +25,13 @@ from app.authoring.recording import (
     RecordingWriter,
     WindowEvent,
 )
-from app.authoring.review import Proposal
+from app.authoring.review import CheckItem, Proposal
 from app.authoring.start_state import write_start_state
 from app.tasks.loader import load_task
 from app.ui.app import DeskLoopApp
 from app.ui.modals import HelpScreen, YamlScreen
 from app.ui.screens.author import AuthorScreen
+from app.ui.screens.author_review import ReviewPane
 from tests.ui.helpers import wait_until, write_tasks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,6 +72,11 @@ def lab(tmp_path: Path) -> DeskLoopApp:
     )
 
 
+def checks(screen: AuthorScreen) -> list[CheckItem]:
+    """The checks as the review pane holds them."""
+    return screen.query_one(ReviewPane).checks
+
+
 def result_text(screen: AuthorScreen) -> str:
     return str(screen.query_one("#author-result", Static).render())
 
@@ -108,7 +114,7 @@ async def test_a_recording_is_reviewed_and_written_with_checks_edited_by_hand(
         assert "click(100, 50)" in subgoals
         assert screen.query_one("#author-msg-1", Input).value == "Now make it smaller"
         table = screen.query_one("#author-checks", DataTable)
-        assert table.row_count == 2 and [c.state for c in screen.checks] == ["proposed"] * 2
+        assert table.row_count == 2 and [c.state for c in checks(screen)] == ["proposed"] * 2
 
         # Nothing accepted, no instruction: refused, naming both fields.
         await pilot.press("f5")
@@ -120,7 +126,7 @@ async def test_a_recording_is_reviewed_and_written_with_checks_edited_by_hand(
         table.focus()
         await pilot.press("space")  # accept the first
         await pilot.press("down", "delete")  # drop the second
-        assert [c.state for c in screen.checks] == ["accepted", "dropped"]
+        assert [c.state for c in checks(screen)] == ["accepted", "dropped"]
 
         await pilot.press("n")  # a check by hand, wrong first
         await wait_until(pilot, lambda: isinstance(lab.screen, YamlScreen), 5, "the editor")
@@ -133,15 +139,15 @@ async def test_a_recording_is_reviewed_and_written_with_checks_edited_by_hand(
         editor.query_one(TextArea).text = "{check: file_exists, path: ~/Desktop/photo.png}"
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: lab.screen is screen, 5, "the editor closed")
-        assert [c.state for c in screen.checks] == ["accepted", "dropped", "accepted"]
-        assert screen.checks[2].why == "added by hand"
+        assert [c.state for c in checks(screen)] == ["accepted", "dropped", "accepted"]
+        assert checks(screen)[2].why == "added by hand"
 
         # An empty phase message is refused by name; what was typed stays.
         screen.query_one("#author-msg-1", Input).value = ""
         await pilot.press("f5")
         await wait_until(pilot, lambda: "phases[0].message" in result_text(screen), 10, "msg")
         assert screen.query_one("#author-instruction", TextArea).text == "Click the photo, type a."
-        assert len(screen.checks) == 3
+        assert len(checks(screen)) == 3
 
         screen.query_one("#author-msg-1", Input).value = "Please make it smaller now."
         screen.query_one("#author-title", Input).value = "A photo, then smaller"

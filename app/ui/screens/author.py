@@ -5,13 +5,15 @@ desktop live, its VNC address for the author's viewer, the boundaries and window
 they come), *review* (what the recording compiled to; the instruction, title, phase
 messages and checks to edit; write the task) and *verify* (the proof, live).
 The work is done by `app.ui.services.authoring`; this screen only shows its state.
+The review's form (the sub-goals, the task's words, the checks) is a pane of its own,
+`app.ui.screens.author_review`; this screen fills it and reads it back.
 """
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.console import Group
 from rich.text import Text
@@ -21,7 +23,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import (
     Button,
-    Checkbox,
     ContentSwitcher,
     DataTable,
     Header,
@@ -30,7 +31,6 @@ from textual.widgets import (
     RichLog,
     Select,
     Static,
-    TextArea,
 )
 
 from app.authoring.draft import WrittenTask
@@ -39,17 +39,17 @@ from app.authoring.review import (
     DraftForm,
     Review,
     load_review,
-    parse_check,
     proposals,
     write_task,
 )
 from app.authoring.start_state import AUTHOR_APPS
 from app.core.errors import DeskLoopError
-from app.proving.prove import DEFAULT_REPEATS, Proof, proof_rows
+from app.proving.prove import Proof, proof_rows
 from app.rfb.client import VncEndpoint
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
-from app.ui.modals import ErrorScreen, PromptScreen, YamlScreen
+from app.ui.modals import ErrorScreen, PromptScreen
+from app.ui.screens.author_review import ReviewPane
 from app.ui.screens.base import LabFooter, LabScreen
 from app.ui.screens.live import LiveScreen
 from app.ui.services.authoring import (
@@ -64,7 +64,6 @@ from app.ui.services.frame_feed import frame_feed
 
 POLL_SECONDS = 0.25
 """How often the screen reads the recording's state (the recorder only counts)."""
-STATE_MARK = {"proposed": "?", "accepted": "✓", "dropped": "✗"}
 
 Stage = str
 PANES: dict[Stage, str] = {
@@ -131,7 +130,6 @@ write the task into the library and prove it (what `deskloop author` does).
         self.stage: Stage = "start"
         self.session: RecordingSession | None = None
         self.review: Review | None = None
-        self.checks: list[CheckItem] = []
         self.written: WrittenTask | None = None
         self.proof: Proof | None = None
         self.verifying = False
@@ -167,31 +165,7 @@ write the task into the library and prove it (what `deskloop author` does).
                     yield Static("", id="author-rec-status")
                     yield make_frame_view(self.lab.graphics, id="author-frame")
                 yield RichLog(id="author-events", wrap=True, markup=False)
-            with Horizontal(id="author-review"):
-                with VerticalScroll(id="author-compiled"):
-                    yield Static("", id="author-summary", markup=False)
-                    yield Static("", id="author-subgoals")
-                with VerticalScroll(id="author-form"):
-                    yield Label("Task id")
-                    yield Input(id="author-task-id")
-                    yield Label("Title")
-                    yield Input(id="author-title")
-                    yield Label("Instruction (the first user message)")
-                    yield TextArea(id="author-instruction")
-                    yield Vertical(id="author-messages")
-                    yield Label("Checks (✓ accepted, ? proposed, ✗ dropped)")
-                    yield DataTable(id="author-checks", cursor_type="row")
-                    yield Static(
-                        "[dim]space accept · enter edit · delete drop · n add by hand[/dim]"
-                    )
-                    yield Checkbox("replace a task of this id", id="author-overwrite")
-                    with Horizontal(classes="author-row"):
-                        yield Label("reference replays when verifying", id="author-repeats-label")
-                        yield Input(str(DEFAULT_REPEATS), id="author-repeats", type="integer")
-                    with Horizontal(classes="author-buttons"):
-                        yield Button("Write (F5)", id="author-write", variant="primary")
-                        yield Button("Verify (F6)", id="author-verify")
-                    yield Static("", id="author-result", markup=False)
+            yield ReviewPane(id="author-review")
             with Vertical(id="author-verify-pane"):
                 yield Static("", id="author-verdict")
                 yield DataTable(id="author-proof", cursor_type="row")
@@ -199,7 +173,6 @@ write the task into the library and prove it (what `deskloop author` does).
         yield LabFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#author-checks", DataTable).add_columns("", "check", "why")
         self.query_one("#author-proof", DataTable).add_columns("run", "", "episode", "reason")
         self.fill_tasks()
         self.set_interval(POLL_SECONDS, self.poll)
@@ -400,118 +373,23 @@ write the task into the library and prove it (what `deskloop author` does).
         review = await asyncio.to_thread(load_review, folder)
         proposed = await asyncio.to_thread(proposals, folder, review.start.task.id)
         self.review = review
-        self.checks = [CheckItem.proposed(p) for p in proposed]
-        self.fill_review(review)
+        self.query_one(ReviewPane).fill(review, [CheckItem.proposed(p) for p in proposed])
         self.show_stage("review")
 
-    def fill_review(self, review: Review) -> None:
-        self.query_one("#author-summary", Static).update(review.summary)
-        text = Text()
-        for n, (actions, note) in enumerate(review.subgoals(), 1):
-            text.append(f"sub-goal {n}\n", "bold")
-            for line in actions:
-                text.append(f"  {line}\n")
-            if n <= len(review.changed):
-                for line in review.changed[n - 1].splitlines()[1:] or ["nothing changed"]:
-                    text.append(f"  Δ {line.strip()}\n", "dim")
-            if note is not None:
-                text.append(f"  — boundary {n}: ", "magenta")
-                text.append(f"{note or '(no note)'}\n")
-        self.query_one("#author-subgoals", Static).update(text)
-        start = review.start.task
-        task_id = start.id
-        self.query_one("#author-task-id", Input).value = task_id
-        self.query_one("#author-title", Input).value = task_id
-        self.query_one("#author-instruction", TextArea).text = ""
-        messages = self.query_one("#author-messages", Vertical)
-        messages.remove_children()
-        widgets: list[Label | Input] = []
-        for n, mark in enumerate(review.recording.marks, 1):
-            widgets.append(Label(f"Phase {n} message (after boundary {n})"))
-            widgets.append(Input(mark.note, id=f"author-msg-{n}"))
-        messages.mount_all(widgets)
-        self.query_one("#author-result", Static).update("")
-        self.fill_checks()
-
-    def fill_checks(self, cursor: int | None = None) -> None:
-        table = self.query_one("#author-checks", DataTable)
-        table.clear()
-        for item in self.checks:
-            style = {"accepted": "green", "dropped": "dim strike"}.get(item.state, "yellow")
-            table.add_row(Text(STATE_MARK[item.state], style), Text(item.text, style), item.why)
-        if cursor is not None and self.checks:
-            table.move_cursor(row=min(cursor, len(self.checks) - 1))
-
-    def _selected_check(self) -> int | None:
-        table = self.query_one("#author-checks", DataTable)
-        if not self.checks:
-            return None
-        return table.cursor_row
-
     def action_new_check(self) -> None:
-        def added(check: dict[str, Any] | None) -> None:
-            if check is not None:
-                self.checks.append(CheckItem(check, "added by hand", "accepted"))
-                self.fill_checks(cursor=len(self.checks) - 1)
-
-        self.app.push_screen(
-            YamlScreen(
-                "A check, by hand",
-                "{check: file_exists, path: ~/Desktop/out.png}",
-                parse_check,
-            ),
-            added,
-        )
+        self.query_one(ReviewPane).new_check()
 
     def action_toggle_check(self) -> None:
-        row = self._selected_check()
-        if row is None:
-            return
-        item = self.checks[row]
-        item.state = "proposed" if item.state == "accepted" else "accepted"
-        self.fill_checks(cursor=row)
+        self.query_one(ReviewPane).toggle_check()
 
     def action_drop_check(self) -> None:
-        row = self._selected_check()
-        if row is None:
-            return
-        self.checks[row].state = "dropped"
-        self.fill_checks(cursor=row)
-
-    @on(DataTable.RowSelected, "#author-checks")
-    def edit_check(self, event: DataTable.RowSelected) -> None:
-        row = event.cursor_row
-        item = self.checks[row]
-
-        def edited(check: dict[str, Any] | None) -> None:
-            if check is not None:
-                item.check, item.state = check, "accepted"
-                self.fill_checks(cursor=row)
-
-        self.app.push_screen(YamlScreen(f"Check {row + 1}", item.text, parse_check), edited)
-
-    def form(self) -> DraftForm:
-        review = self.review
-        assert review is not None
-        messages = [
-            self.query_one(f"#author-msg-{n}", Input).value
-            for n in range(1, len(review.recording.marks) + 1)
-        ]
-        return DraftForm(
-            task_id=self.query_one("#author-task-id", Input).value,
-            title=self.query_one("#author-title", Input).value,
-            instruction=self.query_one("#author-instruction", TextArea).text,
-            messages=messages,
-            checks=self.checks,
-            overwrite=self.query_one("#author-overwrite", Checkbox).value,
-            proposed_for=review.start.task.id,
-        )
+        self.query_one(ReviewPane).drop_check()
 
     @on(Button.Pressed, "#author-write")
     def action_write(self) -> None:
         if self.review is None:
             return
-        self.write(self.review, self.form())
+        self.write(self.review, self.query_one(ReviewPane).form(self.review))
 
     @work(group="author-write", exclusive=True, exit_on_error=False, description="writing")
     async def write(self, review: Review, form: DraftForm) -> None:
@@ -545,8 +423,7 @@ write the task into the library and prove it (what `deskloop author` does).
         if self.verifying:
             self.show_stage("verify")
             return
-        text = self.query_one("#author-repeats", Input).value.strip()
-        repeats = int(text) if text.isdigit() and int(text) > 0 else DEFAULT_REPEATS
+        repeats = self.query_one(ReviewPane).repeats()
         self.query_one("#author-progress", RichLog).clear()
         self.query_one("#author-proof", DataTable).clear()
         self.proof = None

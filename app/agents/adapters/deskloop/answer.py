@@ -2,7 +2,7 @@
 
 Anything that is not a usable action raises `MalformedAction` with the reason and the
 raw answer, which the runner records as a rejected step (the store caps what it keeps
-of it: `app.store.writes.cap_raw`).
+of it: `app.store.values.cap_raw`).
 """
 
 from __future__ import annotations
