@@ -20,8 +20,9 @@ examples:
   deskloop study validate                         check every study in studies/
   deskloop study validate studies/ask-or-not.yaml
   deskloop study plan ask-or-not --participants 12
-                                                  show the conditions and task orders of
-                                                  P01..P12 and how balanced they are
+                                                  give P01..P12 their conditions and task
+                                                  orders, record them, show the balance
+  deskloop study status ask-or-not                who is done, who is mid-way, what is left
 """
 
 
@@ -87,15 +88,63 @@ def _print_plan(study: Study, plan: Plan) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from app.cli.common import open_store
     from app.studies.design import draw_seed, participant_codes, plan_study
     from app.studies.loader import find_study
+    from app.studies.plans import plan_in_store
 
     study = find_study(args.study, args.studies_dir)
     if args.participants < 1:
         raise DeskLoopError("--participants: at least 1")
-    seed = args.seed if args.seed is not None else study.design.seed
-    plan = plan_study(study, participant_codes(args.participants), seed or draw_seed())
+    if args.dry_run:
+        seed = args.seed if args.seed is not None else study.design.seed
+        plan = plan_study(study, participant_codes(args.participants), seed or draw_seed())
+        _print_plan(study, plan)
+        print("(a dry run: nothing was recorded)")
+        return 0
+    with open_store(args.db) as store:
+        plan, added = plan_in_store(store, study, args.participants, args.seed)
     _print_plan(study, plan)
+    if added:
+        print(f"recorded {len(added)} participants in {args.db}: {', '.join(added)}")
+    else:
+        print(f"the plan in {args.db} has these participants already; nothing was added")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from app.cli.common import open_store
+    from app.metrics.tables import print_table, render_table
+    from app.studies.loader import find_study
+    from app.studies.plans import balance_so_far, progress
+
+    study = find_study(args.study, args.studies_dir)
+    with open_store(args.db) as store:
+        people = progress(store, study)
+    rows = []
+    for person in people:
+        upcoming = person.next_trial
+        rows.append(
+            [
+                person.participant.code,
+                person.state,
+                " → ".join(person.participant.conditions),
+                f"{person.done}/{len(person.trials)}",
+                str(person.interrupted),
+                "" if upcoming is None else f"{upcoming.position}: {upcoming.task_id}",
+            ]
+        )
+    print(f"{study.id}: {len(people)} participants")
+    print_table(["participant", "state", "conditions", "trials done", "interrupted", "next"], rows)
+    states = [p.state for p in people]
+    counts = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
+    left = sum(len(p.trials) - p.done for p in people if p.state != "withdrawn")
+    print(f"\n{counts}; {left} trials left")
+    table = balance_so_far(study, people)
+    header, *cells = table.table()
+    if cells and len(header) > 1:
+        print("\nconditions by position among those done (each cell: participants)")
+        print(render_table(header, cells))
     return 0
 
 
@@ -132,7 +181,9 @@ def register(sub: Any) -> None:
         help="assign conditions and task orders to participant codes",
         description="Give participants P01..PN their condition order (a Williams design "
         "within participants, conditions in turn between them) and their task order "
-        "(shuffled from the study's seed), and print how balanced the plan is.",
+        "(shuffled from the study's seed), record it in the database (--db), and print "
+        "how balanced the plan is. The plan's seed is fixed once; a larger N later adds "
+        "participants on the next rows of the same design.",
     )
     plan.add_argument("study", help="a study id (in --studies-dir) or a study file")
     plan.add_argument(
@@ -141,4 +192,14 @@ def register(sub: Any) -> None:
     plan.add_argument(
         "--seed", type=int, help="the plan's seed (default: the study's, else a fresh one)"
     )
+    plan.add_argument("--dry-run", action="store_true", help="print the plan without recording it")
     plan.set_defaults(func=cmd_plan)
+    status = ssub.add_parser(
+        "status",
+        help="who is done, who is mid-way, trials left, balance so far",
+        description="Where each participant of the study's plan stands: consent, trials "
+        "done and interrupted, the next trial, and the balance of the condition orders "
+        "of those who finished.",
+    )
+    status.add_argument("study", help="a study id (in --studies-dir) or a study file")
+    status.set_defaults(func=cmd_status)

@@ -78,6 +78,13 @@ MessageOrigin = Literal["script", "edited", "free"]
 scripted message sent as offered, an edit of it, or the person's own words (also
 every person message no script offered a draft for)."""
 
+TrialStatus = Literal["running", "done", "interrupted"]
+"""A try of a study's trial: running its episode, done (the episode ended, whatever
+its outcome), or interrupted (a crash, a dead desktop, a closed terminal: the next
+session tries the trial again as a new try)."""
+QuestionnairePoint = Literal["pre_study", "post_trial", "post_condition", "post_study"]
+"""When a study asks its questionnaires."""
+
 EPISODE_STATUSES: Final[tuple[EpisodeStatus, ...]] = get_args(EpisodeStatus)
 END_REASONS: Final[tuple[EndReason, ...]] = get_args(EndReason)
 ERROR_KINDS: Final[tuple[ErrorKind, ...]] = get_args(ErrorKind)
@@ -95,3 +102,5 @@ SOURCES: Final[tuple[Source, ...]] = get_args(Source)
 PHASE_STATUSES: Final[tuple[PhaseStatus, ...]] = get_args(PhaseStatus)
 MESSAGE_ORIGINS: Final[tuple[MessageOrigin, ...]] = get_args(MessageOrigin)
 STEP_ACTORS: Final[tuple[StepActor, ...]] = get_args(StepActor)
+TRIAL_STATUSES: Final[tuple[TrialStatus, ...]] = get_args(TrialStatus)
+QUESTIONNAIRE_POINTS: Final[tuple[QuestionnairePoint, ...]] = get_args(QuestionnairePoint)

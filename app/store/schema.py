@@ -38,9 +38,11 @@ from app.core.vocabulary import (
     MESSAGE_ORIGINS,
     PHASE_KINDS,
     PHASE_STATUSES,
+    QUESTIONNAIRE_POINTS,
     ROLES,
     SOURCES,
     STEP_ACTORS,
+    TRIAL_STATUSES,
     USER_KINDS,
     USER_MODES,
 )
@@ -500,6 +502,95 @@ def _v16(db: Database) -> None:
     db.execute(
         "ALTER TABLE rescores ADD COLUMN judgements TEXT"
         " CHECK (judgements IS NULL OR json_valid(judgements))"
+    )
+
+
+@MIGRATIONS(name="0017_studies")
+def _v17(db: Database) -> None:
+    # Studies (app.studies): a study's plan (its seed and the study file it was made
+    # from), each participant's code, condition order, consent and withdrawal, their
+    # planned trials, each try of a trial (an episode; a crash leaves the try
+    # `interrupted`, never deleted, and the next try is a new row) and their answers to
+    # the questionnaires (one row per item; a point's `context` names the trial or
+    # condition it followed). Participants are codes: no column holds a name. A
+    # withdrawal erases a participant's episodes, tries and answers and keeps the code
+    # with `withdrawn_at` and what was erased, so the plan's balance shows the gap.
+    db.execute(
+        """
+        CREATE TABLE study_plans (
+            study_id TEXT PRIMARY KEY,
+            seed INTEGER NOT NULL,
+            study_path TEXT NOT NULL,
+            study_sha256 TEXT NOT NULL,
+            conditions TEXT NOT NULL CHECK (json_valid(conditions)),
+            created_at TEXT NOT NULL
+        ) STRICT
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE participants (
+            study_id TEXT NOT NULL REFERENCES study_plans (study_id) ON DELETE CASCADE,
+            code TEXT NOT NULL,
+            design_row INTEGER NOT NULL CHECK (design_row >= 0),
+            conditions TEXT NOT NULL CHECK (json_valid(conditions)),
+            consented_at TEXT,
+            withdrawn_at TEXT,
+            erased TEXT CHECK (erased IS NULL OR json_valid(erased)),
+            PRIMARY KEY (study_id, code)
+        ) STRICT
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE trials (
+            study_id TEXT NOT NULL,
+            code TEXT NOT NULL,
+            position INTEGER NOT NULL CHECK (position >= 0),
+            condition TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            block INTEGER NOT NULL CHECK (block >= -1),
+            condition_position INTEGER NOT NULL CHECK (condition_position >= 0),
+            PRIMARY KEY (study_id, code, position),
+            FOREIGN KEY (study_id, code) REFERENCES participants (study_id, code)
+                ON DELETE CASCADE
+        ) STRICT
+        """
+    )
+    db.execute(
+        f"""
+        CREATE TABLE trial_tries (
+            study_id TEXT NOT NULL,
+            code TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            try INTEGER NOT NULL CHECK (try >= 1),
+            episode_id INTEGER REFERENCES episodes (id) ON DELETE SET NULL,
+            status TEXT NOT NULL CHECK ({_one_of("status", TRIAL_STATUSES)}),
+            started_at TEXT NOT NULL,
+            ended_at TEXT,
+            note TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (study_id, code, position, try),
+            FOREIGN KEY (study_id, code, position) REFERENCES trials (study_id, code, position)
+                ON DELETE CASCADE
+        ) STRICT
+        """
+    )
+    db.execute(
+        f"""
+        CREATE TABLE responses (
+            study_id TEXT NOT NULL,
+            code TEXT NOT NULL,
+            point TEXT NOT NULL CHECK ({_one_of("point", QUESTIONNAIRE_POINTS)}),
+            context TEXT NOT NULL DEFAULT '',
+            instrument TEXT NOT NULL,
+            item TEXT NOT NULL,
+            value TEXT NOT NULL CHECK (json_valid(value)),
+            answered_at TEXT NOT NULL,
+            PRIMARY KEY (study_id, code, point, context, instrument, item),
+            FOREIGN KEY (study_id, code) REFERENCES participants (study_id, code)
+                ON DELETE CASCADE
+        ) STRICT
+        """
     )
 
 

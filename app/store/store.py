@@ -7,7 +7,9 @@ and its batch's), `scores` (an episode's score and its phases' checks), `queries
 `judgements` (the model judge's questions and answers), `liveness` (who runs an
 episode; recovering those whose runner died), `archive` (blobs, archives, rescores,
 integrity flags), `transfer` (a whole episode out of one database and into another)
-and `notes` (a researcher's note and tags). The dataclasses read back are `records`;
+and `notes` (a researcher's note and tags). One part is reached by name instead:
+`store.studies` (a study's plan, participants, trials and answers), whose records are
+its own. The dataclasses read back are `records`;
 the column values the parts write are made by `values`.
 """
 
@@ -25,6 +27,7 @@ from app.store.liveness import Liveness
 from app.store.notes import Notes
 from app.store.queries import Queries
 from app.store.scores import Scores
+from app.store.studies import Studies
 from app.store.transfer import Transfer
 from app.store.writes import Writes
 
@@ -72,6 +75,8 @@ class Store:
         self.finish_episode = writes.finish_episode
         self.create_batch = writes.create_batch
         self.tag_batch_slot = writes.tag_batch_slot
+        self.studies = Studies(db)
+        """A study's plan, participants, trials and answers (`app.store.studies`)."""
         scores = Scores(db)
         self.record_score = scores.record_score
         self.record_phase_checks = scores.record_phase_checks

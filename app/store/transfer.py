@@ -35,6 +35,10 @@ CHILD_TABLES = (
 """The tables that hold an episode's rows (by `episode_id`), in the order they are
 written: steps point at messages and phases. A table keyed by `episode_id` that is not
 here does not travel (tests/store/test_store_transfer.py fails when one is missing)."""
+LINKING_TABLES = ("trial_tries",)
+"""Tables that point at an episode without being part of it (a study's try names the
+episode that recorded it): they stay in their database, and whoever moves an episode
+links it again under its new id."""
 
 
 @dataclass

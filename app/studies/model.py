@@ -17,6 +17,7 @@ from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator, mo
 from app.agents.spec import AgentSpec, PersonSpec, read_agent_spec
 from app.core.errors import AgentError
 from app.core.validation import StrictModel
+from app.core.vocabulary import QUESTIONNAIRE_POINTS, QuestionnairePoint
 from app.studies.instruments import BUILTINS, Instrument, Item
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -26,8 +27,8 @@ of the export and folders)."""
 Role = Literal["user", "agent"]
 PhaseOffer = Literal["suggested", "brief"]
 StandIn = Literal["script", "llm", "reference"]
-Point = Literal["pre_study", "post_trial", "post_condition", "post_study"]
-POINTS: tuple[Point, ...] = ("pre_study", "post_trial", "post_condition", "post_study")
+Point = QuestionnairePoint
+POINTS = QUESTIONNAIRE_POINTS
 
 
 class Policy(StrictModel):

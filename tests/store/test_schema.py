@@ -26,9 +26,11 @@ from app.core.vocabulary import (
     MESSAGE_ORIGINS,
     PHASE_KINDS,
     PHASE_STATUSES,
+    QUESTIONNAIRE_POINTS,
     ROLES,
     SOURCES,
     STEP_ACTORS,
+    TRIAL_STATUSES,
     USER_KINDS,
     USER_MODES,
     EpisodeStatus,
@@ -170,6 +172,8 @@ VOCABULARY_CHECKS = {
     ("messages", "origin"): [MESSAGE_ORIGINS],
     ("integrity_flags", "kind"): [FLAG_KINDS],
     ("steps", "actor"): [STEP_ACTORS],
+    ("trial_tries", "status"): [TRIAL_STATUSES],
+    ("responses", "point"): [QUESTIONNAIRE_POINTS],
 }
 
 

@@ -9,7 +9,7 @@ import sqlite_utils
 
 from app.core.outcomes import CheckOutcome
 from app.store import Store
-from app.store.transfer import CHILD_TABLES
+from app.store.transfer import CHILD_TABLES, LINKING_TABLES
 from tests.store.helpers import new_episode, phase, png_of, step
 
 
@@ -71,7 +71,7 @@ def test_every_table_of_an_episode_travels(tmp_path: Path) -> None:
     Store(tmp_path / "x.db").close()
     db = sqlite_utils.Database(tmp_path / "x.db")
     keyed = {table for table in db.table_names() if "episode_id" in db[table].columns_dict}
-    assert keyed == set(CHILD_TABLES)
+    assert keyed == set(CHILD_TABLES) | set(LINKING_TABLES)
 
 
 def test_the_final_state_archive_travels_with_its_blobs(tmp_path: Path) -> None:

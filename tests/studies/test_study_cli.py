@@ -41,11 +41,14 @@ def test_plan_prints_orders_and_balance(tmp_path: Path, capsys: pytest.CaptureFi
         conditions=[{"id": c, "agent": "reference"} for c in ("a", "b", "c")],
         tasks={"blocks": [["t1"], ["t2"], ["t3"]]},
     )
-    assert main(["study", "plan", str(path), "--participants", "6", "--seed", "3"]) == 0
+    db = str(tmp_path / "db.sqlite")
+    assert main(["--db", db, "study", "plan", str(path), "--participants", "6", "--seed", "3"]) == 0
     out = capsys.readouterr().out
     assert "plan of seed 3" in out and "P06" in out and "P07" not in out
     assert "balanced by position: yes; by carry-over: yes" in out
-    assert (
-        main(["study", "--studies-dir", str(tmp_path), "plan", "study", "--participants", "4"]) == 0
-    )
-    assert "balanced by position: no" in capsys.readouterr().out
+    assert "recorded 6 participants" in out
+    # A dry run of another size, by the study's id: printed, not recorded.
+    dry = ["study", "--studies-dir", str(tmp_path), "plan", "study", "--participants", "4"]
+    assert main(["--db", db, *dry, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "balanced by position: no" in out and "nothing was recorded" in out
