@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -148,6 +149,49 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pilot(args: argparse.Namespace) -> int:
+    from app.cli.common import open_store, run_async
+    from app.studies.loader import find_study
+    from app.studies.pilot import run_pilot
+    from app.tasks.loader import find_task
+
+    study = find_study(args.study, args.studies_dir)
+    tasks = {ref: find_task(ref, [args.tasks_dir]) for ref in study.task_ids()}
+    participants = args.participants or _filled_design(study)
+    with open_store(args.db) as store:
+        report = run_async(
+            run_pilot(
+                store,
+                study,
+                participants,
+                tasks,
+                backend=args.backend,
+                progress=lambda line: print(line, file=sys.stderr, flush=True),
+            )
+        )
+    for session in report.sessions:
+        print(
+            f"{session.code}: {len(session.trials_run)} trials run"
+            + (f" ({len(session.resumed_after)} resumed)" if session.resumed_after else "")
+            + f", {session.questionnaires} questionnaires reached (left empty)"
+        )
+    for code, why in report.failed.items():
+        print_err(f"{code}: stopped: {why}")
+    print(f"pilot recorded as study {report.study} in {args.db}")
+    return 1 if report.failed else 0
+
+
+def _filled_design(study: Study) -> int:
+    """Enough participants to fill the design once: a Williams square's rows (within),
+    one per condition (between)."""
+    from app.studies.design import williams_rows
+
+    n = len(study.conditions)
+    if study.design.participants == "between" or study.design.counterbalance == "none":
+        return n
+    return len(williams_rows(n))
+
+
 def register(sub: Any) -> None:
     study = sub.add_parser(
         "study",
@@ -203,3 +247,21 @@ def register(sub: Any) -> None:
     )
     status.add_argument("study", help="a study id (in --studies-dir) or a study file")
     status.set_defaults(func=cmd_status)
+    pilot = ssub.add_parser(
+        "pilot",
+        help="run the whole plan with simulated participants",
+        description="Run every participant's session with a stand-in before any person "
+        "sits down: it consents, plays the user as each condition's stand_in says (the "
+        "phase script, or the LLM user) or the agent (the task's reference), and leaves "
+        "the questionnaires empty. Recorded as the study pilot:<id> (never mixed with the "
+        "participants' data); running it again resumes it. Exit 1 if a session stopped.",
+    )
+    pilot.add_argument("study", help="a study id (in --studies-dir) or a study file")
+    pilot.add_argument(
+        "--participants",
+        type=int,
+        metavar="N",
+        help="stand-ins P01..PN (default: enough to fill the design once)",
+    )
+    pilot.add_argument("--backend", choices=["local", "libvirt"], default="local")
+    pilot.set_defaults(func=cmd_pilot)
