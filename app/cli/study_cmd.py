@@ -181,6 +181,46 @@ def cmd_pilot(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from app.cli.common import open_store
+    from app.studies.export import export_study
+    from app.studies.loader import find_study
+    from app.studies.pilot import pilot_id
+
+    study = find_study(args.study, args.studies_dir)
+    sid = pilot_id(study) if args.pilot else study.id
+    with open_store(args.db) as store:
+        if store.studies.plan(sid) is None:
+            raise DeskLoopError(f"study {sid} has no plan in {args.db}: nothing to export")
+        written = export_study(store, study, args.folder, sid)
+    for path in written:
+        print(path)
+    return 0
+
+
+def cmd_withdraw(args: argparse.Namespace) -> int:
+    from app.cli.common import open_store
+    from app.studies.loader import find_study
+
+    study = find_study(args.study, args.studies_dir)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise DeskLoopError(
+                f"withdrawing {args.code} erases their episodes, frames and answers for "
+                "good; pass --yes to confirm"
+            )
+        typed = input(f"Erase everything of {args.code} in {study.id}? Type the code to confirm: ")
+        if typed.strip() != args.code:
+            print_err("not confirmed: nothing was erased")
+            return 1
+    with open_store(args.db) as store:
+        erased = store.studies.withdraw(study.id, args.code)
+    said = ", ".join(f"{count} {what}" for what, count in erased.items() if count)
+    print(f"{args.code} withdrew from {study.id}; erased: {said or 'nothing (no data yet)'}")
+    print("the code is kept as withdrawn, so the plan's balance shows the gap")
+    return 0
+
+
 def _filled_design(study: Study) -> int:
     """Enough participants to fill the design once: a Williams square's rows (within),
     one per condition (between)."""
@@ -265,3 +305,27 @@ def register(sub: Any) -> None:
     )
     pilot.add_argument("--backend", choices=["local", "libvirt"], default="local")
     pilot.set_defaults(func=cmd_pilot)
+    export = ssub.add_parser(
+        "export",
+        help="write the study's tidy tables (CSV and Parquet) and a codebook",
+        description="Write trials (one row per participant × trial with every measure), "
+        "responses (one row per answered item), scores (per questionnaire), messages and "
+        "steps (without the words typed) as CSV and Parquet into FOLDER, and codebook.md "
+        "naming every column, its unit and how it was computed. Participants are codes.",
+    )
+    export.add_argument("study", help="a study id (in --studies-dir) or a study file")
+    export.add_argument("folder", type=Path, help="where the files go (made if missing)")
+    export.add_argument("--pilot", action="store_true", help="export the study's pilot")
+    export.set_defaults(func=cmd_export)
+    withdraw = ssub.add_parser(
+        "withdraw",
+        help="erase everything of a participant who withdrew",
+        description="Erase the participant's episodes (every step, message, check and "
+        "score), their frames and archived files, their tries and their answers, and say "
+        "what was erased. The code is kept, marked withdrawn, so the plan's balance shows "
+        "the gap. Asks to type the code unless --yes.",
+    )
+    withdraw.add_argument("study", help="a study id (in --studies-dir) or a study file")
+    withdraw.add_argument("code", help="the participant's code, e.g. P07")
+    withdraw.add_argument("--yes", action="store_true", help="do not ask to confirm")
+    withdraw.set_defaults(func=cmd_withdraw)

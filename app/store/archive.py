@@ -27,11 +27,21 @@ from app.core.errors import StoreError
 from app.core.integrity import IntegrityFlag
 from app.core.judgements import Judgement, judgement_from_raw, judgement_to_raw
 from app.core.outcomes import CheckOutcome
-from app.store.base import Part
+from app.store.base import Part, SharedConnection
 from app.store.frames import write_atomic
 from app.store.values import now_utc
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def blob_folder(db: SharedConnection) -> Path:
+    """The database's blob folder: `archive/<id>/`, the id of its frames folder."""
+    return db.root / "archive" / db.frames.root.name
+
+
+def blob_path(folder: Path, digest: str) -> Path:
+    """Where blob `digest` lives in `folder` (the name unchecked: callers check it)."""
+    return folder / digest[:2] / digest
 
 
 @dataclass(frozen=True)
@@ -93,13 +103,13 @@ class Archives(Part):
 
     @property
     def archive_root(self) -> Path:
-        """This database's blob folder: `archive/<id>/`, the id of its frames folder."""
-        return self.db.root / "archive" / self.db.frames.root.name
+        """This database's blob folder (`blob_folder`)."""
+        return blob_folder(self.db)
 
     def _blob_path(self, digest: str) -> Path:
         if not SHA256.match(digest):
             raise StoreError(f"{self.db.path}: {digest!r} is not a sha256 blob name")
-        return self.archive_root / digest[:2] / digest
+        return blob_path(self.archive_root, digest)
 
     def save_blob(self, data: bytes) -> str:
         """Keep `data` once under its sha256 (a blob already there is not rewritten)."""
