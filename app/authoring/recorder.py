@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import time
 from collections.abc import Callable
@@ -48,6 +49,7 @@ from app.authoring.recording import (
 from app.authoring.start_state import StartState
 from app.authoring.state import StateSnapshot, boundary_label, capture_state
 from app.core.errors import DeskLoopError, VNCError
+from app.core.files import write_atomic
 from app.core.frames import Frame
 from app.desktops.base import Desktop
 from app.desktops.xwindows import active_window_title
@@ -309,9 +311,9 @@ class DemonstrationRecorder:
 
     @staticmethod
     def _png(frame: Frame, path: Path) -> None:
-        temporary = path.with_suffix(".tmp")
-        Image.fromarray(frame.pixels).save(temporary, format="PNG", compress_level=1)
-        temporary.replace(path)
+        png = io.BytesIO()
+        Image.fromarray(frame.pixels).save(png, format="PNG", compress_level=1)
+        write_atomic(path, png.getvalue())
 
     async def _steady_frames(self) -> None:
         while True:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar, Literal
 
 from app.core.errors import DeskLoopError
+from app.core.files import write_atomic
 from app.core.vocabulary import ErrorKind
 
 FORMAT_VERSION = 1
@@ -319,9 +320,8 @@ class RecordingWriter:
             if (self.folder / META_FILE).exists() or (self.folder / EVENTS_FILE).exists():
                 raise RecordingError(f"{self.folder}: already holds a recording; pick a new folder")
             (self.folder / FRAMES_DIR).mkdir()
-            temporary = self.folder / f".{META_FILE}.tmp"
-            temporary.write_text(json.dumps(self.meta.to_json(), indent=2) + "\n", "utf-8")
-            os.replace(temporary, self.folder / META_FILE)
+            meta = json.dumps(self.meta.to_json(), indent=2) + "\n"
+            write_atomic(self.folder / META_FILE, meta.encode("utf-8"))
             # Line buffering: each event reaches the OS when its line ends.
             self._events = open(  # noqa: SIM115 (closed by close())
                 self.folder / EVENTS_FILE, "a", encoding="utf-8", buffering=1

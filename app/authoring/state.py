@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from typing import Any
 
 from app.authoring.recording import RecordingError
 from app.core.errors import GuestError
+from app.core.files import write_atomic
 from app.desktops.base import Guest
 
 STATES_DIR = "states"
@@ -161,9 +161,7 @@ def save_snapshot(folder: Path, snapshot: StateSnapshot) -> Path:
     """Write ``states/<label>.json`` atomically (a crash leaves the old one or none)."""
     path = snapshot_path(folder, snapshot.label)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(snapshot.to_json(), indent=1) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    write_atomic(path, (json.dumps(snapshot.to_json(), indent=1) + "\n").encode("utf-8"))
     return path
 
 
@@ -316,9 +314,7 @@ def carry_facts(previous: StateSnapshot, snapshot: StateSnapshot) -> None:
 def _store_blob(path: Path, data: bytes) -> None:
     if path.is_file():
         return  # content-addressed: the same hash is the same bytes
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
+        write_atomic(path, data)
     except OSError as exc:
         raise RecordingError(f"{path}: cannot write: {exc.strerror or exc}") from None

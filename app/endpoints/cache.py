@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from app.core.errors import DeskLoopError
+from app.core.files import write_atomic
 
 
 def answer_key(material: dict[str, Any]) -> str:
@@ -57,8 +56,5 @@ class AnswerCache:
         """Keep `entry` (which holds the `answer`) under `key`."""
         path = self.path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Write then rename: a crash never leaves half an answer for the next run.
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(entry, handle, ensure_ascii=False)
-        os.replace(tmp, path)
+        # Whole or not at all: a crash never leaves half an answer for the next run.
+        write_atomic(path, json.dumps(entry, ensure_ascii=False).encode("utf-8"), mode=0o600)

@@ -16,11 +16,11 @@ policy's word for the episode, so the figures can be recomputed from the file.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from app.core.files import write_atomic
 from app.metrics.slots import counted_episodes
 from app.metrics.summary import (
     CHECK_COLUMNS,
@@ -268,10 +268,4 @@ def atomic_write(path: Path, text: str) -> None:
     """Write `text` to `path` whole or not at all (no half-written file is left, at
     `path` or beside it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic(path, text.encode("utf-8"))

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from app.core.errors import StoreError
+from app.core.files import write_atomic
 from app.core.integrity import IntegrityFlag
 from app.core.judgements import Judgement, judgement_from_raw, judgement_to_raw
 from app.core.outcomes import CheckOutcome
 from app.store.base import Part, SharedConnection
-from app.store.frames import write_atomic
 from app.store.values import now_utc
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -119,7 +119,7 @@ class Archives(Part):
             return digest
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(target, data)
+            write_atomic(target, data, mode=0o600)
         except OSError as exc:
             raise StoreError(f"cannot write archive blob {target}: {exc.strerror or exc}") from exc
         return digest

@@ -7,17 +7,15 @@ free; the store then only hashes and writes bytes (~1.5 ms for a 680 KiB frame).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 import re
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from app.core.errors import StoreError
+from app.core.files import write_atomic
 from app.core.frames import png_bytes
 
 # Measured on a 1280×800 GIMP screenshot: level 1 takes 38-56 ms, the default (6)
@@ -76,7 +74,7 @@ class FrameDir:
         target = folder / f"{name}.png"
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            write_atomic(target, png)
+            write_atomic(target, png, mode=0o600)
         except OSError as exc:
             raise StoreError(f"cannot write frame {target}: {exc.strerror or exc}") from exc
         relative = target.relative_to(self.relative_to).as_posix()
@@ -88,20 +86,3 @@ class FrameDir:
 
     def resolve(self, relative: str) -> Path:
         return self.relative_to / relative
-
-
-def write_atomic(target: Path, data: bytes) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a PNG.
-
-    No fsync: like the database (synchronous=NORMAL) this survives a killed process,
-    not a power cut, and fsync per step would cost more than the step's write.
-    """
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise

@@ -11,22 +11,12 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 from pathlib import Path
 
+from app.core.files import write_atomic
 from app.store import Store
 from app.studies.data import COLUMNS, Row, codebook, study_data
 from app.studies.model import Study
-
-
-def _replace(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _csv(rows: list[Row], columns: list[str]) -> bytes:
@@ -62,9 +52,9 @@ def export_study(
         columns = list(COLUMNS[table])
         for suffix, encode in ((".csv", _csv), (".parquet", _parquet)):
             path = folder / f"{table}{suffix}"
-            _replace(path, encode(rows, columns))
+            write_atomic(path, encode(rows, columns))
             written.append(path)
     path = folder / "codebook.md"
-    _replace(path, "\n".join(codebook(study_id or study.id)).encode("utf-8"))
+    write_atomic(path, "\n".join(codebook(study_id or study.id)).encode("utf-8"))
     written.append(path)
     return written

@@ -36,9 +36,9 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from pathlib import Path
 
+from app.core.files import write_atomic
 from app.core.settings import read_settings
 from app.tasks.model import Task
 
@@ -134,14 +134,7 @@ class TaskCache:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             if not self._private():
                 return  # get() would never read it
-            fd, temp = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as file:
-                    file.write(payload)
-                os.replace(temp, self.path(key))
-            except BaseException:
-                os.unlink(temp)
-                raise
+            write_atomic(self.path(key), payload, mode=0o600)
         except Exception:  # a read-only or full disk: load without caching
             pass
 

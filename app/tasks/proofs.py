@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.core.errors import TaskError
+from app.core.files import write_atomic
 from app.tasks.loader import resolve_asset, setup_key
 from app.tasks.model import Task
 
@@ -93,9 +94,7 @@ def write_proof(
         "runs": runs,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, (json.dumps(record, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     return path
 
 
