@@ -184,7 +184,7 @@ def cmd_vm_view(args: argparse.Namespace) -> int:
 
 
 def _launch_viewer(viewer: str, endpoint: Any) -> int:
-    from app.desktops.local.xvnc import vnc_password_file_bytes
+    from app.rfb.wire import vnc_password_file_bytes
 
     address = f"{endpoint.host}:{endpoint.port}"
     if viewer in ("remote-viewer", "gvncviewer"):

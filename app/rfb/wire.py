@@ -103,15 +103,32 @@ BYTES_PER_PIXEL = 4
 _MAX_STRING = 65536
 
 
-def vnc_auth_response(password: str, challenge: bytes) -> bytes:
-    """The VNC authentication response: DES-ECB of the challenge under the password.
+def _password_bytes(password: str) -> bytes:
+    """The 8 bytes VNC keeps of a password (the rest is dropped, short ones padded):
+    the server's password file and the client's response must derive the same."""
+    return password.encode("latin-1", "replace")[:8].ljust(8, b"\0")
 
-    The key is the first 8 bytes of the password (zero padded) with the bits of
-    each byte reversed — a quirk of the original VNC implementation.
-    """
-    raw = password.encode("latin-1", "replace")[:8].ljust(8, b"\0")
-    key = bytes(int(f"{byte:08b}"[::-1], 2) for byte in raw)
-    return bytes(DES.new(key, DES.MODE_ECB).encrypt(challenge))
+
+def _des_key(key: bytes) -> bytes:
+    """`key` as a standard DES key: VNC's DES (d3des) takes each byte's bits in reverse."""
+    return bytes(int(f"{byte:08b}"[::-1], 2) for byte in key)
+
+
+# The fixed key VNC obfuscates stored passwords with, as written in VNC's sources.
+_VNC_FILE_KEY = bytes([0x17, 0x52, 0x6B, 0x06, 0x23, 0x4E, 0x58, 0x07])
+
+
+def vnc_auth_response(password: str, challenge: bytes) -> bytes:
+    """The VNC authentication response: DES-ECB of the challenge under the password."""
+    cipher = DES.new(_des_key(_password_bytes(password)), DES.MODE_ECB)
+    return bytes(cipher.encrypt(challenge))
+
+
+def vnc_password_file_bytes(password: str) -> bytes:
+    """The contents of a VNC password file (what `vncpasswd -f` writes) for `password`:
+    its 8 bytes under VNC's fixed key."""
+    cipher = DES.new(_des_key(_VNC_FILE_KEY), DES.MODE_ECB)
+    return bytes(cipher.encrypt(_password_bytes(password)))
 
 
 # -------------------------------------------------------------------- client messages

@@ -31,9 +31,9 @@ from app.desktops.local import reaper, xvnc
 from app.desktops.local import session as local_session
 from app.desktops.local.desktop import LocalDesktop, reap_orphans
 from app.desktops.local.lab_user import lab_user
-from app.desktops.local.xvnc import vnc_password_file_bytes
 from app.desktops.xwindows import active_window_title, wait_window
 from app.rfb.client import connect
+from app.rfb.wire import vnc_password_file_bytes
 from tests.waiting import eventually, wait_until
 
 REPO = Path(__file__).resolve().parents[2]

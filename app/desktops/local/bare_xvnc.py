@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.core.errors import DesktopError
-from app.desktops.local.xvnc import XVNC, free_port, vnc_password_file_bytes
+from app.desktops.local.xvnc import XVNC, free_port
+from app.rfb.wire import vnc_password_file_bytes
 
 
 @dataclass(frozen=True)

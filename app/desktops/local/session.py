@@ -37,10 +37,10 @@ from app.desktops.local.xvnc import (
     free_port,
     log_tail,
     read_display_number,
-    vnc_password_file_bytes,
     xauthority_bytes,
 )
 from app.rfb.client import VNCSession
+from app.rfb.wire import vnc_password_file_bytes
 
 OPENBOX = "openbox"
 DBUS_DAEMON = "dbus-daemon"

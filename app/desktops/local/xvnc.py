@@ -1,9 +1,10 @@
-"""Xvnc's side files and start-up: the VNC password file, the X authority file, a free
-loopback port and the display number Xvnc names through -displayfd.
+"""Xvnc's side files and start-up: the X authority file, a free loopback port and the
+display number Xvnc names through -displayfd (its password file's bytes are
+`app.rfb.wire.vnc_password_file_bytes`, beside the response a client derives from the
+same password).
 
 Shared by the local desktop session (session.py) and the bare Xvnc of the live RFB tests
-(bare_xvnc.py); the TUI and `vm view` write viewer password files with
-`vnc_password_file_bytes` too.
+(bare_xvnc.py).
 """
 
 from __future__ import annotations
@@ -14,24 +15,7 @@ import socket
 import struct
 from pathlib import Path
 
-from Crypto.Cipher import DES
-
 XVNC = "Xvnc"
-
-# The fixed key VNC uses to obfuscate stored passwords, as written in VNC's
-# sources (d3des). d3des takes key bits in the reverse order of standard DES,
-# so for a standard DES implementation each key byte is bit-reversed.
-_VNC_FILE_KEY = bytes([0x17, 0x52, 0x6B, 0x06, 0x23, 0x4E, 0x58, 0x07])
-_STD_DES_KEY = bytes(int(f"{b:08b}"[::-1], 2) for b in _VNC_FILE_KEY)
-
-
-def vnc_password_file_bytes(password: str) -> bytes:
-    """The contents of a VNC password file (what `vncpasswd -f` writes) for `password`.
-
-    VNC keeps only the first 8 bytes of a password.
-    """
-    raw = password.encode("latin-1")[:8].ljust(8, b"\0")
-    return bytes(DES.new(_STD_DES_KEY, DES.MODE_ECB).encrypt(raw))
 
 
 def xauthority_bytes(cookie: bytes) -> bytes:

@@ -380,7 +380,7 @@ def open_viewer(endpoint: VncEndpoint) -> subprocess.Popen[bytes]:
     Raises:
         DesktopError: no viewer installed, or it could not start.
     """
-    from app.desktops.local.xvnc import vnc_password_file_bytes
+    from app.rfb.wire import vnc_password_file_bytes
 
     viewer = viewer_command()
     if viewer is None:
