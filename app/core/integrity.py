@@ -56,6 +56,8 @@ class ExecRecord:
     path: str
     """The executable the kernel ran."""
     argv: tuple[str, ...]
+    ppid: int | None = None
+    """The process that started it, where the backend saw (None: it did not)."""
 
     def describe(self) -> str:
         args = " ".join(self.argv)

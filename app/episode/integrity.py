@@ -10,7 +10,9 @@ never confused with "not looked":
   background mode or with a Python script, or GIMP with no interface or in batch mode
   (`-i`, `-b`, `--batch-interpreter`) is flagged, with its command line.
   Programs the app ships under /usr/lib/<app> or /usr/share/<app> (GIMP's plug-ins,
-  say) and the helpers of its own (Kdenlive's melt and ffmpeg) are not. On libvirt
+  say) are not, nor the helpers of its own (Kdenlive's renderer, melt and ffmpeg)
+  when the app started them: the trace follows forks too, so each program's starter
+  is known, and the same helper run from a terminal is flagged. On libvirt
   VMs the guest's process accounting and fatrace's write log are read after the
   agent ended (`ReadsGuestWatch`, app.desktops.libvirt.guest_watch): the same rules, on
   command names for programs that ended (the kernel keeps no arguments). On a
@@ -156,11 +158,15 @@ def gimp_batch_options(args: Sequence[str]) -> list[str]:
     return used
 
 
-def bypass_category(app: str, record: ExecRecord) -> str | None:
-    """Why an exec bypasses the GUI of `app`'s task, or None when it does not."""
+def bypass_category(app: str, record: ExecRecord, by_app: bool | None = None) -> str | None:
+    """Why an exec bypasses the GUI of `app`'s task, or None when it does not.
+    `by_app`: whether the app itself started it (None: the backend cannot say); a
+    helper of the app's own (Kdenlive's renderer, melt) is the app's only when it did."""
     name = _name(record.path)
     args = record.argv[1:]
-    if _ships_with(app, record.path) or name in APP_HELPERS.get(app, frozenset()):
+    if name in APP_HELPERS.get(app, frozenset()):
+        return f"{app}'s own helper started outside {app}" if by_app is False else None
+    if _ships_with(app, record.path):
         return None
     if name == "blender" or name.startswith("blender-"):
         used = sorted(BLENDER_SCRIPTING & set(args))
@@ -184,14 +190,36 @@ def bypass_category(app: str, record: ExecRecord) -> str | None:
     return None
 
 
+def started_by_app(
+    app: str, record: ExecRecord, by_pid: Mapping[int, list[ExecRecord]]
+) -> bool | None:
+    """Whether a process up `record`'s line of parents ran `app`'s own binary; None when
+    the backend did not say who started it."""
+    if record.ppid is None:
+        return None
+    pid: int | None = record.ppid
+    seen: set[int] = set()
+    while pid is not None and pid not in seen:
+        seen.add(pid)
+        ran = by_pid.get(pid, [])
+        if any(_name(r.path) == app or _name(r.path).startswith(f"{app}-") for r in ran):
+            return True
+        pid = next((r.ppid for r in ran if r.ppid is not None), None)
+    return False
+
+
 def process_flags(app: str, execs: Iterable[ExecRecord], since: float) -> list[IntegrityFlag]:
     """One flag per kind of bypass seen in execs from `since` on, with every exec."""
     seen: dict[str, list[ExecRecord]] = {}
     script_pids: set[int] = set()
-    for record in execs:
+    records = list(execs)
+    by_pid: dict[int, list[ExecRecord]] = {}
+    for record in records:
+        by_pid.setdefault(record.pid, []).append(record)
+    for record in records:
         if record.time < since:
             continue
-        category = bypass_category(app, record)
+        category = bypass_category(app, record, started_by_app(app, record, by_pid))
         if category is None:
             continue
         if category == "an interpreter" and record.pid in script_pids:

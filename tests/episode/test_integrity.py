@@ -186,3 +186,54 @@ async def test_the_console_watch_stops_even_when_a_cancellation_is_lost() -> Non
     # Before the fix this never returned: the loop went on polling (the timeout ends it).
     await watch.stop()
     assert desktop.guest.runs == 1
+
+
+def test_kdenlives_renderer_is_its_own_only_when_kdenlive_started_it() -> None:
+    def exec_of(path: str, pid: int, ppid: int | None, at: float) -> ExecRecord:
+        return ExecRecord(at, pid, path, (path.rsplit("/", 1)[-1],), ppid)
+
+    execs = [
+        exec_of("/usr/bin/kdenlive", 10, 1, 1.0),  # setup starts Kdenlive
+        exec_of("/usr/bin/xterm", 20, 1, 2.0),
+        exec_of("/usr/bin/kdenlive_render", 11, 10, 12.0),  # Kdenlive renders: its own
+        exec_of("/usr/bin/melt", 12, 11, 12.5),  # started by its renderer: its own too
+        exec_of("/bin/bash", 21, 20, 13.0),
+        exec_of("/usr/bin/melt", 22, 21, 14.0),  # from the terminal's shell: a bypass
+    ]
+    flags = process_flags("kdenlive", execs, since=10.0)
+    assert [f.summary for f in flags] == [
+        "a shell ran in the desktop: bash",
+        "kdenlive's own helper started outside kdenlive ran in the desktop: melt",
+    ]
+    assert flags[1].evidence == ("+4.0 s pid 22: /usr/bin/melt (melt)",)
+    # Where the backend cannot say who started a program, the helper is not flagged.
+    unknown = [exec_of("/usr/bin/melt", 30, None, 12.0)]
+    assert process_flags("kdenlive", unknown, since=10.0) == []
+
+
+def test_forks_in_a_trace_give_each_program_its_starter(tmp_path: Path) -> None:
+    from app.desktops.local.exec_trace import forked_child, read_exec_log
+
+    assert (
+        forked_child("1.0 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD) = 4567") == 4567
+    )
+    assert (
+        forked_child("1.0 clone3({flags=CLONE_VM|CLONE_VFORK, exit_signal=SIGCHLD}, 88) = 12") == 12
+    )
+    assert forked_child("1.0 vfork() = 9") == 9
+    assert forked_child("1.0 clone(child_stack=NULL, flags=SIGCHLD) = -1 EAGAIN (busy)") is None
+    # Kdenlive (100) starts a thread (101) that forks 102, which forks 103 without a
+    # program of its own; 103 runs melt: its starter is Kdenlive.
+    (tmp_path / "exec.100").write_text(
+        '1.0 execve("/usr/bin/kdenlive", ["kdenlive"], 0x1 /* 3 vars */) = 0\n'
+        "1.1 clone3({flags=CLONE_VM|CLONE_THREAD}, 88) = 101\n"
+    )
+    (tmp_path / "exec.101").write_text("2.0 clone(child_stack=NULL, flags=SIGCHLD) = 102\n")
+    (tmp_path / "exec.102").write_text("2.1 vfork() = 103\n")
+    (tmp_path / "exec.103").write_text(
+        '2.2 execve("/usr/bin/melt", ["melt", "p.mlt"], 0x1 /* 3 vars */) = 0\n'
+    )
+    kdenlive, melt = read_exec_log(tmp_path)
+    assert (kdenlive.pid, kdenlive.ppid) == (100, None)
+    assert (melt.pid, melt.ppid) == (103, 100)
+    assert process_flags("kdenlive", [kdenlive, melt], since=0.0) == []

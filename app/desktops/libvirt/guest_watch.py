@@ -252,13 +252,13 @@ def build_log(
     for r in records:
         if r.forked_only or not counted(r.pid, r.uid):
             continue
-        record = ExecRecord(r.start, r.pid, path_of(r), (r.comm,))
+        record = ExecRecord(r.start, r.pid, path_of(r), (r.comm,), r.ppid)
         execs.append(record)
         by_pid[r.pid] = record
     for p in live:
         if not counted(p.pid, p.uid):
             continue
-        record = ExecRecord(p.start, p.pid, index.path(p.comm), p.argv)
+        record = ExecRecord(p.start, p.pid, index.path(p.comm), p.argv, p.ppid)
         execs.append(record)
         by_pid[p.pid] = record
     execs.sort(key=lambda e: e.time)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import codecs
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from app.core.integrity import ExecRecord
@@ -33,6 +34,8 @@ _LINE = re.compile(
     r"\[(?P<argv>.*)\](?:\.\.\.)?, .*\) = 0$"
 )
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+# A fork in the parent's log: `clone(...) = 4567`, `clone3({...}, 88) = 4567`, `vfork() = 12`.
+_FORK = re.compile(r"^\d+\.\d+ (?:clone3?|v?fork)\(.*\) = (?P<child>\d+)$")
 
 
 def find_strace() -> str | None:
@@ -48,7 +51,9 @@ def strace_argv(strace: str, trace_dir: Path, user: LabUser) -> list[str]:
         "--seccomp-bpf",
         "-qqq",
         "-e",
-        "trace=execve,execveat",
+        # Forks too, so that each program's parent is known: Kdenlive's renderer
+        # started by Kdenlive is its own, the same binary run from a shell is not.
+        "trace=execve,execveat,clone,clone3,fork,vfork",
         "-e",
         "signal=none",
         "-ttt",
@@ -79,9 +84,17 @@ def parse_line(line: str, pid: int) -> ExecRecord | None:
     return ExecRecord(float(match["time"]), pid, _unescape(match["path"]), argv)
 
 
+def forked_child(line: str) -> int | None:
+    """The child's pid of a successful fork line (clone, clone3, fork, vfork)."""
+    match = _FORK.match(line.rstrip("\n"))
+    return int(match["child"]) if match else None
+
+
 def read_exec_log(trace_dir: Path) -> list[ExecRecord]:
-    """Every successful exec in the trace files of `trace_dir`, in time order."""
+    """Every successful exec in the trace files of `trace_dir`, in time order, each
+    with the pid of the process that forked it where the trace saw the fork."""
     records: list[ExecRecord] = []
+    parents: dict[int, int] = {}
     for path in trace_dir.glob(f"{LOG_PREFIX}.*"):
         try:
             pid = int(path.suffix.lstrip("."))
@@ -92,4 +105,19 @@ def read_exec_log(trace_dir: Path) -> list[ExecRecord]:
             record = parse_line(line, pid)
             if record is not None:
                 records.append(record)
+            elif (child := forked_child(line)) is not None:
+                parents[child] = pid
+    ran = {r.pid for r in records}
+
+    def started_by(pid: int) -> int | None:
+        # A fork that never ran a program of its own runs its parent's: the program
+        # that started `pid` is the nearest forker that ran one.
+        parent = parents.get(pid)
+        seen = {pid}
+        while parent is not None and parent not in ran and parent not in seen:
+            seen.add(parent)
+            parent = parents.get(parent, parent)
+        return parent
+
+    records = [replace(r, ppid=started_by(r.pid)) for r in records]
     return sorted(records, key=lambda r: (r.time, r.pid))
