@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.agents.base import AgentContext, Observation
+from app.agents.base import Observation
 from app.batch import (
     BatchOptions,
     DesktopSpec,
@@ -41,7 +41,7 @@ from app.desktops.factory import libvirt_desktop_name
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
-from tests.still_desktop import EmptyGuest, StillDesktop
+from tests.still_desktop import EmptyGuest, QuietAgent, StillDesktop
 
 DOWN = "qemu+ssh://down.example/system"
 UP = "qemu+ssh://up.example/system"
@@ -347,7 +347,7 @@ async def test_a_batch_fails_over_from_a_host_that_cannot_start_desktops(
     store.close()
 
 
-class BrokenAgent:
+class BrokenAgent(QuietAgent):
     """Raises `error`, when it has one, at its first decision; else says DONE."""
 
     name = "broken"
@@ -355,19 +355,10 @@ class BrokenAgent:
     def __init__(self, error: DeskLoopError | None) -> None:
         self.error = error
 
-    async def start(self, context: AgentContext) -> None:
-        return None
-
     async def decide(self, observation: Observation) -> Action:
         if self.error is not None:
             raise self.error
         return Done()
-
-    def step_info(self) -> dict[str, Any] | None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 def broken_agents(error: DeskLoopError, fails: int) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from app.agents.adapters.deskloop import DeskLoopConfig
-from app.agents.base import Agent, AgentContext, Observation
+from app.agents.base import Agent, Observation
 from app.batch import BatchOptions, BatchRunner, DesktopSpec, start_batch
 from app.core.actions import Action, Done, Type
 from app.core.errors import DeskLoopError
@@ -22,10 +22,11 @@ from app.episode.launch import make_spec_desktop
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
+from tests.still_desktop import QuietAgent
 from tests.xterm_task import write_xterm_task
 
 
-class _ProofAgent:
+class _ProofAgent(QuietAgent):
     """Types the command that makes the proof file, then says DONE."""
 
     name = "proof"
@@ -33,18 +34,9 @@ class _ProofAgent:
     def __init__(self) -> None:
         self.turn = 0
 
-    async def start(self, context: AgentContext) -> None:
-        return None
-
     async def decide(self, observation: Observation) -> Action:
         self.turn += 1
         return Type("touch ~/proof.txt\n") if self.turn == 1 else Done()
-
-    def step_info(self) -> dict[str, Any] | None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 class _StuckAgent(_ProofAgent):

@@ -19,19 +19,18 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import app.store.base as store_base
-from app.agents.base import AgentContext, Observation
+from app.agents.base import Observation
 from app.core.actions import Action, Done, Move
 from app.core.errors import StoreError
 from app.episode.runner import EpisodeRunner
 from app.store import LockWait, Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
-from tests.still_desktop import StillDesktop
+from tests.still_desktop import QuietAgent, StillDesktop
 from tests.store.helpers import new_episode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -168,7 +167,7 @@ def test_a_stopping_process_gives_up_its_waits(tmp_path: Path) -> None:
         holder.close()
 
 
-class LockingAgent:
+class LockingAgent(QuietAgent):
     """Moves the pointer `moves` times, then says DONE; before its answer at step
     `lock_at`, another process takes the store's write lock."""
 
@@ -178,20 +177,11 @@ class LockingAgent:
         self.holder, self.moves, self.lock_at = holder, moves, lock_at
         self.steps = 0
 
-    async def start(self, context: AgentContext) -> None:
-        return None
-
     async def decide(self, observation: Observation) -> Action:
         if self.steps == self.lock_at:
             await asyncio.to_thread(self.holder.lock)
         self.steps += 1
         return Move(10, 10) if self.steps <= self.moves else Done()
-
-    def step_info(self) -> dict[str, Any] | None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 TASK = """\
