@@ -1,16 +1,19 @@
 """A desktop that needs no display: a still black screen and a guest with no files.
 
 It stands in for a real desktop where a test is about the runner and the store, not
-about what happens on a screen; every check that reads a file fails on it.
+about what happens on a screen; every check that reads a file fails on it. Beside it,
+`QuietAgent`: the parts of a test's agent that do nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import numpy as np
 
+from app.agents.base import AgentContext
 from app.core.actions import GuiAction
 from app.core.commands import CommandResult
 from app.core.errors import GuestError
@@ -60,6 +63,20 @@ class StillDesktop:
     async def until_dead(self) -> str:
         await asyncio.Event().wait()  # it never dies
         return "never"
+
+    async def close(self) -> None:
+        return None
+
+
+class QuietAgent:
+    """An agent's parts that do nothing: starting, step information, closing. A test's
+    agent subclasses it and writes only what it decides (and what else it must do)."""
+
+    async def start(self, context: AgentContext) -> None:
+        return None
+
+    def step_info(self) -> dict[str, Any] | None:
+        return None
 
     async def close(self) -> None:
         return None

@@ -63,7 +63,9 @@ class Store:
         self.stop_waiting = db.stop_waiting
         self.off_loop = db.off_loop
         # The parts' methods are the Store's, bound here: a caller says
-        # `store.record_step(...)` without knowing which part owns it.
+        # `store.record_step(...)` without knowing which part owns it. One line each,
+        # not a loop over names with setattr: these assignments are how mypy knows each
+        # method's signature on a Store (and that it exists at all).
         writes = Writes(db)
         self.start_episode = writes.start_episode
         self.record_setup = writes.record_setup

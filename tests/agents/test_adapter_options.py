@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.agents.adapters import AdapterConfig
+from app.agents.adapters import AdapterConfig, ModelConfig
 from app.agents.spec import ModelSpec
 
 
@@ -51,10 +51,21 @@ def test_the_options_choose_adapter_endpoint_key_and_coordinates(command: list[s
     assert named.api_key_env == "ANTHROPIC_API_KEY"
 
 
-def test_a_suite_names_the_endpoint_and_refuses_unknown_adapters(tmp_path: Path) -> None:
+def batch_run_config(suite: Path, agent: str) -> ModelConfig | None:
+    """The model config `deskloop batch run <suite>` gives `agent`: the suite file's
+    endpoint settings (it must have some) under the command's options."""
     from app.batch import load_suite
     from app.cli import build_parser
     from app.cli.agent_options import openai_config
+
+    endpoint = load_suite(suite).endpoint
+    assert endpoint is not None
+    args = build_parser().parse_args(["batch", "run", str(suite)])
+    return openai_config(args, [agent], None, endpoint.model_dump(exclude_none=True))
+
+
+def test_a_suite_names_the_endpoint_and_refuses_unknown_adapters(tmp_path: Path) -> None:
+    from app.batch import load_suite
     from app.core.errors import TaskError
 
     suite = tmp_path / "suite.yaml"
@@ -62,10 +73,7 @@ def test_a_suite_names_the_endpoint_and_refuses_unknown_adapters(tmp_path: Path)
         "tasks: [t]\nagents: [model]\nendpoint:\n  adapter: qwen\n  model: Qwen/Qwen2.5-VL-7B\n"
         "  base_url: http://127.0.0.1:8000/v1\n"
     )
-    endpoint = load_suite(suite).endpoint
-    assert endpoint is not None
-    args = build_parser().parse_args(["batch", "run", str(suite)])
-    made = openai_config(args, ["model"], None, endpoint.model_dump(exclude_none=True))
+    made = batch_run_config(suite, "model")
     assert isinstance(made, AdapterConfig) and made.adapter == "qwen"
     assert made.model == "Qwen/Qwen2.5-VL-7B" and made.convention == "qwen-grid"
     suite.write_text("tasks: [t]\nagents: [model]\nendpoint: {adapter: gemini}\n")
@@ -200,19 +208,14 @@ def test_a_computer_tool_of_another_family_is_refused() -> None:
 
 
 def test_a_suite_chooses_the_computer_tool_and_a_batch_keeps_it(tmp_path: Path) -> None:
-    from app.batch import BatchOptions, load_suite
-    from app.cli import build_parser
-    from app.cli.agent_options import openai_config
+    from app.batch import BatchOptions
 
     suite = tmp_path / "suite.yaml"
     suite.write_text(
         "tasks: [t]\nagents: ['openai-cua:gpt-5.4']\n"
         "endpoint: {computer_tool: computer_use_preview}\n"
     )
-    endpoint = load_suite(suite).endpoint
-    assert endpoint is not None
-    args = build_parser().parse_args(["batch", "run", str(suite)])
-    made = openai_config(args, ["openai-cua:gpt-5.4"], None, endpoint.model_dump(exclude_none=True))
+    made = batch_run_config(suite, "openai-cua:gpt-5.4")
     assert isinstance(made, AdapterConfig) and made.format.tool == "computer_use_preview"
     assert BatchOptions.from_json(BatchOptions(openai=made).to_json()).openai == made
 
@@ -233,7 +236,6 @@ def test_another_familys_agent_on_the_same_config_takes_its_own_tool() -> None:
 def test_the_text_turn_policy_is_chosen_on_the_command_line_and_in_a_suite(
     command: list[str], tmp_path: Path
 ) -> None:
-    from app.batch import load_suite
     from app.cli import build_parser
     from app.cli.agent_options import openai_config
     from app.core.errors import AgentError, DeskLoopError
@@ -257,10 +259,7 @@ def test_the_text_turn_policy_is_chosen_on_the_command_line_and_in_a_suite(
         openai_config(tools, ["openai:m"])
     suite = tmp_path / "suite.yaml"
     suite.write_text(f"tasks: [t]\nagents: ['{spec}']\nendpoint: {{text_turn: ask}}\n")
-    endpoint = load_suite(suite).endpoint
-    assert endpoint is not None
-    args = parser.parse_args(["batch", "run", str(suite)])
-    made = openai_config(args, [spec], None, endpoint.model_dump(exclude_none=True))
+    made = batch_run_config(suite, spec)
     assert isinstance(made, AdapterConfig)
     assert made.text_turn == "ask"
 
@@ -280,8 +279,8 @@ def test_the_command_line_the_start_dialog_and_a_spec_file_build_the_same_config
     )
     from_options = openai_config(args, ["qwen:q"])
     from_dialog = endpoint_config("qwen:q", base_url=url, api_key_env=key)
-    written = read_agent_spec({"kind": "model", "family": "qwen", "model": "q", "base_url": url,
-                               "api_key_env": key})  # fmt: skip
+    fields = {"kind": "model", "family": "qwen", "model": "q", "base_url": url, "api_key_env": key}
+    written = read_agent_spec(fields)
     assert isinstance(written, ModelSpec)
     from_file = model_config(written)
     assert from_options == from_dialog == from_file

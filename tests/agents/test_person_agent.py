@@ -16,12 +16,14 @@ from app.core.errors import VNCError
 from app.desktops.local.desktop import LocalDesktop
 from app.desktops.pass_through import PassThroughDesktop
 from app.episode.control import RunOptions
+from app.episode.events import EpisodeResult
 from app.episode.runner import EpisodeRunner
 from app.rfb import wire
 from app.rfb.client import VncEndpoint, connect
 from app.rfb.proxy import InputRecorder, ProxyAddress, RFBRecordingProxy
 from app.store import Store
 from app.tasks.loader import load_task
+from app.tasks.model import Task
 from app.users.simulated import SimulatedUser
 from tests.rfb_server import EXPECTED_PIXEL_FORMAT, PointerEvent, RFBTestServer
 from tests.xterm_task import write_xterm_task
@@ -107,23 +109,31 @@ async def test_the_proxy_relays_a_viewer_and_records_its_input() -> None:
     assert actions == [Type("hi"), Click(3, 4)]
 
 
+def start_person_episode(
+    task: Task, desktop: LocalDesktop, store: Store
+) -> tuple[PersonAgent, asyncio.Future[ProxyAddress], asyncio.Task[EpisodeResult]]:
+    """A person's episode of `task` on `desktop`, started on the running loop: its agent,
+    the address its recording proxy announces (once it listens), and the episode."""
+    ready: asyncio.Future[ProxyAddress] = asyncio.get_running_loop().create_future()
+    agent = PersonAgent(desktop, announce=ready.set_result)
+    runner = EpisodeRunner(
+        task,
+        PassThroughDesktop(desktop),
+        agent,
+        SimulatedUser(),
+        store,
+        backend="local",
+        options=RunOptions(settle_timeout=0.5),
+    )
+    return agent, ready, asyncio.create_task(runner.run())
+
+
 @pytest.mark.desktop
 async def test_a_person_episode_through_the_recording_proxy(tmp_path: Path) -> None:
     task = load_task(write_xterm_task(tmp_path, steps=20, seconds=300))
     store = Store(tmp_path / "db.sqlite")
-    ready: asyncio.Future[ProxyAddress] = asyncio.get_running_loop().create_future()
     async with LocalDesktop() as desktop:
-        agent = PersonAgent(desktop, announce=ready.set_result)
-        runner = EpisodeRunner(
-            task,
-            PassThroughDesktop(desktop),
-            agent,
-            SimulatedUser(),
-            store,
-            backend="local",
-            options=RunOptions(settle_timeout=0.5),
-        )
-        episode = asyncio.create_task(runner.run())
+        agent, ready, episode = start_person_episode(task, desktop, store)
         address = await asyncio.wait_for(asyncio.shield(ready), 120)
         assert address.host == "127.0.0.1"
         with pytest.raises(VNCError, match="authentication failed"):
@@ -177,18 +187,7 @@ async def test_a_person_types_the_answer_of_a_web_task_with_done(tmp_path: Path)
     with Store(tmp_path / "db.sqlite") as store:
         async with LocalDesktop() as desktop:
             for line in ("done 2", "done 3"):
-                ready: asyncio.Future[ProxyAddress] = asyncio.get_running_loop().create_future()
-                agent = PersonAgent(desktop, announce=ready.set_result)
-                runner = EpisodeRunner(
-                    task,
-                    PassThroughDesktop(desktop),
-                    agent,
-                    SimulatedUser(),
-                    store,
-                    backend="local",
-                    options=RunOptions(settle_timeout=0.5),
-                )
-                episode = asyncio.create_task(runner.run())
+                agent, ready, episode = start_person_episode(task, desktop, store)
                 await asyncio.wait_for(asyncio.shield(ready), 120)
                 assert agent.command(line) == Done(int(line.split()[1]))
                 results[line] = await asyncio.wait_for(episode, 120)

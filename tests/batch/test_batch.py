@@ -17,7 +17,7 @@ from typing import Any, Literal
 import pytest
 
 from app.agents.adapters.deskloop import DeskLoopConfig
-from app.agents.base import Agent, AgentContext, Observation
+from app.agents.base import Agent, Observation
 from app.batch import (
     BatchOptions,
     DesktopSpec,
@@ -57,6 +57,7 @@ from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
 from app.users.llm import UserError, UserUnavailable
+from tests.still_desktop import QuietAgent
 from tests.xterm_task import write_xterm_task
 
 REPO = Path(__file__).resolve().parents[2]
@@ -277,24 +278,15 @@ def test_options_round_trip_without_the_key() -> None:
 # -- retries and time limits on a real desktop ----------------------------------------
 
 
-class _NeverAgent:
+class _NeverAgent(QuietAgent):
     name = "never"
-
-    async def start(self, context: AgentContext) -> None:
-        return None
 
     async def decide(self, observation: Observation) -> Action:
         await asyncio.Event().wait()  # never answers: only the time limit ends it
         raise AssertionError("unreachable")
 
-    def step_info(self) -> dict[str, Any] | None:
-        return None
 
-    async def close(self) -> None:
-        return None
-
-
-class _FlakyAgent:
+class _FlakyAgent(QuietAgent):
     """Attempt 0: the endpoint is down. Attempt 1: hangs. Attempt 2: does the task."""
 
     name = "flaky"
@@ -303,9 +295,6 @@ class _FlakyAgent:
         self.attempt = attempt
         self.turn = 0
 
-    async def start(self, context: AgentContext) -> None:
-        return None
-
     async def decide(self, observation: Observation) -> Action:
         if self.attempt == 0:
             raise AgentUnavailable("model endpoint http://127.0.0.1:9/v1 failed after 4 retries")
@@ -313,12 +302,6 @@ class _FlakyAgent:
             await asyncio.Event().wait()
         self.turn += 1
         return Type("touch ~/proof.txt\n") if self.turn == 1 else Done()
-
-    def step_info(self) -> dict[str, Any] | None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 @pytest.mark.desktop
@@ -475,7 +458,7 @@ def test_gimp_batch_killed_halfway_resumes_to_the_same_table(tmp_path: Path) -> 
     assert all(r["passed"] and r["actions"] and Path(r["final_frame"]).is_file() for r in reference)
 
 
-class _AskingAgent:
+class _AskingAgent(QuietAgent):
     """Asks one question, then does the task."""
 
     name = "asking"
@@ -483,17 +466,8 @@ class _AskingAgent:
     def __init__(self) -> None:
         self.script: list[Action] = [Ask("Which file name?"), Type("touch ~/proof.txt\n"), Done()]
 
-    async def start(self, context: AgentContext) -> None:
-        return None
-
     async def decide(self, observation: Observation) -> Action:
         return self.script.pop(0)
-
-    def step_info(self) -> dict[str, Any] | None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 @pytest.mark.desktop

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import io
-import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from app.agents.base import AgentContext, Observation
+from app.agents.base import Observation
 from app.batch import (
     BatchOptions,
     DesktopSpec,
@@ -30,21 +28,20 @@ from app.batch import (
 from app.batch.hosts import parse_host
 from app.batch.pool import DesktopPool, pool_hosts
 from app.batch.retry import failed_at_startup
-from app.core.actions import Action, Done, GuiAction
+from app.core.actions import Action, Done
 from app.core.errors import (
     AgentError,
     AgentUnavailable,
     DeskLoopError,
     DesktopError,
 )
-from app.core.frames import Frame, SettleResult
 from app.core.vocabulary import ERROR_KINDS, ErrorKind
 from app.desktops.base import DesktopInfo
 from app.desktops.factory import libvirt_desktop_name
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
-from tests.still_desktop import EmptyGuest
+from tests.still_desktop import EmptyGuest, QuietAgent, StillDesktop
 
 DOWN = "qemu+ssh://down.example/system"
 UP = "qemu+ssh://up.example/system"
@@ -143,18 +140,16 @@ class FakeGuest(EmptyGuest):
         return False
 
 
-class FakeDesktop:
-    """Starts unless its host is in `unreachable`; counts what runs on each host."""
+class FakeDesktop(StillDesktop):
+    """Starts unless its host is in `unreachable`; counts what runs on each host. Its
+    screen is StillDesktop's (black, still, never dies)."""
 
     def __init__(self, spec: DesktopSpec, world: World) -> None:
         self.spec = spec
         self.world = world
+        self.guest = FakeGuest(world)
         self.state = "stopped"
         self.resets = 0
-
-    @property
-    def guest(self) -> FakeGuest:
-        return FakeGuest(self.world)
 
     def info(self) -> DesktopInfo:
         libvirt = self.spec.backend == "libvirt"
@@ -175,21 +170,6 @@ class FakeDesktop:
         running = self.world.running.setdefault(self.spec.uri, set())
         running.add(id(self))
         self.world.peak[self.spec.uri] = max(self.world.peak.get(self.spec.uri, 0), len(running))
-
-    async def frame(self, timeout: float = 5.0) -> Frame:
-        return Frame(np.zeros((48, 64, 3), np.uint8), time.monotonic(), time.time())
-
-    async def act(self, action: GuiAction) -> None:
-        return None
-
-    async def settle(
-        self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
-    ) -> SettleResult:
-        return SettleResult(False, True, 0.0)
-
-    async def until_dead(self) -> str:
-        await asyncio.Event().wait()  # it never dies
-        return "never"
 
     async def close(self) -> None:
         self.state = "closed"
@@ -367,7 +347,7 @@ async def test_a_batch_fails_over_from_a_host_that_cannot_start_desktops(
     store.close()
 
 
-class BrokenAgent:
+class BrokenAgent(QuietAgent):
     """Raises `error`, when it has one, at its first decision; else says DONE."""
 
     name = "broken"
@@ -375,19 +355,10 @@ class BrokenAgent:
     def __init__(self, error: DeskLoopError | None) -> None:
         self.error = error
 
-    async def start(self, context: AgentContext) -> None:
-        return None
-
     async def decide(self, observation: Observation) -> Action:
         if self.error is not None:
             raise self.error
         return Done()
-
-    def step_info(self) -> dict[str, Any] | None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 def broken_agents(error: DeskLoopError, fails: int) -> Any:

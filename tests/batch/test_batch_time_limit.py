@@ -6,17 +6,17 @@ from __future__ import annotations
 import asyncio
 import io
 from pathlib import Path
-from typing import Any
 
-from app.agents.base import AgentContext, Observation
+from app.agents.base import Observation
 from app.batch import BatchOptions, start_batch
 from app.core.actions import Action
 from app.metrics.slots import table_json
 from app.store import Store
 from tests.batch.test_batch_pool import World, tiny_task
+from tests.still_desktop import QuietAgent
 
 
-class NeverAgent:
+class NeverAgent(QuietAgent):
     """Never answers: only a cancellation ends its episode."""
 
     name = "never"
@@ -24,19 +24,10 @@ class NeverAgent:
     def __init__(self, asked: asyncio.Event) -> None:
         self.asked = asked
 
-    async def start(self, context: AgentContext) -> None:
-        return None
-
     async def decide(self, observation: Observation) -> Action:
         self.asked.set()
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
-
-    def step_info(self) -> dict[str, Any] | None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 async def test_the_time_limit_is_named_in_the_record_the_log_and_the_table(

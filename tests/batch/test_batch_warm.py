@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import io
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.agents.adapters.deskloop import DeskLoopConfig
-from app.agents.base import Agent, AgentContext, Observation
-from app.batch import BatchOptions, DesktopSpec, start_batch
+from app.agents.base import Agent, Observation
+from app.batch import BatchOptions, BatchRunner, DesktopSpec, start_batch
 from app.core.actions import Action, Done, Type
 from app.core.errors import DeskLoopError
 from app.desktops.base import Desktop
@@ -21,10 +22,11 @@ from app.episode.launch import make_spec_desktop
 from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
+from tests.still_desktop import QuietAgent
 from tests.xterm_task import write_xterm_task
 
 
-class _ProofAgent:
+class _ProofAgent(QuietAgent):
     """Types the command that makes the proof file, then says DONE."""
 
     name = "proof"
@@ -32,18 +34,9 @@ class _ProofAgent:
     def __init__(self) -> None:
         self.turn = 0
 
-    async def start(self, context: AgentContext) -> None:
-        return None
-
     async def decide(self, observation: Observation) -> Action:
         self.turn += 1
         return Type("touch ~/proof.txt\n") if self.turn == 1 else Done()
-
-    def step_info(self) -> dict[str, Any] | None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 class _StuckAgent(_ProofAgent):
@@ -70,6 +63,35 @@ def _made(made: list[Desktop]) -> Any:
     return factory
 
 
+def start_one_agent_batch(
+    store: Store,
+    task: Task,
+    agent: Callable[[], Agent],
+    repeats: int,
+    options: BatchOptions,
+    batch_id: str,
+    **kwargs: Any,
+) -> BatchRunner:
+    """A batch of `repeats` of `task` by one agent, a new `agent()` for each episode (its
+    spec: the agent's name), its progress kept off the output; `kwargs` go to
+    start_batch (a desktop factory)."""
+
+    def agents(spec: str, task: Task, openai: DeskLoopConfig | None) -> Agent:
+        return agent()
+
+    return start_batch(
+        store,
+        [task],
+        [agent().name],
+        repeats,
+        options,
+        batch_id=batch_id,
+        agent_factory=agents,
+        progress_stream=io.StringIO(),
+        **kwargs,
+    )
+
+
 def test_warm_desktops_take_places_of_the_pool() -> None:
     from app.batch.hosts import parse_hosts
     from app.batch.pool import pool_hosts
@@ -90,21 +112,15 @@ async def test_the_next_slot_runs_on_a_warm_desktop_recorded_as_completely(
 ) -> None:
     task = load_task(write_xterm_task(tmp_path))
     made: list[Desktop] = []
-
-    def agents(spec: str, task: Task, openai: DeskLoopConfig | None) -> Agent:
-        return _ProofAgent()
-
     with Store(tmp_path / "db.sqlite") as store:
-        runner = start_batch(
+        runner = start_one_agent_batch(
             store,
-            [task],
-            ["proof"],
+            task,
+            _ProofAgent,
             3,
             BatchOptions(concurrency=1, warm=1),
-            batch_id="warm",
-            agent_factory=agents,
+            "warm",
             desktop_factory=_made(made),
-            progress_stream=io.StringIO(),
         )
         rows = await runner.run()
         assert [row.status for row in rows] == ["finished"] * 3
@@ -145,21 +161,15 @@ async def test_a_warm_desktop_no_slot_needs_is_closed(tmp_path: Path) -> None:
     task = load_task(write_xterm_task(tmp_path))
     made: list[Desktop] = []
     started = asyncio.Event()
-
-    def agents(spec: str, task: Task, openai: DeskLoopConfig | None) -> Agent:
-        return _StuckAgent(started)
-
     with Store(tmp_path / "db.sqlite") as store:
-        runner = start_batch(
+        runner = start_one_agent_batch(
             store,
-            [task],
-            ["stuck"],
+            task,
+            lambda: _StuckAgent(started),
             2,
             BatchOptions(concurrency=1, warm=1),
-            batch_id="unneeded",
-            agent_factory=agents,
+            "unneeded",
             desktop_factory=_made(made),
-            progress_stream=io.StringIO(),
         )
         running = asyncio.create_task(runner.run())
         async with asyncio.timeout(120):
@@ -187,20 +197,9 @@ async def test_a_setup_that_fails_on_a_warm_desktop_is_recorded_as_a_cold_one(
         path.read_text().replace("{class: XTerm, timeout: 60}", "{class: Nope, timeout: 3}")
     )
     task = load_task(path)
-
-    def agents(spec: str, task: Task, openai: DeskLoopConfig | None) -> Agent:
-        return _ProofAgent()
-
     with Store(tmp_path / "db.sqlite") as store:
-        runner = start_batch(
-            store,
-            [task],
-            ["proof"],
-            2,
-            BatchOptions(concurrency=1, warm=1, retries=0),
-            batch_id="failing",
-            agent_factory=agents,
-            progress_stream=io.StringIO(),
+        runner = start_one_agent_batch(
+            store, task, _ProofAgent, 2, BatchOptions(concurrency=1, warm=1, retries=0), "failing"
         )
         rows = await runner.run()
         assert [row.status for row in rows] == ["error", "error"]

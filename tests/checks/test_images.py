@@ -13,10 +13,33 @@ from pydantic import ValidationError
 
 from app.checks import (
     CheckResult,
+    CheckState,
     FileState,
     get_check,
 )
 from tests.checks.helpers import OUT, REF, check, encode, scene, state_with
+
+
+def against_ref(name: str, state: CheckState, **params: Any) -> CheckResult:
+    """Check `name` (image_similarity, image_difference) of OUT against the asset REF."""
+    return check(name, state, path=OUT, reference=REF, **params)
+
+
+def color_change(
+    state: CheckState, measure: str, direction: str, min_amount: float, **params: Any
+) -> CheckResult:
+    """The image_color_change check of OUT against its source, the asset REF."""
+    return check(
+        "image_color_change",
+        state,
+        path=OUT,
+        source=REF,
+        measure=measure,
+        direction=direction,
+        min_amount=min_amount,
+        **params,
+    )
+
 
 # --- image_size ---------------------------------------------------------------------
 
@@ -133,7 +156,7 @@ def test_image_mode_rejects_unknown_modes_and_formats(params: dict[str, str], me
 def similarity(output: Image.Image | bytes, reference: Image.Image, **params: Any) -> CheckResult:
     data = output if isinstance(output, bytes) else encode(output)
     state = state_with({OUT: data}, {REF: encode(reference)})
-    return check("image_similarity", state, path=OUT, reference=REF, **params)
+    return against_ref("image_similarity", state, **params)
 
 
 def test_similarity_passes_for_the_same_picture() -> None:
@@ -229,14 +252,14 @@ def test_similarity_composites_transparency_on_white() -> None:
 
 def test_similarity_fails_when_the_reference_asset_is_missing() -> None:
     state = state_with({OUT: encode(scene())}, {})
-    result = check("image_similarity", state, path=OUT, reference=REF)
+    result = against_ref("image_similarity", state)
     assert not result.passed
     assert result.evidence == f"task asset {REF} was not provided to the check"
 
 
 def test_similarity_fails_when_the_output_is_missing() -> None:
     state = state_with({OUT: FileState.missing(OUT)}, {REF: encode(scene())})
-    result = check("image_similarity", state, path=OUT, reference=REF)
+    result = against_ref("image_similarity", state)
     assert not result.passed
     assert result.evidence == f"{OUT} does not exist"
 
@@ -401,39 +424,15 @@ def test_image_color_change_sees_a_warm_cast_removed() -> None:
     pixels = np.asarray(source).astype(np.float64)
     warm = Image.fromarray((pixels * [1.0, 0.8, 0.6]).astype(np.uint8))
     state = state_with({OUT: encode(source)}, {REF: encode(warm)})
-    fixed = check(
-        "image_color_change",
-        state,
-        path=OUT,
-        source=REF,
-        measure="warmth",
-        direction="decrease",
-        min_amount=0.1,
-    )
+    fixed = color_change(state, "warmth", "decrease", 0.1)
     assert fixed.passed, fixed.evidence
     assert "warmth ((mean red - mean blue) / (mean red + mean blue), -1-1)" in fixed.evidence
     # Darkening (or brightening) alone keeps the cast: warmth is a ratio.
     darker_warm = Image.fromarray((np.asarray(warm) * 0.7).astype(np.uint8))
     darker = state_with({OUT: encode(darker_warm)}, {REF: encode(warm)})
-    assert not check(
-        "image_color_change",
-        darker,
-        path=OUT,
-        source=REF,
-        measure="warmth",
-        direction="decrease",
-        min_amount=0.02,
-    ).passed
+    assert not color_change(darker, "warmth", "decrease", 0.02).passed
     still_warm = state_with({OUT: encode(warm)}, {REF: encode(warm)})
-    assert not check(
-        "image_color_change",
-        still_warm,
-        path=OUT,
-        source=REF,
-        measure="warmth",
-        direction="decrease",
-        min_amount=1.0,
-    ).passed
+    assert not color_change(still_warm, "warmth", "decrease", 1.0).passed
     neutral = check(
         "image_color_stats",
         state_with({OUT: encode(Image.new("RGB", (4, 4), (90, 90, 90)))}),
@@ -486,47 +485,14 @@ def test_image_color_change_direction_and_amount() -> None:
     pixels = np.asarray(source).astype(np.int16)
     brighter = Image.fromarray(np.clip(pixels + 30, 0, 255).astype(np.uint8))
     state = state_with({OUT: encode(brighter)}, {REF: encode(source)})
-    ok = check(
-        "image_color_change",
-        state,
-        path=OUT,
-        source=REF,
-        measure="brightness",
-        direction="increase",
-        min_amount=20.0,
-    )
+    ok = color_change(state, "brightness", "increase", 20.0)
     assert ok.passed, ok.evidence
     assert ok.evidence.startswith(f"brightness (mean luma 0-255) of {OUT} is ")
-    too_little = check(
-        "image_color_change",
-        state,
-        path=OUT,
-        source=REF,
-        measure="brightness",
-        direction="increase",
-        min_amount=35.0,
-    )
+    too_little = color_change(state, "brightness", "increase", 35.0)
     assert not too_little.passed
-    wrong_way = check(
-        "image_color_change",
-        state,
-        path=OUT,
-        source=REF,
-        measure="brightness",
-        direction="decrease",
-        min_amount=1.0,
-    )
+    wrong_way = color_change(state, "brightness", "decrease", 1.0)
     assert not wrong_way.passed
-    overdone = check(
-        "image_color_change",
-        state,
-        path=OUT,
-        source=REF,
-        measure="brightness",
-        direction="increase",
-        min_amount=5.0,
-        max_amount=10.0,
-    )
+    overdone = color_change(state, "brightness", "increase", 5.0, max_amount=10.0)
     assert not overdone.passed and "≤ 10" in overdone.evidence
 
 
@@ -534,36 +500,12 @@ def test_image_color_change_sees_desaturation_at_another_size() -> None:
     source = scene()
     grey = source.convert("L").convert("RGB").resize((200, 150))
     state = state_with({OUT: encode(grey)}, {REF: encode(source)})
-    result = check(
-        "image_color_change",
-        state,
-        path=OUT,
-        source=REF,
-        measure="saturation",
-        direction="decrease",
-        min_amount=0.3,
-    )
+    result = color_change(state, "saturation", "decrease", 0.3)
     assert result.passed, result.evidence
     unchanged = state_with({OUT: encode(source)}, {REF: encode(source)})
-    same = check(
-        "image_color_change",
-        unchanged,
-        path=OUT,
-        source=REF,
-        measure="saturation",
-        direction="decrease",
-        min_amount=0.01,
-    )
+    same = color_change(unchanged, "saturation", "decrease", 0.01)
     assert not same.passed and "+0.000" in same.evidence
-    missing = check(
-        "image_color_change",
-        state_with({OUT: encode(grey)}),
-        path=OUT,
-        source=REF,
-        measure="contrast",
-        direction="increase",
-        min_amount=1.0,
-    )
+    missing = color_change(state_with({OUT: encode(grey)}), "contrast", "increase", 1.0)
     assert not missing.passed and "was not provided" in missing.evidence
 
 
@@ -574,26 +516,19 @@ def test_similarity_crop_says_the_output_is_part_of_the_source() -> None:
     source = scene(400, 300)
     part = source.crop((100, 50, 300, 200))
     state = state_with({OUT: encode(part)}, {REF: encode(source)})
-    result = check(
-        "image_similarity",
-        state,
-        path=OUT,
-        reference=REF,
-        crop=[100, 50, 200, 150],
-        resize_to_reference=False,
+    result = against_ref(
+        "image_similarity", state, crop=[100, 50, 200, 150], resize_to_reference=False
     )
     assert result.passed and "cropped to [100, 50, 200, 150]" in result.evidence
-    off_by_ten = check(
+    off_by_ten = against_ref(
         "image_similarity",
         state,
-        path=OUT,
-        reference=REF,
         crop=[110, 50, 200, 150],
         resize_to_reference=False,
         threshold=0.9,
     )
     assert not off_by_ten.passed
-    outside = check("image_similarity", state, path=OUT, reference=REF, crop=[300, 0, 200, 10])
+    outside = against_ref("image_similarity", state, crop=[300, 0, 200, 10])
     assert not outside.passed and "lies outside assets/in.png, which is 400×300" in outside.evidence
 
 
@@ -601,28 +536,24 @@ def test_similarity_resize_compares_at_the_requested_size() -> None:
     source = scene(400, 300)
     small = source.transpose(Image.Transpose.FLIP_LEFT_RIGHT).resize((200, 150))
     state = state_with({OUT: encode(small)}, {REF: encode(source)})
-    result = check(
+    result = against_ref(
         "image_similarity",
         state,
-        path=OUT,
-        reference=REF,
         transform="flip_horizontal",
         resize=[200, 150],
         resize_to_reference=False,
     )
     assert result.passed, result.evidence
     assert "flipped horizontally scaled to 200×150" in result.evidence
-    wrong = check(
+    wrong = against_ref(
         "image_similarity",
         state,
-        path=OUT,
-        reference=REF,
         resize=[201, 150],
         transform="flip_horizontal",
         resize_to_reference=False,
     )
     assert not wrong.passed and "output is 200×150, reference is 201×150" in wrong.evidence
-    unflipped = check("image_similarity", state, path=OUT, reference=REF, resize=[200, 150])
+    unflipped = against_ref("image_similarity", state, resize=[200, 150])
     assert not unflipped.passed
 
 
@@ -634,30 +565,21 @@ def test_image_difference_counts_changed_pixels_anywhere() -> None:
     marked = source.copy()
     marked.paste((0, 0, 0), (10, 10, 30, 30))  # 4 % of the pixels, wherever they are
     state = state_with({OUT: encode(marked)}, {REF: encode(source)})
-    added = check("image_difference", state, path=OUT, reference=REF, min_fraction=0.03)
+    added = against_ref("image_difference", state, min_fraction=0.03)
     assert added.passed, added.evidence
     assert "differ from assets/in.png by more than 30" in added.evidence
-    assert not check("image_difference", state, path=OUT, reference=REF, min_fraction=0.05).passed
-    left_alone = check("image_difference", state, path=OUT, reference=REF, max_fraction=0.01)
+    assert not against_ref("image_difference", state, min_fraction=0.05).passed
+    left_alone = against_ref("image_difference", state, max_fraction=0.01)
     assert not left_alone.passed
-    corner = check(
-        "image_difference",
-        state,
-        path=OUT,
-        reference=REF,
-        region=[50, 50, 50, 50],
-        max_fraction=0.0,
-    )
+    corner = against_ref("image_difference", state, region=[50, 50, 50, 50], max_fraction=0.0)
     assert corner.passed, corner.evidence
     untouched = state_with({OUT: encode(source)}, {REF: encode(source)})
-    assert not check(
-        "image_difference", untouched, path=OUT, reference=REF, min_fraction=0.001
-    ).passed
+    assert not against_ref("image_difference", untouched, min_fraction=0.001).passed
 
 
 def test_image_difference_needs_the_same_size_and_a_bound() -> None:
     state = state_with({OUT: encode(scene(100, 90))}, {REF: encode(scene(100, 100))})
-    result = check("image_difference", state, path=OUT, reference=REF, min_fraction=0.1)
+    result = against_ref("image_difference", state, min_fraction=0.1)
     assert not result.passed and "needs the same size" in result.evidence
     with pytest.raises(ValidationError, match="give min_fraction"):
         get_check("image_difference").parse_params({"path": OUT, "reference": REF})

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.agents.base import AgentContext, Observation
+from app.agents.base import Observation
 from app.agents.null import NullAgent
 from app.cli import main
 from app.core.actions import Action
@@ -36,6 +36,7 @@ from app.store import Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
 from tests.rfb_server import RFBTestServer
+from tests.still_desktop import QuietAgent
 
 # -- the VNC watch, on a real RFB peer -----------------------------------------------
 
@@ -304,7 +305,7 @@ async def test_a_dropped_vnc_connection_during_setup_is_no_death(tmp_path: Path)
         assert_setup_evidence(store, result, tmp_path)
 
 
-class KillsXvncThenThinks:
+class KillsXvncThenThinks(QuietAgent):
     """An agent that kills the desktop's Xvnc at its first turn and then thinks for
     ever: only the death watch can end the episode."""
 
@@ -314,20 +315,11 @@ class KillsXvncThenThinks:
         self.desktop = desktop
         self.killed_at = 0.0
 
-    async def start(self, context: AgentContext) -> None:
-        return None
-
     async def decide(self, observation: Observation) -> Action:
         os.kill(xvnc_pid(self.desktop), signal.SIGKILL)
         self.killed_at = time.monotonic()
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
-
-    def step_info(self) -> dict[str, Any] | None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 @pytest.mark.desktop

@@ -18,11 +18,10 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from app.agents.base import AgentContext, Observation
+from app.agents.base import Observation
 from app.cli import main
 from app.core.actions import Action, Done
 from app.desktops.local.guest import LocalGuest
@@ -34,7 +33,7 @@ from app.store import Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
 from tests.fake_openai import FakeEndpoint, text_reply
-from tests.still_desktop import StillDesktop
+from tests.still_desktop import QuietAgent, StillDesktop
 
 TASK = """\
 id: notes-followup
@@ -71,7 +70,7 @@ class FolderDesktop(StillDesktop):
         self.guest = LocalGuest(home, env, tmp_path / "logs", sandbox=None)  # type: ignore[assignment]
 
 
-class Writer:
+class Writer(QuietAgent):
     """Writes the draft, says done; after the follow-up, writes the final version."""
 
     name = "writer"
@@ -80,20 +79,11 @@ class Writer:
         self.home = home
         self.turn = 0
 
-    async def start(self, context: AgentContext) -> None:
-        return None
-
     async def decide(self, observation: Observation) -> Action:
         self.turn += 1
         text = "the draft\n" if self.turn == 1 else "the final version\n"
         (self.home / "notes.txt").write_text(text)
         return Done()
-
-    def step_info(self) -> dict[str, Any] | None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 def write_task(tmp_path: Path, phase_rubric: str, phase_word: str = "draft") -> Path:

@@ -10,12 +10,11 @@ import base64
 import hashlib
 import io
 from pathlib import Path
-from typing import Any
 
 import pytest
 from PIL import Image
 
-from app.agents.base import AgentContext, Observation
+from app.agents.base import Observation
 from app.cli import main
 from app.core.actions import Action, Done, Type
 from app.desktops.local.desktop import LocalDesktop
@@ -27,6 +26,7 @@ from app.tasks.loader import load_task
 from app.tasks.model import Task
 from app.users.simulated import SimulatedUser
 from tests.fake_openai import FakeEndpoint, Received, text_reply
+from tests.still_desktop import QuietAgent
 
 pytestmark = pytest.mark.desktop
 
@@ -54,23 +54,14 @@ FRAME_VERDICT = '{"pass": false, "score": 0.3, "reasons": "No sign of proof.txt 
 FILE_VERDICT = '{"pass": true, "score": 0.9, "reasons": "A red square fills the image."}'
 
 
-class TouchAgent:
+class TouchAgent(QuietAgent):
     name = "touch"
 
     def __init__(self) -> None:
         self.answers: list[Action] = [Type("touch ~/proof.txt\n")]
 
-    async def start(self, context: AgentContext) -> None:
-        return None
-
     async def decide(self, observation: Observation) -> Action:
         return self.answers.pop(0) if self.answers else Done()
-
-    def step_info(self) -> dict[str, Any] | None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import pytest
 
-from app.agents.base import AgentContext, Observation
+from app.agents.base import Observation
 from app.core.actions import Action, Done, Type
 from app.core.errors import AgentUnavailable, MalformedAction
 from app.core.vocabulary import Source
@@ -29,6 +29,7 @@ from app.store import Store
 from app.tasks.loader import load_task
 from app.tasks.model import Task
 from app.users.simulated import SimulatedUser, User
+from tests.still_desktop import QuietAgent
 from tests.xterm_task import write_xterm_task
 
 pytestmark = pytest.mark.desktop
@@ -38,7 +39,7 @@ TOUCH = Type("touch ~/proof.txt\n")
 Decision = Callable[[Observation], Action]
 
 
-class ListAgent:
+class ListAgent(QuietAgent):
     """Answers from a list; an entry may be an exception to raise instead."""
 
     name = "list"
@@ -46,9 +47,6 @@ class ListAgent:
     def __init__(self, answers: list[Action | Exception | Decision]) -> None:
         self.answers = answers
         self.seen: list[Observation] = []
-
-    async def start(self, context: AgentContext) -> None:
-        return None
 
     async def decide(self, observation: Observation) -> Action:
         self.seen.append(observation)
@@ -61,9 +59,6 @@ class ListAgent:
 
     def step_info(self) -> dict[str, Any] | None:
         return {"answered": len(self.seen)}
-
-    async def close(self) -> None:
-        return None
 
 
 class ReviewingUser:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from app.core.outcomes import CheckOutcome
 from app.core.triggers import Trigger, parse_trigger
 from app.core.vocabulary import PhaseKind
 from app.metrics.report import format_report
@@ -131,80 +132,31 @@ def store(tmp_path: Path) -> Store:
     return build(tmp_path / "deskloop.db")
 
 
+def flip_checks(size: bool, size_credit: float) -> list[tuple[str, str, bool, float]]:
+    """flip's final checks: the file exists (always), and its size."""
+    return [(EXISTS, "file_exists", True, 1.0), (SIZE, "image_size", size, size_credit)]
+
+
+def poster_checks(layer: bool, judge: bool) -> list[tuple[str, str, bool, float]]:
+    """poster's final checks: its layers, and the judge (full credit or none)."""
+    return [(EXISTS, "xcf_layers", layer, float(layer)), (SIZE, "judge", judge, float(judge))]
+
+
 def build(path: Path) -> Store:
     """The database of the table above, in a file (the fixture's and the docs')."""
     s = Store(path)
     ok, bad = True, False
-    record(
-        s,
-        "flip",
-        "A",
-        passed=ok,
-        score=1.0,
-        checks=[(EXISTS, "file_exists", ok, 1.0), (SIZE, "image_size", ok, 1.0)],
-    )
-    record(
-        s,
-        "flip",
-        "A",
-        passed=bad,
-        score=0.5,
-        checks=[(EXISTS, "file_exists", ok, 1.0), (SIZE, "image_size", bad, 0.0)],
-    )
-    record(
-        s,
-        "flip",
-        "A",
-        passed=ok,
-        score=1.0,
-        checks=[(EXISTS, "file_exists", ok, 1.0), (SIZE, "image_size", ok, 1.0)],
-    )
-    record(
-        s,
-        "flip",
-        "B",
-        passed=bad,
-        score=0.75,
-        checks=[(EXISTS, "file_exists", ok, 1.0), (SIZE, "image_size", bad, 0.5)],
-    )
+    # One line a row of the table, in its order.
+    record(s, "flip", "A", passed=ok, score=1.0, checks=flip_checks(ok, 1.0))
+    record(s, "flip", "A", passed=bad, score=0.5, checks=flip_checks(bad, 0.0))
+    record(s, "flip", "A", passed=ok, score=1.0, checks=flip_checks(ok, 1.0))
+    record(s, "flip", "B", passed=bad, score=0.75, checks=flip_checks(bad, 0.5))
     record(s, "flip", "B", passed=None, score=None, error_kind="desktop")
     record(s, "flip", "B", passed=None, score=None, error_kind="agent")
-    record(
-        s,
-        "poster",
-        "A",
-        passed=ok,
-        score=1.0,
-        phase=True,
-        checks=[(EXISTS, "xcf_layers", ok, 1.0), (SIZE, "judge", ok, 1.0)],
-    )
-    record(
-        s,
-        "poster",
-        "A",
-        passed=bad,
-        score=0.0,
-        phase=False,
-        checks=[(EXISTS, "xcf_layers", bad, 0.0), (SIZE, "judge", ok, 1.0)],
-    )
-    record(
-        s,
-        "poster",
-        "B",
-        passed=ok,
-        score=1.0,
-        checks=[(EXISTS, "xcf_layers", ok, 1.0), (SIZE, "judge", bad, 0.0)],
-    )
-    record(
-        s,
-        "poster",
-        "B",
-        passed=ok,
-        score=1.0,
-        phase=True,
-        asks=1,
-        checks=[(EXISTS, "xcf_layers", ok, 1.0), (SIZE, "judge", ok, 1.0)],
-    )
+    record(s, "poster", "A", passed=ok, score=1.0, phase=True, checks=poster_checks(ok, ok))
+    record(s, "poster", "A", passed=bad, score=0.0, phase=False, checks=poster_checks(bad, ok))
+    record(s, "poster", "B", passed=ok, score=1.0, checks=poster_checks(ok, bad))
+    record(s, "poster", "B", passed=ok, score=1.0, phase=True, asks=1, checks=poster_checks(ok, ok))
     return s
 
 
@@ -410,40 +362,53 @@ def test_the_text_report_shows_every_table(store: Store) -> None:
     assert "50% [9–91%]" in text and "no (beside)" in text and "+8% [-100–+100%]" in text
 
 
+def rescore(
+    store: Store,
+    eid: int,
+    *,
+    passed: bool,
+    score: float,
+    size: bool,
+    phase: CheckOutcome | None = None,
+    phases: dict[int, tuple[bool, float]] | None = None,
+) -> None:
+    """A rescore of `eid` whose exists check passed and whose size check passed or not;
+    `phase` its phase's check outcome, if the rescore has one."""
+    outcomes = [
+        outcome(EXISTS, passed=True, score=1.0),
+        outcome(SIZE, "image_size", passed=size, score=float(size)),
+    ]
+    store.record_rescore(
+        eid,
+        task_sha256="1" * 64,
+        evaluator="test",
+        passed=passed,
+        score=score,
+        checks=outcomes if phase is None else [*outcomes, phase],
+        phases=phases,
+    )
+
+
 def test_every_table_follows_the_score_choice(tmp_path: Path) -> None:
     from app.metrics.scores import summarize_scores
 
     with Store(tmp_path / "deskloop.db") as s:
-        checks = [(EXISTS, "file_exists", True, 1.0), (SIZE, "image_size", True, 1.0)]
+        checks = flip_checks(True, 1.0)
         # An interactive episode whose final checks and phase passed; a rescore says
         # its size check and its phase failed.
         eid = record(s, "poster", "m", passed=True, score=1.0, checks=checks, phase=True)
-        s.record_rescore(
+        rescore(
+            s,
             eid,
-            task_sha256="1" * 64,
-            evaluator="test",
             passed=False,
             score=0.5,
-            checks=[
-                outcome(EXISTS, passed=True, score=1.0),
-                outcome(SIZE, "image_size", passed=False, score=0.0),
-                outcome("phases[0].checks", passed=False, score=0.0, phase=0),
-            ],
+            size=False,
+            phase=outcome("phases[0].checks", passed=False, score=0.0, phase=0),
             phases={0: (False, 0.0)},
         )
         # One re-scored before phases were (its rescore has no phase): its phase stays.
         other = record(s, "poster", "m", passed=True, score=1.0, checks=checks, phase=True)
-        s.record_rescore(
-            other,
-            task_sha256="1" * 64,
-            evaluator="test",
-            passed=True,
-            score=1.0,
-            checks=[
-                outcome(EXISTS, passed=True, score=1.0),
-                outcome(SIZE, "image_size", passed=True, score=1.0),
-            ],
-        )
+        rescore(s, other, passed=True, score=1.0, size=True)
 
         def tables(score: str) -> tuple[dict[str, str], str, str]:
             summary = summarize_scores(s, None, score)  # type: ignore[arg-type]

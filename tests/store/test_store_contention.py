@@ -19,19 +19,18 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import app.store.base as store_base
-from app.agents.base import AgentContext, Observation
+from app.agents.base import Observation
 from app.core.actions import Action, Done, Move
 from app.core.errors import StoreError
 from app.episode.runner import EpisodeRunner
 from app.store import LockWait, Store
 from app.tasks.loader import load_task
 from app.users.simulated import SimulatedUser
-from tests.still_desktop import StillDesktop
+from tests.still_desktop import QuietAgent, StillDesktop
 from tests.store.helpers import new_episode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -168,7 +167,7 @@ def test_a_stopping_process_gives_up_its_waits(tmp_path: Path) -> None:
         holder.close()
 
 
-class LockingAgent:
+class LockingAgent(QuietAgent):
     """Moves the pointer `moves` times, then says DONE; before its answer at step
     `lock_at`, another process takes the store's write lock."""
 
@@ -178,20 +177,11 @@ class LockingAgent:
         self.holder, self.moves, self.lock_at = holder, moves, lock_at
         self.steps = 0
 
-    async def start(self, context: AgentContext) -> None:
-        return None
-
     async def decide(self, observation: Observation) -> Action:
         if self.steps == self.lock_at:
             await asyncio.to_thread(self.holder.lock)
         self.steps += 1
         return Move(10, 10) if self.steps <= self.moves else Done()
-
-    def step_info(self) -> dict[str, Any] | None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 TASK = """\
@@ -293,19 +283,27 @@ def stdout_of(proc: subprocess.Popen[str], timeout: float) -> str:
     return proc.stdout.read()
 
 
-def start_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+def contended_files(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The task, the scripted agent's MOVES moves and then done, and the database path."""
     task = tmp_path / "tasks" / "gimp" / "contended-run.yaml"
     task.parent.mkdir(parents=True)
     task.write_text(RUN_TASK)
     script = tmp_path / "moves.yaml"
     script.write_text("".join(f"- move: [{10 + i}, 10]\n" for i in range(MOVES)) + "- done\n")
-    db = tmp_path / "lab.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "--db", str(db), "run", str(task),
-         "--agent", f"scripted:{script}", "--json"],
+    return task, script, tmp_path / "lab.db"
+
+
+def deskloop(db: Path, *args: str) -> subprocess.Popen[str]:
+    """`deskloop --db <db> <args>` as a child process, its output piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "--db", str(db), *args],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    return proc, db
+
+
+def start_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    task, script, db = contended_files(tmp_path)
+    return deskloop(db, "run", str(task), "--agent", f"scripted:{script}", "--json"), db
 
 
 def wait_for_steps(db: Path, proc: subprocess.Popen[str], count: int) -> None:
@@ -320,23 +318,39 @@ def wait_for_steps(db: Path, proc: subprocess.Popen[str], count: int) -> None:
     raise AssertionError(f"the run did not record {count} steps (exit {proc.poll()})")
 
 
+@contextmanager
+def killed_if_running(proc: subprocess.Popen[str]) -> Iterator[None]:
+    """Kills the child on the way out if it still runs, so a failed test leaves none."""
+    try:
+        yield
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@contextmanager
+def locked_once_stepping(
+    db: Path, proc: subprocess.Popen[str], stderr: Stderr
+) -> Iterator[tuple[LockHolder, str]]:
+    """Once the child has recorded 2 steps, another process holds the write lock; it is
+    released when the block ends. Yields the holder and the child's line reporting it."""
+    wait_for_steps(db, proc, 2)
+    with lock_holder(db) as holder:
+        holder.lock()
+        yield holder, stderr.wait_for("holds the database's write lock")
+        holder.release()
+        holder.close()
+
+
 @pytest.mark.desktop
 def test_a_run_outlasts_a_lock_and_prints_its_json_line(tmp_path: Path) -> None:
     proc, db = start_run(tmp_path)
     stderr = Stderr(proc)
-    try:
-        wait_for_steps(db, proc, 2)
-        with lock_holder(db) as holder:
-            holder.lock()
-            line = stderr.wait_for("holds the database's write lock")
+    with killed_if_running(proc):
+        with locked_once_stepping(db, proc, stderr) as (holder, line):
             assert str(db) in line and f"pid {holder.pid}" in line
             assert proc.poll() is None
-            holder.release()
-            holder.close()
         out = stdout_of(proc, timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert proc.returncode == 1, "".join(stderr.lines)  # finished, not passed
     payload = json.loads(out.strip().splitlines()[-1])
     assert (payload["status"], payload["end_reason"], payload["error"]) == (
@@ -355,26 +369,17 @@ def test_a_run_outlasts_a_lock_and_prints_its_json_line(tmp_path: Path) -> None:
 def test_a_run_stopped_while_locked_prints_its_line_and_is_recovered(tmp_path: Path) -> None:
     proc, db = start_run(tmp_path)
     stderr = Stderr(proc)
-    try:
-        wait_for_steps(db, proc, 2)
-        with lock_holder(db) as holder:
-            holder.lock()
-            stderr.wait_for("holds the database's write lock")
-            # The first signal gives the end 10 s to be written; the second stops now.
-            proc.send_signal(signal.SIGTERM)
-            proc.send_signal(signal.SIGTERM)
-            out = stdout_of(proc, timeout=30)
-            assert proc.returncode == 130, "".join(stderr.lines)
-            payload = json.loads(out.strip().splitlines()[-1])
-            # The end was not written: the database still says running, and why.
-            assert payload["status"] == "running" and payload["episode"] is not None
-            assert "marked interrupted" in payload["error"]
-            stderr.wait_for("interrupted before the episode's end could be recorded")
-            holder.release()
-            holder.close()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    with killed_if_running(proc), locked_once_stepping(db, proc, stderr):
+        # The first signal gives the end 10 s to be written; the second stops now.
+        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGTERM)
+        out = stdout_of(proc, timeout=30)
+        assert proc.returncode == 130, "".join(stderr.lines)
+        payload = json.loads(out.strip().splitlines()[-1])
+        # The end was not written: the database still says running, and why.
+        assert payload["status"] == "running" and payload["episode"] is not None
+        assert "marked interrupted" in payload["error"]
+        stderr.wait_for("interrupted before the episode's end could be recorded")
     with Store(db) as store:  # the runner has exited: opening recovers its episode
         episode = store.get_episode(payload["episode"])
         assert (episode.status, episode.error_kind) == ("error", "interrupted")
@@ -388,34 +393,20 @@ def test_a_batch_keeps_its_slots_through_another_process_holding_the_lock(
     # A real `batch run` of two repeats on the local backend; another process takes the
     # write lock after the first steps and holds it past both old failure points (5 s,
     # 10 s). Nothing is aborted or retried: each slot ends with one finished episode.
-    task = tmp_path / "tasks" / "gimp" / "contended-run.yaml"
-    task.parent.mkdir(parents=True)
-    task.write_text(RUN_TASK)
-    script = tmp_path / "moves.yaml"
-    script.write_text("".join(f"- move: [{10 + i}, 10]\n" for i in range(MOVES)) + "- done\n")
-    db = tmp_path / "lab.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "--db", str(db), "batch", "run", "--task", str(task),
-         "--agent", f"scripted:{script}", "--repeats", "2", "--batch-id", "contended"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    task, script, db = contended_files(tmp_path)
+    proc = deskloop(
+        db, "batch", "run", "--task", str(task), "--agent", f"scripted:{script}",
+        "--repeats", "2", "--batch-id", "contended",
     )  # fmt: skip
     stderr = Stderr(proc)
-    try:
-        wait_for_steps(db, proc, 2)
-        with lock_holder(db) as holder:
-            holder.lock()
-            stderr.wait_for("holds the database's write lock")
+    with killed_if_running(proc):
+        with locked_once_stepping(db, proc, stderr):
             waited = stderr.wait_for("has waited")
             assert proc.poll() is None, waited
             # Past the old 10 s abort, still waiting; then the lock goes.
             with pytest.raises(subprocess.TimeoutExpired):
                 proc.wait(timeout=12)
-            holder.release()
-            holder.close()
         stdout_of(proc, timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert proc.returncode in (0, 1), "".join(stderr.lines)  # finished (the task fails)
     with sqlite3.connect(db) as conn:
         rows = conn.execute(

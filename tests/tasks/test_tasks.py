@@ -64,19 +64,59 @@ def test_good_task_parses_fields(tmp_path: Path) -> None:
     assert task.folder == tmp_path and len(task.sha256) == 64
 
 
-def test_unknown_key_names_file_and_field(tmp_path: Path) -> None:
-    text = problems_of(tmp_path, GOOD.replace("title: Demo", "title: Demo\ncolour: red"))
-    assert "demo-task.yaml" in text and "colour: unknown key" in text
+# GOOD with a mistake, and what the error message names: each a test of its own.
+MISTAKES = [
+    pytest.param(
+        GOOD.replace("title: Demo", "title: Demo\ncolour: red"),
+        ["demo-task.yaml", "colour: unknown key"],
+        id="unknown_key_names_file_and_field",
+    ),
+    pytest.param(
+        GOOD.replace("{all: [agent_done, {step_count: 2}]}", "agent_dne"),
+        ["phases[0].trigger", "agent_dne"],
+        id="bad_trigger_names_phase_path",
+    ),
+    pytest.param(
+        GOOD.replace("{step_count: 2}", "agent_ask"),
+        ["phases[0].trigger", "never hold"],
+        id="impossible_composition_rejected",
+    ),
+    pytest.param(
+        GOOD.replace("reference: assets/a.png", "reference: assets/b.png"),
+        ["evaluate.all[1].reference", "not found"],
+        id="missing_asset_and_check_asset",
+    ),
+    pytest.param(
+        GOOD.replace("- launch: [gimp, ~/Desktop/a.png]", "- run: ls"),
+        ["setup[1]", "upload, launch, wait_window, sleep"],
+        id="bad_setup_step",
+    ),
+    pytest.param(
+        GOOD.replace("id: demo-task", "id: other-task"),
+        ["must equal the file name"],
+        id="id_must_match_file_name",
+    ),
+    pytest.param(
+        GOOD + "  - [unclosed\n", ["YAML syntax error (line"], id="yaml_syntax_error_has_line"
+    ),
+    pytest.param(
+        GOOD.replace("level: L1", "level: L9").replace("check: file_exists", "check: nope"),
+        ["level", "evaluate.all[0]"],
+        id="several_problems_reported_together",
+    ),
+    pytest.param(
+        GOOD.replace("{class: Gimp, timeout: 30}", "{name: '([', timeout: 30}"),
+        ["setup[2].wait_window.name", "not a regular expression"],
+        id="a_window_pattern_that_cannot_compile_is_refused",
+    ),
+]
 
 
-def test_bad_trigger_names_phase_path(tmp_path: Path) -> None:
-    text = problems_of(tmp_path, GOOD.replace("{all: [agent_done, {step_count: 2}]}", "agent_dne"))
-    assert "phases[0].trigger" in text and "agent_dne" in text
-
-
-def test_impossible_composition_rejected(tmp_path: Path) -> None:
-    text = problems_of(tmp_path, GOOD.replace("{step_count: 2}", "agent_ask"))
-    assert "phases[0].trigger" in text and "never hold" in text
+@pytest.mark.parametrize(("task_text", "named"), MISTAKES)
+def test_a_mistake_is_named(tmp_path: Path, task_text: str, named: list[str]) -> None:
+    text = problems_of(tmp_path, task_text)
+    for fragment in named:
+        assert fragment in text, text
 
 
 @pytest.mark.parametrize("src", ["../secret.png", "/etc/passwd", "assets/../../x.png", "~/a.png"])
@@ -96,11 +136,6 @@ def test_symlinked_asset_escaping_folder_rejected(tmp_path: Path) -> None:
         load_task(path)
 
 
-def test_missing_asset_and_check_asset(tmp_path: Path) -> None:
-    text = problems_of(tmp_path, GOOD.replace("reference: assets/a.png", "reference: assets/b.png"))
-    assert "evaluate.all[1].reference" in text and "not found" in text
-
-
 def test_unknown_check_suggests(tmp_path: Path) -> None:
     text = problems_of(tmp_path, GOOD.replace("check: file_exists", "check: file_exist"))
     assert "evaluate.all[0]" in text and "file_exists" in text
@@ -108,30 +143,9 @@ def test_unknown_check_suggests(tmp_path: Path) -> None:
     assert text.count("evaluate.all[0].check") == 1, text
 
 
-def test_bad_setup_step(tmp_path: Path) -> None:
-    text = problems_of(tmp_path, GOOD.replace("- launch: [gimp, ~/Desktop/a.png]", "- run: ls"))
-    assert "setup[1]" in text and "upload, launch, wait_window, sleep" in text
-
-
 def test_launch_must_be_argv_list(tmp_path: Path) -> None:
     text = problems_of(tmp_path, GOOD.replace("[gimp, ~/Desktop/a.png]", "gimp ~/Desktop/a.png"))
     assert "setup[1].launch.launch" in text or "setup[1].launch" in text
-
-
-def test_id_must_match_file_name(tmp_path: Path) -> None:
-    text = problems_of(tmp_path, GOOD.replace("id: demo-task", "id: other-task"))
-    assert "must equal the file name" in text
-
-
-def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
-    text = problems_of(tmp_path, GOOD + "  - [unclosed\n")
-    assert "YAML syntax error (line" in text
-
-
-def test_several_problems_reported_together(tmp_path: Path) -> None:
-    bad = GOOD.replace("level: L1", "level: L9").replace("check: file_exists", "check: nope")
-    text = problems_of(tmp_path, bad)
-    assert "level" in text and "evaluate.all[0]" in text
 
 
 def test_find_task_did_you_mean(tmp_path: Path) -> None:
@@ -228,13 +242,6 @@ def test_an_upload_outside_the_home_is_refused_when_validating(
 ) -> None:
     text = problems_of(tmp_path, GOOD.replace("dest: ~/Desktop/a.png", f"dest: '{dest}'"))
     assert "setup[0].upload.dest" in text and why in text, text
-
-
-def test_a_window_pattern_that_cannot_compile_is_refused(tmp_path: Path) -> None:
-    text = problems_of(
-        tmp_path, GOOD.replace("{class: Gimp, timeout: 30}", "{name: '([', timeout: 30}")
-    )
-    assert "setup[2].wait_window.name" in text and "not a regular expression" in text, text
 
 
 def test_validate_reads_the_reference_script(

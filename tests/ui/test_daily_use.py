@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Select, Static, Tree
 
 from app.ui.app import DeskLoopApp
@@ -118,6 +119,18 @@ def live_session(lab: DeskLoopApp, tmp_path: Path, task_id: str = "alpha-touch")
     return session
 
 
+async def show_live_session(
+    lab: DeskLoopApp, pilot: Pilot[None], tmp_path: Path, task_id: str = "alpha-touch"
+) -> Any:
+    """`live_session`, shown on the Live screen once that screen is up."""
+    from app.ui.screens.live import LiveScreen
+
+    session = live_session(lab, tmp_path, task_id)
+    lab.show_live()
+    await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
+    return session
+
+
 async def test_live_step_numbers_timing_columns_and_rewrap(
     lab: DeskLoopApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -129,9 +142,7 @@ async def test_live_step_numbers_timing_columns_and_rewrap(
 
     monkeypatch.setattr(LiveScreen, "fps", 0)  # no desktop to draw
     async with lab.run_test(size=(160, 50)) as pilot:
-        session = live_session(lab, tmp_path)
-        lab.show_live()
-        await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
+        session = await show_live_session(lab, pilot, tmp_path)
         long_text = "a very long line of text typed into the terminal " * 4
         for idx in range(11):
             session._on_event(
@@ -274,9 +285,7 @@ async def test_q_and_f4_ask_before_ending_a_running_episode(
 
     monkeypatch.setattr(LiveScreen, "fps", 0)
     async with lab.run_test(size=(100, 30)) as pilot:
-        session = live_session(lab, tmp_path)
-        lab.show_live()
-        await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
+        session = await show_live_session(lab, pilot, tmp_path)
         await pilot.press("f4")
         await wait_until(pilot, lambda: isinstance(lab.screen, ConfirmScreen), 5, "confirm")
         await pilot.press("n")
@@ -309,9 +318,7 @@ async def test_an_end_by_fail_with_passing_checks_is_said_without_contradiction(
 
     monkeypatch.setattr(LiveScreen, "fps", 0)
     async with lab.run_test(size=(160, 50)) as pilot:
-        session = live_session(lab, tmp_path)
-        lab.show_live()
-        await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
+        session = await show_live_session(lab, pilot, tmp_path)
         # The reference agent FAILs after feedback at its last DONE; the state it left
         # still passes every check.
         result = EpisodeResult(9, "alpha-touch", "finished", "fail", True, 1.0, 5)
@@ -392,9 +399,7 @@ async def test_a_due_phase_is_offered_in_the_chat_box_and_marked(
     monkeypatch.setattr(LiveScreen, "fps", 0)
     draft = "Also create ~/c.txt."
     async with lab.run_test(size=(100, 30)) as pilot:
-        session = live_session(lab, tmp_path, "beta-steps")
-        lab.show_live()
-        await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "live")
+        session = await show_live_session(lab, pilot, tmp_path, "beta-steps")
         live = lab.screen
         assert isinstance(live, LiveScreen)
         await wait_until(pilot, lambda: bool(live.query("#chat-input")), 5, "the chat box")
