@@ -46,8 +46,10 @@ class ScoreResult:
 
 
 # The code whose behaviour a score depends on, beside the task file: the checks, the
-# probers and the tree walk. Its hash is the evaluator's version.
+# probers and the tree walk, and in this package the scorer and the model judge (its
+# questions and the reading of its answers). Its hash is the evaluator's version.
 _EVALUATOR_SOURCES = ("checks", "probes")
+_EVALUATOR_MODULES = ("episode/scorer.py", "episode/judge.py")
 
 # The libraries whose results become scores: SSIM values (scikit-image, over numpy and
 # scipy), decoded pixels (Pillow), Kdenlive's XML (lxml), check and answer validation
@@ -85,13 +87,14 @@ def evaluator_digest(files: list[Path], root: Path, libraries: dict[str, str]) -
 @cache
 def evaluator_version() -> str:
     """`<DeskLoop version>+<12 hex digits>`: a hash of the evaluator's source (the checks,
-    their readers, the probers and their guest scripts, this module) and of the
+    their readers, the probers and their guest scripts, this module, the scorer and the
+    judge) and of the
     versions of the libraries that compute scores, so a rescore says exactly which
     code made it, even between releases."""
     from app import __version__
 
     app_dir = Path(__file__).resolve().parents[1]
-    files = [Path(__file__).resolve()]
+    files = [Path(__file__).resolve(), *(app_dir / module for module in _EVALUATOR_MODULES)]
     for package in _EVALUATOR_SOURCES:
         files += sorted(p for p in (app_dir / package).rglob("*") if p.suffix == ".py")
     return f"{__version__}+{evaluator_digest(files, app_dir, scoring_library_versions())}"
