@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from app.core.errors import DesktopError
@@ -25,8 +26,12 @@ def make_desktop(
     image: str | None = None,
     uri: str | None = None,
     index: int = 0,
+    progress: Callable[[str], None] | None = None,
 ) -> Desktop:
-    """A new, not yet started desktop of `backend`; `reset()` starts it.
+    """A new, not yet started desktop of `backend`; `reset()` starts it. `progress`
+    hears what takes minutes (a VM's cold boot, a start state saved); by default it
+    goes to stderr, which a full-screen interface must not write to: the TUI passes
+    its own.
 
     libvirt: the VM `run-IMAGE` (domain deskloop-run-IMAGE), kept between runs so
     its start states are reused; `image` defaults to $DESKLOOP_IMAGE, else gimp.
@@ -60,9 +65,13 @@ def make_desktop(
             height=height,
             config=config,
             # Cold boots and start-state saves take minutes under TCG: say so.
-            progress=lambda text: print(f"[libvirt] {text}", file=sys.stderr, flush=True),
+            progress=progress or _to_stderr,
         )
     raise DesktopError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
+
+
+def _to_stderr(text: str) -> None:
+    print(f"[libvirt] {text}", file=sys.stderr, flush=True)
 
 
 def libvirt_desktop_name(image: str, uri: str | None, index: int, *, default_uri: str) -> str:

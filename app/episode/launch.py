@@ -95,8 +95,9 @@ def desktop_spec(
     )  # fmt: skip
 
 
-def make_spec_desktop(spec: DesktopSpec) -> Desktop:
-    """A new, not yet started desktop as `spec` says (`app.desktops.factory`)."""
+def make_spec_desktop(spec: DesktopSpec, progress: Callable[[str], None] | None = None) -> Desktop:
+    """A new, not yet started desktop as `spec` says (`app.desktops.factory`);
+    `progress` hears its long operations (default: stderr)."""
     return make_desktop(
         spec.backend,
         width=spec.width,
@@ -104,6 +105,7 @@ def make_spec_desktop(spec: DesktopSpec) -> Desktop:
         image=spec.image,
         uri=spec.uri,
         index=spec.index,
+        progress=progress,
     )
 
 

@@ -365,3 +365,19 @@ async def test_watching_a_vm_made_elsewhere_shows_its_screen(tmp_path: Path) -> 
             await wait_until(pilot, lambda: view.has_frame, 20, "a frame of the VM's screen")
     finally:
         await desktop.close()
+
+
+def test_a_vms_progress_goes_to_its_entry_not_the_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A cold boot's progress under the TUI: shown with the desktop, never written to
+    stderr over the screen (the CLI's default)."""
+    from app.desktops.libvirt import LibvirtDesktop
+    from app.ui.services.desktops import DesktopPool
+
+    pool = DesktopPool("libvirt")
+    entry = pool.new()
+    assert isinstance(entry.desktop, LibvirtDesktop)  # made, not started
+    entry.desktop.progress("cold boot: 40 s so far")
+    assert entry.progress == "cold boot: 40 s so far"
+    assert capsys.readouterr().err == ""

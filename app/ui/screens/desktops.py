@@ -253,8 +253,11 @@ class DesktopsScreen(LabScreen):
                 "an episode from Tasks."
             )
             return
-        info = self.pool.entries[name].info()
+        entry = self.pool.entries[name]
+        info = entry.info()
         lines = [f"[b]{escape(name)}[/b] · {info.state} · made in this session"]
+        if entry.progress and info.state != "running":
+            lines.append(escape(entry.progress))
         usage = self.usage.get(name) or self.usage.get(VM_KEY + name)  # local, or a VM
         if usage is not None and info.state == "running":
             lines.append(usage.describe())

@@ -38,9 +38,23 @@ class DesktopEntry:
     error: str | None = None
     snapshots: list[str] = field(default_factory=list)
     """Keys of the snapshots taken of it in this session, oldest first."""
+    progress: str = ""
+    """The backend's latest word on a long operation (a VM's cold boot), shown in the
+    Desktops screen's detail instead of written to the terminal under the TUI."""
 
     def info(self) -> DesktopInfo:
         return self.desktop.info()
+
+
+class _Progress:
+    """A desktop's progress, made before its entry exists and bound to it after."""
+
+    def __init__(self) -> None:
+        self.entry: DesktopEntry | None = None
+
+    def __call__(self, text: str) -> None:
+        if self.entry is not None:
+            self.entry.progress = text
 
 
 class DesktopPool:
@@ -56,7 +70,8 @@ class DesktopPool:
 
     def new(self) -> DesktopEntry:
         """A new desktop of the backend's default (libvirt: $DESKLOOP_IMAGE, else gimp)."""
-        return self._add(make_desktop(self.backend))
+        heard = _Progress()
+        return self._add(make_desktop(self.backend, progress=heard), heard)
 
     def for_task(self, task: Task) -> tuple[DesktopEntry, bool]:
         """The desktop an episode of `task` runs on, and whether the episode starts it
@@ -73,11 +88,12 @@ class DesktopPool:
         from app.episode.launch import desktop_spec, fits, make_spec_desktop
 
         spec = desktop_spec(self.backend, task)
-        desktop = make_spec_desktop(spec)
+        heard = _Progress()
+        desktop = make_spec_desktop(spec, heard)
         name = desktop.info().name
         entry = self.entries.get(name)
         if entry is None:
-            return self._add(desktop), True
+            return self._add(desktop, heard), True
         if not fits(entry.desktop, spec):
             raise DesktopError(f"desktop {name} is not of the {spec.image} image {task.id} needs")
         if entry.busy or entry.episode is not None:
@@ -85,8 +101,9 @@ class DesktopPool:
             raise DesktopError(f"desktop {name} is busy {doing}")
         return entry, entry.info().state != "running"
 
-    def _add(self, desktop: Desktop) -> DesktopEntry:
+    def _add(self, desktop: Desktop, heard: _Progress) -> DesktopEntry:
         entry = DesktopEntry(desktop)
+        heard.entry = entry
         self.entries[desktop.info().name] = entry
         return entry
 
