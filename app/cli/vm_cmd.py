@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -173,12 +174,15 @@ def cmd_vm_view(args: argparse.Namespace) -> int:
         if not config.local:
             # A remote desktop's VNC is reachable here only through this process.
             print("forwarding over SSH; press Ctrl-C to stop", flush=True)
+            # SIGTERM ends the forward as Ctrl-C does: a shell starts a background job
+            # with SIGINT ignored, so a script (or a test) that started it stops it so.
+            stop = threading.Event()
+            signal.signal(signal.SIGTERM, lambda *_: stop.set())
             with contextlib.suppress(KeyboardInterrupt):
-                # A timed wait, not a bare one: Ctrl-C may be delivered to another
+                # A timed wait, not a bare one: a signal may be delivered to another
                 # thread (the forward's), and Python runs its handler, which ends this
                 # wait, only when the main thread next wakes.
-                never = threading.Event()
-                while not never.wait(0.5):
+                while not stop.wait(0.5):
                     pass
         return 0
 
