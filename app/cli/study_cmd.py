@@ -1,4 +1,5 @@
-"""`deskloop study validate|plan`: studies of people working with agents."""
+"""`deskloop study validate|plan|status|pilot|export|report|withdraw`: studies of people
+working with agents."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ examples:
                                                   give P01..P12 their conditions and task
                                                   orders, record them, show the balance
   deskloop study status ask-or-not                who is done, who is mid-way, what is left
+  deskloop study report ask-or-not --html results/ask-or-not.html
+                                                  measures per condition, paired differences,
+                                                  questionnaires, order effects; and a page
 """
 
 
@@ -198,6 +202,39 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from app.cli.common import open_store
+    from app.studies.loader import find_study
+    from app.studies.pilot import pilot_id
+    from app.studies.report import format_study_report, study_report
+
+    study = find_study(args.study, args.studies_dir)
+    sid = pilot_id(study) if args.pilot else study.id
+    with open_store(args.db) as store:
+        if store.studies.plan(sid) is None:
+            raise DeskLoopError(
+                f"study {sid} has no plan in {args.db}: nothing to report "
+                f"(deskloop study plan records one)"
+            )
+        report = study_report(store, study, sid)
+    print(format_study_report(report))
+    if args.html is None:
+        return 0
+    # Only here: jinja2 and matplotlib cost an import the text report does not need.
+    from app.metrics.html_report import write_page
+    from app.studies.report import render_study_page
+
+    sys.stdout.flush()
+    try:
+        write_page(args.html, render_study_page(report))
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        print_err(f"not written: {args.html} (--html): {type(exc).__name__}: {reason}")
+        return 2
+    print_err(f"wrote {args.html}")
+    return 0
+
+
 def cmd_withdraw(args: argparse.Namespace) -> int:
     from app.cli.common import open_store
     from app.studies.loader import find_study
@@ -317,6 +354,21 @@ def register(sub: Any) -> None:
     export.add_argument("folder", type=Path, help="where the files go (made if missing)")
     export.add_argument("--pilot", action="store_true", help="export the study's pilot")
     export.set_defaults(func=cmd_export)
+    report = ssub.add_parser(
+        "report",
+        help="the study's figures per condition, as text and an HTML page",
+        description="Print, per condition, every collaboration measure's mean with its "
+        "95%% interval (success as a rate with its Wilson interval); within participants, "
+        "the paired difference of every two conditions over the participants; the "
+        "questionnaires' scores per instrument and subscale; and success and time on "
+        "task by the condition's place in the order. Finished trials only, never the "
+        "practice. --html also writes them as one page with plots; exit 2 if it cannot "
+        "be written (the text is printed first).",
+    )
+    report.add_argument("study", help="a study id (in --studies-dir) or a study file")
+    report.add_argument("--pilot", action="store_true", help="report the study's pilot")
+    report.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML page here")
+    report.set_defaults(func=cmd_report)
     withdraw = ssub.add_parser(
         "withdraw",
         help="erase everything of a participant who withdrew",

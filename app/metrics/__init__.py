@@ -4,7 +4,8 @@ and reliability figures over the same attempts (`checkpoints`: per check, per ph
 pass@k and pass^k over repeats, paired agents) and their statistics (`stats`: Wilson
 intervals, the pass@k estimators, t intervals), a batch's slots and the episode that
 stands for each (`slots`), and reports as text and JSONL (`report`) and as an HTML page
-(`html_report`, from `templates/`, with the matplotlib plots of `plots`). `tables` lays
+(`html_report`, from `templates/`, with the matplotlib plots of `plots`; `render_page`
+lays out another report's titled tables and plots, as the study report's). `tables` lays
 out the text tables of the reports and of the command line, one look everywhere.
 
 Reads the store only; the TUI's Results screen and `deskloop report` both take their

@@ -1,5 +1,7 @@
 """The report as one self-contained HTML page: the tables of `app.metrics.summary`
-and the plots of `app.metrics.plots`, rendered from `templates/report.html.j2`.
+and the plots of `app.metrics.plots`, rendered from `templates/report.html.j2`; and
+any other report's page of titled tables and plots (`render_page`, from
+`templates/sections.html.j2`: the study report's).
 
 The template is package data (pyproject's `[tool.setuptools.package-data]`), loaded
 with `PackageLoader` so an installed DeskLoop finds it. Autoescape is on for every
@@ -9,6 +11,8 @@ escapes the labels it draws (task ids, agent names) itself.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -34,6 +38,7 @@ from app.metrics.summary import (
     reliability_cells,
     repeat_cells,
 )
+from app.metrics.tables import Section
 
 _ENV = Environment(
     loader=PackageLoader("app.metrics", "templates"),
@@ -83,3 +88,27 @@ def render_html(report: ScoredReport) -> str:
 
 def write_html(report: ScoredReport, path: Path | str) -> None:
     atomic_write(Path(path), render_html(report))
+
+
+def render_page(
+    title: str,
+    sections: Sequence[Section],
+    plots: Sequence[Plot] = (),
+    notes: Sequence[str] = (),
+    generated: datetime | None = None,
+) -> str:
+    """A page of `sections` (each a titled table and its note, as the text report
+    prints them), then `plots`, under `title` and `notes`."""
+    shown = [Plot(p.name, p.title, Markup(p.svg)) for p in plots]
+    return _ENV.get_template("sections.html.j2").render(
+        title=title,
+        generated=(generated or datetime.now(UTC)).isoformat(timespec="seconds"),
+        notes=list(notes),
+        sections=list(sections),
+        plots=shown,
+    )
+
+
+def write_page(path: Path | str, page: str) -> None:
+    """Write a rendered page whole or not at all (its folder made when missing)."""
+    atomic_write(Path(path), page)

@@ -237,3 +237,47 @@ def plots(groups: Sequence[GroupStats], checks: Sequence[CheckRate]) -> list[Plo
     """The report's plots (`figures`) as SVG."""
     with style():
         return [Plot(name, title, _svg(name, fig)) for name, title, fig in figures(groups, checks)]
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One bar of `bar_plot`: a labelled value with its 95% interval and a note
+    beside it (its n)."""
+
+    label: str
+    value: float | None
+    interval: tuple[float, float] | None
+    note: str = ""
+
+
+def _bars(share: bool) -> Draw[Bar]:
+    def draw(ax: Axes, bars: Sequence[Bar]) -> None:
+        values = [b.value or 0.0 for b in bars]
+        low, high = [], []
+        for b, value in zip(bars, values, strict=True):
+            lo, hi = b.interval or (value, value)
+            low.append(_bar(value - lo))
+            high.append(_bar(hi - value))
+        ax.barh(range(len(bars)), values, color=COLORS["credit"], xerr=[low, high], capsize=3)
+        # Beside the axes whatever the scale: x in the axes' fraction, y in rows.
+        for row, b in enumerate(bars):
+            shown = b.note if b.value is not None else "no values"
+            ax.text(1.01, row, shown, va="center", fontsize=9, transform=ax.get_yaxis_transform())
+        if share:
+            ax.set_xlim(0, 1)
+            ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+        else:
+            ax.set_xlim(left=0)
+
+    return draw
+
+
+def bar_plot(
+    name: str, title: str, bars: Sequence[Bar], xlabel: str, *, share: bool = False
+) -> Plot:
+    """A horizontal bar per row with its 95% interval as an error bar, as SVG; `share`:
+    the values are shares, drawn from 0 to 100%; otherwise the axis starts at 0."""
+    with style():
+        fig = figure(_bars(share), bars, [wrap_label([b.label]) for b in bars])
+        fig.axes[0].set_xlabel(xlabel)
+        return Plot(name, title, _svg(name, fig))

@@ -450,6 +450,19 @@ def mean_cell(mean: Mean, signed: bool = False) -> str:
     return f"{shown} {interval(mean.interval, signed)}"
 
 
+def number_cell(mean: Mean, digits: int = 2, signed: bool = False) -> str:
+    """A mean that is not a share, with its interval: `12.50 [8.10–16.90]`; "-" with no
+    values, the mean alone below two."""
+    if mean.value is None:
+        return "-"
+    sign = "+" if signed else ""
+    shown = f"{mean.value:{sign}.{digits}f}"
+    if mean.interval is None:
+        return shown
+    low, high = mean.interval
+    return f"{shown} [{low:{sign}.{digits}f}–{high:{sign}.{digits}f}]"
+
+
 RELIABILITY_COLUMNS = [
     "app",
     "level",

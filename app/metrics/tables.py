@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -99,3 +100,24 @@ def _console(file: TextIO, width: int | None = None, *, plain: bool = False) -> 
         highlight=False,
         emoji=False,
     )
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled table with a note under it: one part of a report, printed as text
+    (`render_sections`) and shown on an HTML page (`app.metrics.html_report.render_page`)
+    from the same cells."""
+
+    title: str
+    headers: Sequence[str]
+    rows: Sequence[Sequence[str]]
+    note: str = ""
+
+
+def render_sections(sections: Sequence[Section]) -> str:
+    """Each section as its title, its table and its note, a blank line between them."""
+    parts = []
+    for section in sections:
+        text = f"{section.title}\n{render_table(section.headers, section.rows)}"
+        parts.append(f"{text}\n{section.note}" if section.note else text)
+    return "\n\n".join(parts)
