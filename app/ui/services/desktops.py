@@ -101,9 +101,10 @@ class DesktopPool:
             raise DesktopError(f"desktop {name} is busy {doing}")
         return entry, entry.info().state != "running"
 
-    def _add(self, desktop: Desktop, heard: _Progress) -> DesktopEntry:
+    def _add(self, desktop: Desktop, heard: _Progress | None = None) -> DesktopEntry:
         entry = DesktopEntry(desktop)
-        heard.entry = entry
+        if heard is not None:  # the desktop's progress is this entry's from now on
+            heard.entry = entry
         self.entries[desktop.info().name] = entry
         return entry
 
