@@ -201,6 +201,9 @@ async def _run_trial(
     task = tasks.get(trial.task_id)
     if task is None:
         raise DeskLoopError(f"study {study.id}: no task {trial.task_id!r} was loaded")
+    limit = study.tasks.time_limit
+    if limit is not None:  # the study's limit replaces the task's own time budget
+        task = task.model_copy(update={"budget": task.budget.model_copy(update={"seconds": limit})})
     condition = study.condition(trial.condition)
     code, position = trial.code, trial.position
     number = store.studies.start_try(study.id, code, position)

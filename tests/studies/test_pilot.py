@@ -62,7 +62,7 @@ def _study(root: Path) -> Path:
             {"id": "silent", "agent": "reference", "policy": {"agent_may_ask": False}},
             {"id": "alone", "participant": "agent"},
         ],
-        tasks={"blocks": [["xa"], ["xb"], ["xc"]]},
+        tasks={"blocks": [["xa"], ["xb"], ["xc"]], "time_limit": 90},
         design={"seed": 4},
         questionnaires={
             "pre_study": [background],
@@ -95,6 +95,8 @@ async def test_a_three_condition_pilot_of_six_runs_to_its_end(tmp_path: Path) ->
                     trial.position,
                 )
                 assert tags["seed"] == 4 and tags["try"] == 1
+                # The study's time limit, not the task's 120 s, bounded the trial.
+                assert episode.config["budget_seconds"] == 90
         # The participant is the agent in "alone": the reference played it.
         alone = [t for p in people for t in p.trials if t.condition == "alone"]
         assert all(
