@@ -44,12 +44,13 @@ class VmPool:
         # A cold boot under software emulation on a loaded 2-core machine has taken
         # over 7 minutes (2026-12-02, load average ~30): the bound, not a wait. The
         # VM shares the two cores with the suite's other workers, so the waits tasks
-        # write for a native desktop are stretched twice the emulation default (a web
-        # page took over 90 s to load its contract there): bounds, not waits.
+        # write for a native desktop are stretched three times the emulation default (a
+        # web page took over 90 s to load its contract there, and once over 180 s with
+        # the library's desktops busy beside it): bounds, not waits.
         vm = LibvirtDesktop(
             name=f"test-{image}-{secrets.token_hex(3)}",
             image=image,
-            config=LibvirtConfig(vcpus=2, boot_timeout=900.0, time_scale=2 * TCG_TIME_SCALE),
+            config=LibvirtConfig(vcpus=2, boot_timeout=900.0, time_scale=3 * TCG_TIME_SCALE),
             ephemeral=True,
             progress=print,
         )
