@@ -1,7 +1,8 @@
 """A study's records (migration 0017): its plan, its participants by code, their
 trials and each try of a trial, and their answers to the questionnaires.
 
-Written here and nowhere else. What the rules of a study are (the design, the
+Written here and nowhere else (its dataclasses are `app.store.study_records`, a withdrawal
+is `app.store.withdrawal`). What the rules of a study are (the design, the
 instruments) is `app.studies`'; this part keeps what happened, and refuses what would
 lose or double it: a plan is never redrawn (its seed is fixed once), a trial is tried
 only by a participant who consented and has not withdrawn, a try that ended is never
@@ -11,124 +12,26 @@ changed, and an answer is never given twice.
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
 from app.core.errors import StoreError
 from app.core.vocabulary import QuestionnairePoint, TrialStatus
-from app.store.archive import SHA256, blob_folder, blob_path
 from app.store.base import Part
+from app.store.study_records import (
+    ParticipantPlan,
+    ParticipantRecord,
+    ResponseRecord,
+    StudyPlanRecord,
+    TrialRecord,
+    TryRecord,
+    participant_from_row,
+    time_or_none,
+)
 from app.store.values import iso_text, json_text
-
-_CHILD_COUNTS = ("steps", "messages", "phases", "checks", "judgements", "rescores")
-"""The rows of an episode a withdrawal counts as it erases them (the CASCADE erases
-every child table)."""
-
-
-@dataclass(frozen=True)
-class TrialPlan:
-    position: int
-    condition: str
-    task_id: str
-    block: int
-    """-1: the practice trial."""
-    condition_position: int
-
-
-@dataclass(frozen=True)
-class ParticipantPlan:
-    code: str
-    design_row: int
-    conditions: tuple[str, ...]
-    trials: tuple[TrialPlan, ...]
-
-
-@dataclass(frozen=True)
-class StudyPlanRecord:
-    study_id: str
-    seed: int
-    study_path: str
-    study_sha256: str
-    conditions: tuple[str, ...]
-    created_at: datetime
-
-
-@dataclass(frozen=True)
-class ParticipantRecord:
-    study_id: str
-    code: str
-    design_row: int
-    conditions: tuple[str, ...]
-    consented_at: datetime | None
-    withdrawn_at: datetime | None
-    erased: dict[str, Any] | None
-    """What a withdrawal erased (counts by kind)."""
-
-
-@dataclass(frozen=True)
-class TryRecord:
-    number: int
-    episode_id: int | None
-    status: TrialStatus
-    started_at: datetime
-    ended_at: datetime | None
-    note: str
-
-
-@dataclass(frozen=True)
-class TrialRecord:
-    study_id: str
-    code: str
-    position: int
-    condition: str
-    task_id: str
-    block: int
-    condition_position: int
-    tries: tuple[TryRecord, ...]
-
-    @property
-    def practice(self) -> bool:
-        return self.block < 0
-
-    @property
-    def done(self) -> bool:
-        return any(t.status == "done" for t in self.tries)
-
-    @property
-    def last(self) -> TryRecord | None:
-        return self.tries[-1] if self.tries else None
-
-
-@dataclass(frozen=True)
-class ResponseRecord:
-    study_id: str
-    code: str
-    point: QuestionnairePoint
-    context: str
-    instrument: str
-    item: str
-    value: Any
-    answered_at: datetime
-
-
-def _time(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text)
-
-
-def _participant(row: sqlite3.Row) -> ParticipantRecord:
-    return ParticipantRecord(
-        study_id=row["study_id"],
-        code=row["code"],
-        design_row=row["design_row"],
-        conditions=tuple(json.loads(row["conditions"])),
-        consented_at=_time(row["consented_at"]),
-        withdrawn_at=_time(row["withdrawn_at"]),
-        erased=None if row["erased"] is None else json.loads(row["erased"]),
-    )
+from app.store.withdrawal import withdraw
 
 
 class Studies(Part):
@@ -231,7 +134,7 @@ class Studies(Part):
             "SELECT * FROM participants WHERE study_id = ? ORDER BY design_row",
             (study_id,),
         )
-        return [_participant(row) for row in rows]
+        return [participant_from_row(row) for row in rows]
 
     def participant(self, study_id: str, code: str) -> ParticipantRecord:
         """Raises StoreError: no such participant in the study's plan."""
@@ -242,7 +145,7 @@ class Studies(Part):
         )
         if not rows:
             raise StoreError(f"{self.db.path}: study {study_id} has no participant {code}")
-        return _participant(rows[0])
+        return participant_from_row(rows[0])
 
     def trials(self, study_id: str, code: str) -> list[TrialRecord]:
         """The participant's trials in order, each with its tries in order."""
@@ -264,7 +167,7 @@ class Studies(Part):
                     episode_id=row["episode_id"],
                     status=cast(TrialStatus, row["status"]),
                     started_at=datetime.fromisoformat(row["started_at"]),
-                    ended_at=_time(row["ended_at"]),
+                    ended_at=time_or_none(row["ended_at"]),
                     note=row["note"],
                 )
             )
@@ -515,102 +418,6 @@ class Studies(Part):
         ]
 
     def withdraw(self, study_id: str, code: str) -> dict[str, int]:
-        """Erase everything of participant `code`: the episodes of their trials (found
-        by their tries and by the study tags in episodes' config, so one whose session
-        died before linking it is found too) with every row of them, their frames and
-        the archive blobs no other episode keeps; their tries and answers. Keep the code
-        with `withdrawn_at` and the counts erased, so the plan shows the gap. Returns the
-        counts. Withdrawing again sweeps files a crash may have left.
-
-        Raises:
-            StoreError: no such participant.
-        """
-        doing = f"withdrawing {code} from study {study_id}"
-        with self.db.write(doing) as conn:
-            found = conn.execute(
-                "SELECT withdrawn_at, erased FROM participants WHERE study_id = ? AND code = ?",
-                (study_id, code),
-            ).fetchone()
-            if found is None:
-                raise StoreError(f"{self.db.path}: study {study_id} has no participant {code}")
-            erased: dict[str, Any] = json.loads(found[1]) if found[1] else {}
-            episodes = sorted(
-                {
-                    row[0]
-                    for row in conn.execute(
-                        "SELECT episode_id FROM trial_tries WHERE study_id = ? AND code = ?"
-                        " AND episode_id IS NOT NULL",
-                        (study_id, code),
-                    )
-                }
-                | {
-                    row[0]
-                    for row in conn.execute(
-                        "SELECT id FROM episodes WHERE json_extract(config, '$.study.study') = ?"
-                        " AND json_extract(config, '$.study.participant') = ?",
-                        (study_id, code),
-                    )
-                }
-            )
-            marks = ",".join("?" * len(episodes))
-            counts: dict[str, int] = {"episodes": len(episodes)}
-            for table in _CHILD_COUNTS:
-                counts[table] = conn.execute(
-                    f"SELECT COUNT(*) FROM {table} WHERE episode_id IN ({marks})", episodes
-                ).fetchone()[0]
-            blobs = _blobs_of(
-                row[0]
-                for row in conn.execute(
-                    f"SELECT manifest FROM archives WHERE episode_id IN ({marks})", episodes
-                )
-            )
-            conn.execute(f"DELETE FROM episodes WHERE id IN ({marks})", episodes)
-            kept = _blobs_of(row[0] for row in conn.execute("SELECT manifest FROM archives"))
-            counts["responses"] = conn.execute(
-                "DELETE FROM responses WHERE study_id = ? AND code = ?", (study_id, code)
-            ).rowcount
-            counts["tries"] = conn.execute(
-                "DELETE FROM trial_tries WHERE study_id = ? AND code = ?", (study_id, code)
-            ).rowcount
-            # The ids, so that a withdrawal run again after a crash finds their files.
-            swept = sorted(set(erased.get("episode_ids", [])) | set(episodes))
-            gone = sorted((set(erased.get("blob_ids", [])) | blobs) - kept)
-            if found[0] is not None:
-                counts = {key: erased.get(key, 0) + value for key, value in counts.items()}
-            record = {**counts, "episode_ids": swept, "blob_ids": gone}
-            conn.execute(
-                "UPDATE participants SET withdrawn_at = COALESCE(withdrawn_at, ?), erased = ?"
-                " WHERE study_id = ? AND code = ?",
-                (iso_text(None), json_text(record, "what was erased"), study_id, code),
-            )
-        frames = 0
-        for episode_id in swept:
-            folder = self.db.frames.root / str(episode_id)
-            if folder.is_dir():
-                frames += sum(1 for _ in folder.glob("*.png"))
-                shutil.rmtree(folder)
-            self.db.frames.forget(episode_id)
-        folder = blob_folder(self.db)
-        for digest in gone:
-            blob_path(folder, digest).unlink(missing_ok=True)
-        return {**counts, "frames": frames, "blobs": len(gone)}
-
-
-def _blobs_of(manifests: Iterable[str]) -> set[str]:
-    """Every blob digest an archive manifest names (at any depth: final files, phases)."""
-    found: set[str] = set()
-
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            blob = value.get("blob")
-            if isinstance(blob, str) and SHA256.match(blob):  # a name, never a path
-                found.add(blob)
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    for text in manifests:
-        walk(json.loads(text))
-    return found
+        """Erase everything of participant `code` and keep the code, marked withdrawn
+        (`app.store.withdrawal.withdraw`); returns the counts erased."""
+        return withdraw(self.db, study_id, code)

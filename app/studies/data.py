@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.store import Store
-from app.store.studies import TrialRecord
+from app.store.study_records import TrialRecord
 from app.studies.instruments import BUILTINS, Instrument, score_instrument
 from app.studies.measures import MEASURES, trial_measures
 from app.studies.model import Study

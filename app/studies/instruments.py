@@ -144,13 +144,21 @@ _SUS_ITEMS = (
     "I felt very confident using the system.",
     "I needed to learn a lot of things before I could get going with this system.",
 )
+
+
+def _likert_items(
+    texts: tuple[str, ...], points: int, anchors: tuple[str, str]
+) -> tuple[Item, ...]:
+    """Items q1, q2, ... of a published Likert scale, 1 to `points`."""
+    return tuple(
+        Item(f"q{n}", "likert", text, 1, points, 1, anchors) for n, text in enumerate(texts, 1)
+    )
+
+
 SUS = Instrument(
     "sus",
     "System Usability Scale",
-    tuple(
-        Item(f"q{n}", "likert", text, 1, 5, 1, ("Strongly disagree", "Strongly agree"))
-        for n, text in enumerate(_SUS_ITEMS, 1)
-    ),
+    _likert_items(_SUS_ITEMS, 5, ("Strongly disagree", "Strongly agree")),
     "sus",
     "Brooke (1996)",
 )
@@ -174,10 +182,7 @@ TRUST_DISTRUST_ITEMS = 5
 TRUST = Instrument(
     "trust",
     "Trust in automated systems",
-    tuple(
-        Item(f"q{n}", "likert", text, 1, 7, 1, ("Not at all", "Extremely"))
-        for n, text in enumerate(_TRUST_ITEMS, 1)
-    ),
+    _likert_items(_TRUST_ITEMS, 7, ("Not at all", "Extremely")),
     "trust",
     "Jian, Bisantz & Drury (2000)",
 )

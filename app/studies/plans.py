@@ -15,7 +15,7 @@ from typing import Literal
 
 from app.core.errors import DeskLoopError
 from app.store import Store
-from app.store.studies import ParticipantPlan, ParticipantRecord, TrialPlan, TrialRecord
+from app.store.study_records import ParticipantPlan, ParticipantRecord, TrialPlan, TrialRecord
 from app.studies.design import (
     Assignment,
     Balance,

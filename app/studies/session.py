@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from app.agents.spec import AgentSpec
     from app.desktops.base import Desktop
     from app.store import Store
-    from app.store.studies import TrialRecord
+    from app.store.study_records import TrialRecord
     from app.tasks.model import Task
 
 NO_ASKING_REPLY = "(This study's agent may not ask questions: go on with your best judgement.)"
