@@ -19,7 +19,8 @@ from app.core.procfs import process_name, process_start_time
 from app.desktops.base import DesktopInfo
 from app.desktops.local import reaper
 from app.desktops.local.desktop import LocalDesktop
-from app.desktops.web.kiosk import call_evaluate, call_reset, page_tasks
+from app.desktops.web.cdp import CdpError
+from app.desktops.web.kiosk import call_evaluate, call_reset, page_tasks, wait_contract
 from app.desktops.xwindows import wait_window
 from app.episode.scoring import score_task
 from app.episode.setup_steps import run_setup
@@ -109,6 +110,26 @@ async def test_web_evaluate_scores_the_page_and_reset_page_restores_it() -> None
         await call_reset(page)
         verdict = await call_evaluate(page, "start-login-fix")
         assert verdict["success"] is False
+
+
+@pytest.mark.desktop
+async def test_a_page_that_lost_its_navigation_is_sent_to_its_url_again() -> None:
+    """A starved browser can lose its first navigation and stay a blank page; waiting for
+    the contract sends a page stuck that way to its URL again instead of timing out."""
+    task = load_task(START_CARD)
+    async with LocalDesktop() as desktop:
+        await run_setup(task, desktop)
+        page = desktop.guest.web_page
+        assert page is not None
+        url = await page.evaluate("location.href")
+        assert str(url).startswith("file://"), url
+        await page.navigate("about:blank")  # the state a lost navigation leaves
+        with pytest.raises(CdpError, match="about:blank"):
+            await wait_contract(page, url, timeout=1.5, stall=60.0)
+        await wait_contract(page, url, timeout=60.0, stall=1.0)
+        assert await page.evaluate("location.href") == url
+        ids = [t["id"] for t in await page_tasks(page)]
+        assert "start-login-fix" in ids
 
 
 def _copy_task(tmp_path: Path, text: str) -> Path:

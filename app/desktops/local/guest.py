@@ -205,7 +205,7 @@ class LocalGuest:
         browser = await start_browser(self._sandbox, self._env, log_path, argv, timeout)
         self._launched.append(browser.process)
         self._browser = browser
-        await wait_contract(browser.page, timeout)
+        await wait_contract(browser.page, url, timeout)
         return browser.page
 
     def resolve(self, path: str) -> Path:

@@ -43,7 +43,7 @@ import paramiko
 
 from app.core.errors import GuestError
 from app.desktops.web.cdp import CdpError, CdpPipe, WebPage
-from app.desktops.web.kiosk import CONTRACT_READY, chromium_argv
+from app.desktops.web.kiosk import chromium_argv, wait_contract
 
 # In the session user's home (the web apps are copied to ~/.deskloop-web/<task id>/).
 CDP_DIR = ".deskloop-web/.cdp"
@@ -211,7 +211,12 @@ class GuestBrowser:
         # A fresh profile each time, also after a restore (when the count starts anew).
         profile = f"{self._home}/.chromium-profile-{secrets.token_hex(4)}"
         await self.launch(chromium_argv(url, profile, *self._screen), timeout)
-        await self._wait_contract(timeout)
+        try:
+            await wait_contract(self.page, url, timeout)
+        except CdpError as exc:
+            raise CdpError(
+                f"{self._where}: {exc}; the browser's log: {await self._log_tail()}"
+            ) from None
         return self.page
 
     async def launch(self, argv: list[str], timeout: float) -> None:
@@ -235,23 +240,16 @@ class GuestBrowser:
             text = err.decode("utf-8", "replace").strip() or f"exit {code}"
             raise CdpError(f"cannot start {argv[0]} in {self._where}: {text}")
 
-    async def _wait_contract(self, timeout: float) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        last = "still loading"
-        while True:
-            try:
-                left = max(1.0, deadline - loop.time())
-                if await self.page.evaluate(CONTRACT_READY, timeout=left) is True:
-                    return
-            except CdpError as exc:
-                last = str(exc)  # a page still navigating has no context yet
-            if loop.time() > deadline:
-                raise CdpError(
-                    f"the page in {self._where} did not load the page contract within "
-                    f"{timeout:g} s (last: {last})"
-                )
-            await asyncio.sleep(0.1)
+    async def _log_tail(self) -> str:
+        """The end of the current browser's log in the guest (for an error message)."""
+        log = f"{self._home}/{LOG_DIR}/chromium-{self._count:03d}.log"
+        try:
+            out, _err, _code = await asyncio.to_thread(
+                self._run, shlex.join(["tail", "-c", "1500", log]), 20.0
+            )
+        except GuestError as exc:
+            return f"unread ({exc})"
+        return out.decode("utf-8", "replace").strip() or "empty"
 
     async def ensure(self, page: GuestPage, timeout: float) -> None:
         """A live relay and a page session on it (made now if there is none).

@@ -192,6 +192,18 @@ class WebPage:
                 raise CdpError(f"the browser showed no page within {timeout:g} s")
             await asyncio.sleep(0.05)
 
+    async def navigate(self, url: str, timeout: float = 10.0) -> None:
+        """Send the page to `url` (again), as if it had been opened there.
+
+        Raises:
+            CdpError: CDP failed, or the navigation was refused at once.
+        """
+        result = await self.pipe.call(
+            "Page.navigate", {"url": url}, session_id=self.session_id, timeout=timeout
+        )
+        if result.get("errorText"):
+            raise CdpError(f"navigating to {url} failed: {result['errorText']}")
+
     async def evaluate(self, expression: str, timeout: float = 10.0) -> Any:
         """The JSON value of a JavaScript expression in the page (promises awaited).
 

@@ -168,38 +168,69 @@ async def start_browser(
     return Browser(process, pipe, page)
 
 
-async def wait_contract(page: WebPage, timeout: float) -> None:
-    """Wait until the page has loaded and defines the page contract.
+# Where the page is and whether it speaks the contract, in one round trip.
+PAGE_STATE = (
+    "({href: location.href, readyState: document.readyState, title: document.title,"
+    f" ready: {CONTRACT_READY}}})"
+)
+# A page whose state has not changed for this long while it lacks the contract is sent
+# to its URL again. A starved browser (a TCG guest under load) can lose its first
+# navigation: its network service crashes and restarts, and the window stays an
+# "Untitled" blank page for good (docs/backends.md, *Measured*).
+STALL_SECONDS = 45.0
+
+
+async def wait_contract(
+    page: WebPage, url: str, timeout: float, stall: float = STALL_SECONDS
+) -> None:
+    """Wait until the page has loaded `url` and defines the page contract; a page stuck
+    without it for `stall` seconds is navigated to `url` again.
 
     Raises:
-        CdpError: it did not within `timeout` (the message says which functions are missing).
+        CdpError: it did not within `timeout` (the message says where the page was).
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    last = "no answer from the page yet"
+    changed = loop.time()
+    renavigated = 0
     while True:
-        with contextlib.suppress(CdpError):
-            # A page still navigating has no context yet; that is not an error.
-            if await page.evaluate(CONTRACT_READY, timeout=max(1.0, timeout)) is True:
+        try:
+            left = max(1.0, deadline - loop.time())
+            state = await page.evaluate(PAGE_STATE, timeout=left)
+            if isinstance(state, dict) and state.get("ready") is True:
                 return
+            now = _describe(state)
+        except CdpError as exc:
+            now = str(exc)  # a page still navigating has no context yet
         if page.pipe.closed is not None:
             raise CdpError(page.pipe.closed)
+        if now != last:
+            last, changed = now, loop.time()
+        elif loop.time() - changed > stall and deadline - loop.time() > stall / 3:
+            renavigated += 1
+            with contextlib.suppress(CdpError):
+                await page.navigate(url, timeout=min(stall / 3, deadline - loop.time()))
+            changed = loop.time()
         if loop.time() > deadline:
-            missing = await _missing_functions(page)
+            again = f"; sent to it again {renavigated} time(s)" if renavigated else ""
             raise CdpError(
                 f"the page did not load the page contract within {timeout:g} s "
-                f"(missing: {', '.join(missing) or 'none; still loading'})"
+                f"(last: {last}{again})"
             )
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.05)
 
 
-async def _missing_functions(page: WebPage) -> list[str]:
-    names = ("getTasks", "evaluateTask", "reset")
-    expression = "[" + ",".join(f"typeof window.{n} === 'function'" for n in names) + "]"
-    try:
-        found = await page.evaluate(expression, timeout=2.0)
-    except CdpError:
-        return list(names)
-    return [n for n, ok in zip(names, found or [], strict=False) if not ok]
+def _describe(state: Any) -> str:
+    """A page's PAGE_STATE in words, for a message."""
+    if not isinstance(state, dict):
+        return f"the page answered {state!r}"
+    ready = state.get("readyState")
+    missing = ""
+    if ready == "complete":
+        names = ("getTasks", "evaluateTask", "reset")
+        missing = f", without the page contract ({', '.join(names)})"
+    return f"at {state.get('href')} ({ready}{missing}), title {state.get('title')!r}"
 
 
 async def call_reset(page: WebPage, timeout: float = 5.0) -> None:
