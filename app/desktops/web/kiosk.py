@@ -196,7 +196,9 @@ async def wait_contract(
     renavigated = 0
     while True:
         try:
-            left = max(1.0, deadline - loop.time())
+            # Bounded by the stall too: one call hanging on a stuck page must not use
+            # up the time in which it could be sent again.
+            left = max(1.0, min(deadline - loop.time(), stall / 3))
             state = await page.evaluate(PAGE_STATE, timeout=left)
             if isinstance(state, dict) and state.get("ready") is True:
                 return
