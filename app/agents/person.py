@@ -1,10 +1,12 @@
 """A person as the agent: they drive the desktop through a VNC viewer, for baselines.
 
-The person's viewer connects to an `RFBRecordingProxy` (127.0.0.1, its own
-password) in front of the desktop's VNC server. Their input reaches the desktop
-live; the proxy's `InputRecorder` turns it into protocol actions, which this agent
-hands to the episode runner one per step, so a human episode is recorded exactly
-like a model's: steps with actions and frames, messages, phases, score.
+The person's viewer connects to the episode's `PersonInput` (app.rfb.person: a
+recording proxy on 127.0.0.1 with its own password) in front of the desktop's VNC
+server; the TUI's live view sends its clicks and keys through the same proxy. Their
+input reaches the desktop live; the proxy's `InputRecorder` turns it into protocol
+actions, in order, which this agent hands to the episode runner one per step, so a
+human episode is recorded exactly like a model's: steps with actions and frames,
+messages, phases, score.
 DONE (with an answer, when the person types one) / ASK / FAIL come from `command()`
 (the CLI reads them from stdin).
 
@@ -25,7 +27,8 @@ from app.agents.base import AgentContext, Observation
 from app.core.actions import Action, Ask, Done, Fail, GuiAction, answer_from_text
 from app.core.errors import AgentError
 from app.desktops.base import Desktop
-from app.rfb.proxy import InputRecorder, ProxyAddress, RFBRecordingProxy
+from app.rfb.person import PersonInput
+from app.rfb.proxy import ProxyAddress
 
 COMMANDS_HELP = "done [ANSWER] | ask QUESTION | fail REASON"
 
@@ -67,8 +70,7 @@ class PersonAgent:
         self._port = port
         self._announce = announce
         self._actions: asyncio.Queue[tuple[Action, str]] = asyncio.Queue()
-        self._recorder = InputRecorder(lambda action: self._put(action, "viewer"))
-        self._proxy: RFBRecordingProxy | None = None
+        self._input: PersonInput | None = None
         self._info: dict[str, Any] | None = None
 
     def _put(self, action: Action, source: str) -> None:
@@ -76,24 +78,35 @@ class PersonAgent:
 
     @property
     def address(self) -> ProxyAddress | None:
-        return None if self._proxy is None else self._proxy.address
+        return None if self._input is None else self._input.address
+
+    @property
+    def input(self) -> PersonInput | None:
+        """The person's way in (started with the agent): viewers and the live view."""
+        return self._input
 
     async def start(self, context: AgentContext) -> None:
         endpoint = self._desktop.info().vnc
         if endpoint is None:
             raise AgentError("person agent: the desktop has no VNC endpoint to proxy")
-        if self._proxy is None:
-            self._proxy = RFBRecordingProxy(endpoint, self._recorder, self._port)
-            address = await self._proxy.start()
+        if self._input is None:
+            self._input = PersonInput(
+                endpoint, lambda action: self._put(action, "proxy"), port=self._port
+            )
+            address = await self._input.start()
             if self._announce is not None:
                 self._announce(address)
 
-    async def perform(self, action: GuiAction) -> None:
-        """One action of the person's made from the TUI's live view (not a viewer):
-        done on the desktop here, then handed to the runner like a viewer's, which
-        records it on the pass-through desktop without sending it again."""
-        await self._desktop.act(action)
-        self._put(action, "live view")
+    def perform(self, action: GuiAction) -> None:
+        """One action of the person's made from the TUI's live view: sent through the
+        proxy after the ones before it, and recorded there as a viewer's would be.
+
+        Raises:
+            AgentError: the agent has not started (there is no proxy yet).
+        """
+        if self._input is None:
+            raise AgentError("person agent: not started; its input proxy is not up yet")
+        self._input.submit(action)
 
     def command(self, line: str) -> Action:
         """Queue DONE / ASK / FAIL after the input already made; returns the action.
@@ -102,22 +115,28 @@ class PersonAgent:
             ValueError: not a command.
         """
         action = parse_command(line)
-        self._recorder.flush()
-        self._put(action, "command")
+        if self._input is None:
+            self._put(action, "command")
+        else:
+            # After the input the person gave before it: DONE follows their typing.
+            self._input.after_input(lambda: self._put(action, "command"))
         return action
 
     async def decide(self, observation: Observation) -> Action:
         action, source = await self._actions.get()
         self._info = {"source": source}
-        if self._proxy is not None and self._proxy.errors:
-            self._info["proxy_errors"] = list(self._proxy.errors)
-            self._proxy.errors.clear()
+        if self._input is not None:
+            errors = [*self._input.proxy.errors, *self._input.errors]
+            if errors:
+                self._info["proxy_errors"] = errors
+                self._input.proxy.errors.clear()
+                self._input.errors.clear()
         return action
 
     def step_info(self) -> dict[str, Any] | None:
         return self._info
 
     async def close(self) -> None:
-        if self._proxy is not None:
-            await self._proxy.close()
-            self._proxy = None
+        if self._input is not None:
+            await self._input.close()
+            self._input = None

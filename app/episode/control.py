@@ -43,6 +43,14 @@ class RunOptions:
     whose judge counts is refused before its episode starts (`launch`)."""
 
 
+@dataclass(frozen=True)
+class PersonAction:
+    """One of the person's actions, and whether it already reached the desktop."""
+
+    action: GuiAction
+    delivered: bool = False
+
+
 class EpisodeControl:
     """How a person steers a running episode. Call from the event loop's thread.
 
@@ -56,7 +64,7 @@ class EpisodeControl:
 
     def __init__(self) -> None:
         self._injections: list[tuple[str, UserKind]] = []
-        self._person_actions: list[GuiAction] = []
+        self._person_actions: list[PersonAction] = []
         self._person_acted = asyncio.Event()
         self._running = asyncio.Event()
         self._running.set()
@@ -67,12 +75,14 @@ class EpisodeControl:
             raise ValueError("an injected message needs text")
         self._injections.append((text, kind))
 
-    def take_over(self, action: GuiAction) -> None:
-        """Queue one of the person's own GUI actions for the desktop."""
-        self._person_actions.append(action)
+    def take_over(self, action: GuiAction, *, delivered: bool = False) -> None:
+        """Queue one of the person's own GUI actions: for the desktop, or, `delivered`,
+        already on it (their input went through the recording proxy,
+        app.rfb.person) and only to be recorded."""
+        self._person_actions.append(PersonAction(action, delivered))
         self._person_acted.set()
 
-    def take_person_actions(self) -> list[GuiAction]:
+    def take_person_actions(self) -> list[PersonAction]:
         taken, self._person_actions = self._person_actions, []
         self._person_acted.clear()
         return taken

@@ -1,5 +1,6 @@
-"""The person's own steps: what they did on the desktop from the live view (take-over),
-run and recorded as steps of the episode with `actor="person"`.
+"""The person's own steps: what they did on the desktop during the episode (take-over
+from the live view, a viewer or noVNC on the recording proxy), run when not yet
+delivered and recorded as steps of the episode with `actor="person"`.
 """
 
 from __future__ import annotations
@@ -26,17 +27,20 @@ async def take_over(
     """Run and record the person's actions waiting in `control`, until the episode
     ends or the person aborts. Each takes a step number but no step of the agent's
     budget (`Protocol.on_person`)."""
-    for action in control.take_person_actions():
+    for taken in control.take_person_actions():
         if protocol.ended is not None or control.abort_requested:
             return
+        action = taken.action
         step = protocol.on_person()
+        # A delivered action's frame is the screen after it (its input came first).
         frame = await desktop.frame()
         frame_path = await recorder.save_frame(f"{step:05d}", frame)
         step_started = time.time()
         error: str | None = None
         t1 = time.monotonic()
         try:
-            await desktop.act(action)
+            if not taken.delivered:
+                await desktop.act(action)
         except ActionError as exc:
             error = str(exc)
         act_seconds = time.monotonic() - t1

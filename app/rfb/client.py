@@ -43,6 +43,10 @@ class VncEndpoint:
     host: str
     port: int
     password: str
+    explicit_shift: bool = False
+    """How the server wants typed capitals (QEMU's: with Shift held; `VNCClient`)."""
+    type_delay: float = 0.0
+    """Seconds between typed keys the server needs (QEMU's input queue; `VNCClient`)."""
 
 
 T = TypeVar("T")

@@ -323,6 +323,10 @@ class RFBRecordingProxy:
         self.errors: list[str] = []
 
     @property
+    def started(self) -> bool:
+        return self._server is not None
+
+    @property
     def address(self) -> ProxyAddress:
         if self._server is None:
             raise VNCError("the recording proxy is not started")

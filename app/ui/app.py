@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -33,6 +33,26 @@ if TYPE_CHECKING:
     from app.agents.base import Agent
     from app.ui.services.authoring import RecordingSession
     from app.ui.services.episode import EpisodeSession
+
+
+def keep_alt_letters() -> None:
+    """Make a terminal's Alt+F and Alt+B the keys alt+f and alt+b again.
+
+    A terminal sends Alt+letter as ESC and the letter. Textual reads `ESC f` and
+    `ESC b` as ctrl+right and ctrl+left (iTerm's word-motion keys), so a person taking
+    over a desktop could not open GIMP's File menu: Alt+F arrived as ctrl+right while
+    Alt+I was right. DeskLoop's text boxes lose no motion by this (a real ctrl+right
+    comes as its own escape sequence, which is kept).
+    """
+    from textual import _ansi_sequences
+
+    # Typed as a Mapping; it is the module's one dict, which the parser reads per key.
+    sequences = cast(dict[str, object], _ansi_sequences.ANSI_SEQUENCES_KEYS)
+    for sequence in ("\x1bf", "\x1bb"):
+        sequences.pop(sequence, None)
+
+
+keep_alt_letters()
 
 
 # The modes' screens other than Tasks, each imported when its mode is first shown: the

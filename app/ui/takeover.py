@@ -2,8 +2,10 @@
 
 The mouse is mapped by the frame view itself (`FrameView.Pointer`, in desktop pixels);
 this module turns a Textual key event into the protocol's `Type` or `Key` action while
-key passthrough is on. Both reach the runner through `EpisodeControl.take_over`, which
-records them as the person's steps.
+key passthrough is on. Both go to the desktop through the episode's recording proxy
+(`EpisodeSession.person_input`, app.rfb.person), in the order they were made, and are
+recorded there as the person's steps: typed keys merge into one `type` step, as a
+viewer's do.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from textual import events
 from textual.screen import Screen
 
 from app.core.actions import GuiAction, Key, Type
-from app.core.errors import ActionError
+from app.core.errors import ActionError, AgentError
 from app.core.keys import parse_combo
 from app.core.vocabulary import StepActor
 from app.ui.halfblock import FrameView
@@ -66,13 +68,18 @@ class TakeOverMixin(Screen[None]):
         if session is None or session.ended:
             self.notify("No episode runs: nothing to take over.", severity="warning")
             return False
-        human = session.human
-        if human is not None:
-            # The person is the agent: their action is the episode's next step.
-            self.run_worker(human.perform(action), group="takeover", exit_on_error=False)
-        else:
-            session.control.take_over(action)
+        person_input = session.person_input
+        if person_input is not None and person_input.on_error is None:
+            person_input.on_error = self._input_failed
+        try:
+            session.take_over(action)
+        except AgentError as exc:
+            self.notify(str(exc), severity="warning")
+            return False
         return True
+
+    def _input_failed(self, error: str) -> None:
+        self.notify(f"Not sent to the desktop: {error}", severity="error")
 
     def on_frame_view_pointer(self, event: FrameView.Pointer) -> None:
         self._take_over(event.action)

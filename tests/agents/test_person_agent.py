@@ -171,7 +171,7 @@ async def test_a_person_episode_through_the_recording_proxy(tmp_path: Path) -> N
     assert steps[3].action["dy"] == 2
     assert steps[4].action["x2"] == 300 and steps[4].action["y2"] == 750
     assert all(s.frame is not None for s in steps)
-    assert steps[0].agent_info == {"source": "viewer"}
+    assert steps[0].agent_info == {"source": "proxy"}
     assert steps[-1].agent_info == {"source": "command"}
     assert store.get_episode(result.episode_id).agent == "person"
     store.close()

@@ -89,7 +89,7 @@ async def test_a_human_episode_started_and_driven_from_the_tui(tmp_path: Path) -
     assert episode.agent == "person"  # as `deskloop human` records it
     assert steps[0].action == {"kind": "click", "x": point[0], "y": point[1],
                                "button": "left", "count": 1}  # fmt: skip
-    assert steps[0].agent_info == {"source": "live view"} and steps[0].frame
+    assert steps[0].agent_info == {"source": "proxy"} and steps[0].frame
     assert steps[1].description.startswith("DONE")
     assert any(m.role == "agent" and m.text == "DONE: 2" for m in messages)
     assert episode.status == "finished" and episode.end_reason == "done"

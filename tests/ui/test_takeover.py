@@ -11,12 +11,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from textual._xterm_parser import XTermParser
+from textual.events import Key
 
+from app.core.actions import Key as KeyAction
 from app.store import Store
-from app.ui.app import DeskLoopApp
+from app.ui.app import DeskLoopApp, keep_alt_letters
 from app.ui.halfblock import HalfBlockView, fit
 from app.ui.screens.live import LiveScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
+from app.ui.takeover import key_action
 from tests.ui.helpers import wait_until
 
 pytestmark = pytest.mark.desktop
@@ -70,6 +74,20 @@ def test_a_cell_maps_to_the_pixel_under_it_at_every_zoom() -> None:
             assert abs(y - (y0 + (2 * row + 1) * shown.shape[0] / out_h)) < 1
         assert view.desktop_point(view._pad + out_w, 0) is None  # right of the picture
         assert view.desktop_point(view._pad, out_h // 2) is None  # below it
+
+
+def test_a_terminals_alt_letters_are_alt_chords_for_the_desktop() -> None:
+    """A terminal sends Alt+F as ESC f; Textual alone reads that as ctrl+right, so
+    take-over sent GIMP ctrl+right instead of opening its File menu."""
+    keep_alt_letters()  # as importing the TUI does
+    for sent, key in (("\x1bf", "alt+f"), ("\x1bb", "alt+b"), ("\x1bi", "alt+i")):
+        parser = XTermParser()
+        events = [*parser.feed(sent), *parser.feed("")]
+        assert [e.key for e in events if isinstance(e, Key)] == [key]
+        assert key_action(events[0]) == KeyAction(key)  # type: ignore[arg-type]
+    parser = XTermParser()  # a real ctrl+right has its own sequence, still known
+    events = [*parser.feed("\x1b[1;5C"), *parser.feed("")]
+    assert [e.key for e in events if isinstance(e, Key)] == ["ctrl+right"]
 
 
 async def test_click_and_keys_from_the_live_view_are_the_persons(tmp_path: Path) -> None:
@@ -129,20 +147,22 @@ async def test_click_and_keys_from_the_live_view_are_the_persons(tmp_path: Path)
         await pilot.click("#live-frame", offset=(view._pad + 2, 2))
         await pilot.press("f6")
         assert live.passthrough
-        await pilot.press("t", "o", "u", "c", "h", "space", "m", "enter")
+        # A burst with doubled letters: sent one after the other through the recording
+        # proxy (each key used to be a task of its own, and `aabb` arrived as `abab`).
+        await pilot.press("t", "o", "u", "c", "h", "space", "a", "a", "b", "b", "enter")
         await pilot.press("f6")
         assert not live.passthrough
         await wait_until(
             pilot,
-            lambda: sum(s.actor == "person" for s in session.steps) == 10,
+            lambda: sum(s.actor == "person" for s in session.steps) == 3,
             60,
-            "the person's two clicks and eight keys",
+            "the person's two clicks and their typing, as three steps",
         )
-        # The keys reached the xterm's shell: `touch m` made the file.
+        # The keys reached the xterm's shell in order: `touch aabb` made the file.
         guest = session.desktop.guest
         deadline = time.monotonic() + 20
-        while not await guest.exists(f"{guest.home}/m"):
-            assert time.monotonic() < deadline, "the typed command made no file m"
+        while not await guest.exists(f"{guest.home}/aabb"):
+            assert time.monotonic() < deadline, "the typed command made no file aabb"
             await pilot.pause(0.1)
         await pilot.press("f2")  # resume: the agent's steps follow the person's
         person = session.person
@@ -155,9 +175,9 @@ async def test_click_and_keys_from_the_live_view_are_the_persons(tmp_path: Path)
     with Store(db) as store:
         steps = store.steps(episode_id)
     actors = [s.actor for s in steps]
-    assert actors[:10] == ["person"] * 10 and "agent" in actors[10:]
+    assert actors[:3] == ["person"] * 3 and "agent" in actors[3:]
     assert steps[0].action == {"kind": "click", "x": expected[0], "y": expected[1],
                                "button": "left", "count": 1}  # fmt: skip
-    typed = [s.action.get("text") for s in steps[2:6]]
-    assert typed == ["t", "o", "u", "c"]
+    # The typed run is one step, as a viewer's typing is.
+    assert steps[2].action == {"kind": "type", "text": "touch aabb\n"}
     assert [s.idx for s in steps] == list(range(len(steps)))

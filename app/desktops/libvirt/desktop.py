@@ -27,7 +27,7 @@ from app.core.errors import DesktopError
 from app.core.settings import read_settings
 from app.desktops.base import DesktopInfo
 from app.desktops.libvirt.config import DEFAULT_IMAGE, LibvirtConfig, validate_name
-from app.desktops.libvirt.link import GuestLink
+from app.desktops.libvirt.link import QEMU_TYPE_DELAY, GuestLink
 from app.desktops.libvirt.machine import Machine
 from app.desktops.libvirt.states import BOOT_STATE, StartState, state_key, state_keys
 from app.desktops.libvirt.watch import GuestWatching
@@ -129,7 +129,15 @@ class LibvirtDesktop(DesktopLifecycle, GuestWatching, VncScreen):
         if host is not None and not host.local:
             details["host"] = host.label
         if self._state == "running" and record is not None and self._link.vnc_port:
-            vnc = VncEndpoint("127.0.0.1", self._link.vnc_port, record.vnc_password)
+            # QEMU's server: a person's input through the proxy is typed as the
+            # desktop's own (app.desktops.libvirt.link).
+            vnc = VncEndpoint(
+                "127.0.0.1",
+                self._link.vnc_port,
+                record.vnc_password,
+                explicit_shift=True,
+                type_delay=QEMU_TYPE_DELAY,
+            )
         if self._link.guest is not None:
             details["ip"] = self._link.guest.host
         return DesktopInfo(

@@ -4,13 +4,14 @@ told it, for the Live screen to show."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.agents.base import Agent
 from app.agents.person import PersonAgent
-from app.core.actions import describe_action
+from app.core.actions import Action, GuiAction, describe_action
 from app.core.conversation import Message
 from app.core.triggers import describe_trigger
 from app.core.vocabulary import StepActor, UserKind, UserMode
@@ -28,6 +29,8 @@ from app.episode.events import (
 )
 from app.episode.launch import launch, llm_cache_dir, make_user
 from app.episode.runner import EpisodeRunner
+from app.rfb.client import VncEndpoint
+from app.rfb.person import PersonInput
 from app.store import Store
 from app.tasks.model import Task
 from app.ui.describe import describe_end
@@ -86,6 +89,8 @@ class EpisodeSession:
     clock_start: float | None = None
     """Monotonic time the agent loop began (for the time budget)."""
     listeners: list[Callable[[RunnerEvent], None]] = field(default_factory=list)
+    _own_input: PersonInput | None = field(default=None, init=False, repr=False)
+    _closing: set[asyncio.Future[None]] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Built now, not with the runner: the chat pane answers through a person user
@@ -197,7 +202,70 @@ class EpisodeSession:
             control=self.control,
         )
         self.runner = episode.runner
-        return await episode.run()
+        try:
+            return await episode.run()
+        finally:
+            if self._own_input is not None:
+                await self._own_input.close()
+
+    def take_over(self, action: GuiAction) -> None:
+        """One of the person's actions from the live view, for the desktop: through the
+        recording proxy after their earlier input, recorded there as theirs (the
+        agent's next step when they are the agent).
+
+        Raises:
+            AgentError: the person is the agent and it has not started yet.
+        """
+        human = self.human
+        if human is not None:
+            human.perform(action)
+            return
+        person_input = self._own_person_input()
+        if person_input is None:
+            # A desktop without VNC has no proxy: the runner sends the action itself.
+            self.control.take_over(action)
+        else:
+            person_input.submit(action)
+
+    @property
+    def person_input(self) -> PersonInput | None:
+        """The person's one way into the desktop while the episode runs (the recording
+        proxy, app.rfb.person): the live view's take-over, a viewer and noVNC all go
+        through it. The person agent's own when the person is the agent; made at the
+        first use otherwise (the desktop's VNC exists once the episode has reset it)."""
+        human = self.human
+        return human.input if human is not None else self._own_person_input()
+
+    async def person_endpoint(self) -> VncEndpoint | None:
+        """Where a viewer (noVNC, a native one) reaches the desktop while the episode
+        runs: the recording proxy, started now if need be; None when there is none."""
+        person_input = self.person_input
+        if person_input is None or self.ended:
+            return None
+        if person_input.address is None:
+            await person_input.start()
+        return person_input.endpoint
+
+    def _own_person_input(self) -> PersonInput | None:
+        if self.ended:
+            return None
+        vnc = self.desktop.info().vnc
+        if vnc is None:
+            return None
+        own = self._own_input
+        if own is None or own.upstream != vnc:
+            # A reset can bring the desktop back on another port: a new proxy for it.
+            if own is not None:
+                closing = asyncio.ensure_future(own.close())
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
+            own = PersonInput(vnc, self._person_did)
+            self._own_input = own
+        return own
+
+    def _person_did(self, action: Action) -> None:
+        if isinstance(action, GuiAction):  # the proxy records input only
+            self.control.take_over(action, delivered=True)
 
     def send(self, text: str, kind: UserKind, *, from_draft: bool = False) -> str:
         """The chat pane's Enter: answers a waiting ASK, gives feedback on a waiting
