@@ -24,12 +24,28 @@ evaluate:
 """
 
 
-def write_xterm_task(root: Path, *, steps: int = 10, seconds: int = 120) -> Path:
-    """Write the task as `root/tasks/gimp/xterm-proof.yaml` and return its path."""
+REFERENCE = """\
+kind: demonstration
+steps:
+  - type: "touch ~/proof.txt\\n"
+  - done
+"""
+
+
+def write_xterm_task(
+    root: Path, *, steps: int = 10, seconds: int = 120, reference: bool = False
+) -> Path:
+    """Write the task as `root/tasks/gimp/xterm-proof.yaml` and return its path; with
+    `reference`, a reference script that solves it beside it (the TUI's start dialog
+    then offers the reference agent first)."""
     folder = root / "tasks" / "gimp"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "xterm-proof.yaml"
-    path.write_text(XTERM_TASK.format(steps=steps, seconds=seconds))
+    text = XTERM_TASK.format(steps=steps, seconds=seconds)
+    if reference:
+        text += "reference: xterm-proof-reference.yaml\n"
+        (folder / "xterm-proof-reference.yaml").write_text(REFERENCE)
+    path.write_text(text)
     return path
 
 

@@ -31,6 +31,7 @@ from app.ui.services.novnc import NoVncServers
 
 if TYPE_CHECKING:
     from app.agents.base import Agent
+    from app.rfb.client import VncEndpoint
     from app.ui.services.authoring import RecordingSession
     from app.ui.services.episode import EpisodeSession
 
@@ -171,6 +172,47 @@ class DeskLoopApp(App[None]):
     def on_mount(self) -> None:
         self.sub_title = f"backend: {self.backend} · database: {self.db_path}"
         self.switch_mode(self.start_mode)
+        self.set_interval(1.0, self.prune_viewers, name="prune noVNC")
+
+    def episode_on(self, name: str) -> EpisodeSession | None:
+        """The episode running on the pool's desktop `name`, if one does."""
+        session = self.session
+        entry = self.pool.entries.get(name)
+        if session is None or session.ended or entry is None:
+            return None
+        return session if entry.desktop is session.desktop else None
+
+    async def viewer_endpoint(self, name: str) -> VncEndpoint | None:
+        """Where a person's viewer of the pool's desktop `name` connects: while an
+        episode runs on it, the episode's recording proxy (started now if need be), so
+        their input is recorded as theirs; else the desktop's own VNC server."""
+        session = self.episode_on(name)
+        if session is not None:
+            return await session.person_endpoint()
+        entry = self.pool.entries.get(name)
+        return None if entry is None else entry.info().vnc
+
+    def prune_viewers(self) -> None:
+        """Stop the noVNC servers of the pool's desktops that serve what is no longer
+        the way in: a stopped or reset desktop's old port, the desktop's own server
+        once an episode runs on it (input there would bypass the recording proxy),
+        or an ended episode's proxy."""
+        wanted: dict[str, VncEndpoint | None] = {}
+        for name in self.novnc.servers:
+            if name not in self.pool.entries:
+                continue  # a VM made elsewhere: the Desktops screen's own listing
+            session = self.episode_on(name)
+            if session is not None:
+                person_input = session.person_input
+                wanted[name] = None if person_input is None else person_input.endpoint
+            else:
+                wanted[name] = self.pool.entries[name].info().vnc
+        for name in self.novnc.keep_only(wanted):
+            self.notify(
+                f"noVNC for {name} stopped: it served what is no longer the desktop's way "
+                "in (o serves it again).",
+                timeout=8,
+            )
 
     async def on_unmount(self) -> None:
         if self.session is not None and not self.session.ended:

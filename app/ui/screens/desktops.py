@@ -261,7 +261,18 @@ class DesktopsScreen(LabScreen):
         usage = self.usage.get(name) or self.usage.get(VM_KEY + name)  # local, or a VM
         if usage is not None and info.state == "running":
             lines.append(usage.describe())
-        lines += vnc_lines(info.vnc)
+        session = self.lab.episode_on(name)
+        if session is None:
+            lines += vnc_lines(info.vnc)
+        else:
+            # The desktop's own address would let input around the recording proxy.
+            person_input = session.person_input
+            proxy = None if person_input is None else person_input.endpoint
+            lines.append("An episode runs here: viewers connect through its recording proxy.")
+            lines += vnc_lines(proxy) if proxy is not None else ["o opens a viewer through it."]
+        served = self.lab.novnc.serving(name)
+        if served is not None:
+            lines.append(f"noVNC: {escape(served.url)}")
         lines += [f"{key}: {escape(value)}" for key, value in info.details.items()]
         detail.update("\n".join(lines))
 
@@ -469,9 +480,17 @@ class DesktopsScreen(LabScreen):
         if target is None:
             return
         if isinstance(target, str):
-            name, vnc = target, self.pool.entries[target].info().vnc
-        else:
-            name, vnc = target.name, target.vnc
+            # While an episode runs there, through its recording proxy (async: it may
+            # start the proxy).
+            self._open_pool_viewer(target)
+            return
+        self._open_viewer_on(target.name, target.vnc)
+
+    @work(exclusive=True, group="viewer", exit_on_error=False)
+    async def _open_pool_viewer(self, name: str) -> None:
+        self._open_viewer_on(name, await self.lab.viewer_endpoint(name))
+
+    def _open_viewer_on(self, name: str, vnc: VncEndpoint | None) -> None:
         if vnc is None:
             self.notify(f"{name} is not running.", severity="warning")
             return

@@ -160,6 +160,29 @@ class NoVncServers:
         self.servers[name] = server
         return server
 
+    def serving(self, name: str) -> NoVncServer | None:
+        """The live server for `name`, if one runs."""
+        server = self.servers.get(name)
+        return server if server is not None and server.alive() else None
+
+    def stop(self, name: str) -> None:
+        server = self.servers.pop(name, None)
+        if server is not None:
+            server.stop()
+
+    def keep_only(self, wanted: dict[str, VncEndpoint | None]) -> list[str]:
+        """Stop each server of a name in `wanted` whose endpoint is no longer the one
+        wanted (the desktop stopped or was reset onto another port, or an episode's
+        recording proxy came or went); returns the names stopped. Names not in
+        `wanted` are left alone."""
+        stopped = []
+        for name, endpoint in wanted.items():
+            server = self.servers.get(name)
+            if server is not None and (server.endpoint != endpoint or not server.alive()):
+                self.stop(name)
+                stopped.append(name)
+        return stopped
+
     def stop_all(self) -> None:
         for server in self.servers.values():
             server.stop()
