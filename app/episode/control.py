@@ -10,14 +10,16 @@ CLI, the TUI, a batch and the Gymnasium environment set them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from app.core.actions import GuiAction
 from app.core.errors import DeskLoopError
 from app.core.vocabulary import UserKind
 from app.episode.judge import JudgeConfig
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,10 @@ class RunOptions:
     """The model judge's endpoint, for a task's `judge` checks (app.episode.judge);
     None: a judge that does not count records that none was configured, and a task
     whose judge counts is refused before its episode starts (`launch`)."""
+
+
+class Aborted(Exception):
+    """The person aborted the episode."""
 
 
 @dataclass(frozen=True)
@@ -125,3 +131,26 @@ class EpisodeControl:
 
     async def until_abort(self) -> None:
         await self._abort.wait()
+
+    async def unless_aborted(self, waiting: Awaitable[T]) -> T:
+        """Await `waiting` (the agent's decision, a simulated user's reply) unless the
+        person aborts first: a person agent waiting for their next input, or a model
+        still thinking, does not hold an abort back.
+
+        Raises:
+            Aborted: the abort came first (`waiting` is cancelled).
+        """
+        reply = asyncio.ensure_future(waiting)
+        abort = asyncio.ensure_future(self.until_abort())
+        try:
+            done, _ = await asyncio.wait({reply, abort}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled (the time budget, Ctrl-C): the wait goes too
+            reply.cancel()
+            raise
+        finally:
+            abort.cancel()
+        if reply not in done:
+            reply.cancel()
+            raise Aborted
+        result: T = reply.result()
+        return result

@@ -52,7 +52,7 @@ from app.core.vocabulary import ErrorKind
 from app.core.windows import WindowList
 from app.desktops.base import Desktop
 from app.desktops.liveness import DesktopDied, while_alive
-from app.episode.control import EpisodeControl, RunOptions
+from app.episode.control import Aborted, EpisodeControl, RunOptions
 from app.episode.events import (
     EndedEvent,
     EpisodeResult,
@@ -68,7 +68,7 @@ from app.episode.protocol import Outcome, PhaseSpec, Protocol
 from app.episode.records import EpisodeRecorder
 from app.episode.scorer import EpisodeScorer
 from app.episode.takeover import take_over
-from app.episode.user_turns import Aborted, UserTurns
+from app.episode.user_turns import UserTurns
 from app.store import Store
 from app.tasks.loader import setup_key
 from app.tasks.model import Task
@@ -395,7 +395,7 @@ class EpisodeRunner:
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a
             # cancellation (Ctrl-C, SIGTERM) that lands as the agent answers.
             async with asyncio.timeout(remaining):
-                action = await self.agent.decide(observation)
+                action = await self.control.unless_aborted(self.agent.decide(observation))
         except TimeoutError:
             # The budget bounds the agent's thinking, a slow model's included; but an
             # endpoint that was already failing in the call is why no answer came:

@@ -6,23 +6,15 @@ review of a DONE, and in person mode the person's message for a phase that becam
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 from app.core.actions import Action, Ask, Done
-from app.episode.control import EpisodeControl
+from app.episode.control import Aborted, EpisodeControl
 from app.episode.events import Reporter, WaitingEvent
 from app.episode.protocol import Outcome, Protocol, Reply
 from app.episode.waits import PersonWaits
 from app.users.person import PersonReply, PersonUser
 from app.users.simulated import User
-
-T = TypeVar("T")
-
-
-class Aborted(Exception):
-    """The person aborted the episode."""
 
 
 class UserTurns:
@@ -68,7 +60,7 @@ class UserTurns:
                     assert got[0].text is not None
                     return protocol.answer(got[0].text, "person", elapsed(), got[1])
             else:
-                text, source = await self._wait_for_user(self.user.answer(action.question))
+                text, source = await self.control.unless_aborted(self.user.answer(action.question))
                 if protocol.awaiting_answer:
                     return protocol.answer(text, source, elapsed())
         elif outcome.needs_review:
@@ -79,7 +71,7 @@ class UserTurns:
                 if protocol.awaiting_review:
                     return protocol.review(got[0].text, "person", elapsed(), got[1])
             else:
-                feedback = await self._wait_for_user(self.user.review())
+                feedback = await self.control.unless_aborted(self.user.review())
                 if protocol.awaiting_review:
                     source = "person" if self.user.mode == "person" else "simulated"
                     return protocol.review(feedback, source, elapsed())
@@ -98,17 +90,3 @@ class UserTurns:
             raise Aborted
         reply, waited = got
         return reply, Reply(reply.origin, reply.scripted, round(waited, 3))
-
-    async def _wait_for_user(self, waiting: Awaitable[T]) -> T:
-        """Await a simulated user's reply, unless the person aborts first."""
-        reply = asyncio.ensure_future(waiting)
-        abort = asyncio.ensure_future(self.control.until_abort())
-        try:
-            done, _ = await asyncio.wait({reply, abort}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            abort.cancel()
-        if reply not in done:
-            reply.cancel()
-            raise Aborted
-        result: T = reply.result()
-        return result

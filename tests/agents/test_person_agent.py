@@ -15,7 +15,7 @@ from app.core.actions import Action, Ask, Click, Done, Drag, Fail, Key, Move, Sc
 from app.core.errors import VNCError
 from app.desktops.local.desktop import LocalDesktop
 from app.desktops.pass_through import PassThroughDesktop
-from app.episode.control import RunOptions
+from app.episode.control import EpisodeControl, RunOptions
 from app.episode.events import EpisodeResult
 from app.episode.runner import EpisodeRunner
 from app.rfb import wire
@@ -110,7 +110,7 @@ async def test_the_proxy_relays_a_viewer_and_records_its_input() -> None:
 
 
 def start_person_episode(
-    task: Task, desktop: LocalDesktop, store: Store
+    task: Task, desktop: LocalDesktop, store: Store, control: EpisodeControl | None = None
 ) -> tuple[PersonAgent, asyncio.Future[ProxyAddress], asyncio.Task[EpisodeResult]]:
     """A person's episode of `task` on `desktop`, started on the running loop: its agent,
     the address its recording proxy announces (once it listens), and the episode."""
@@ -124,8 +124,27 @@ def start_person_episode(
         store,
         backend="local",
         options=RunOptions(settle_timeout=0.5),
+        control=control,
     )
     return agent, ready, asyncio.create_task(runner.run())
+
+
+@pytest.mark.desktop
+async def test_an_abort_ends_a_person_episode_that_waits_for_their_input(
+    tmp_path: Path,
+) -> None:
+    """The runner waits for the person's next action with nothing coming: an abort ends
+    the episode then and there, not at their next action."""
+    task = load_task(write_xterm_task(tmp_path, steps=20, seconds=300))
+    control = EpisodeControl()
+    with Store(tmp_path / "db.sqlite") as store:
+        async with LocalDesktop() as desktop:
+            _agent, ready, episode = start_person_episode(task, desktop, store, control)
+            await asyncio.wait_for(asyncio.shield(ready), 120)
+            control.abort()
+            result = await asyncio.wait_for(episode, 30)
+        assert result.status == "error" and result.end_reason == "aborted"
+        assert store.steps(result.episode_id) == []
 
 
 @pytest.mark.desktop

@@ -10,10 +10,10 @@ import pytest
 
 from app.core.actions import Ask, Click
 from app.core.triggers import StepCount
-from app.episode.control import EpisodeControl
+from app.episode.control import Aborted, EpisodeControl
 from app.episode.events import Reporter, RunnerEvent, WaitingEvent
 from app.episode.protocol import PhaseSpec, Protocol
-from app.episode.user_turns import Aborted, UserTurns
+from app.episode.user_turns import UserTurns
 from app.users.person import PersonUser
 from app.users.simulated import NO_FURTHER_INFORMATION, SimulatedUser
 
