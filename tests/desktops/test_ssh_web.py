@@ -23,6 +23,7 @@ import pytest_asyncio
 from app.desktops.remote.ssh_guest import SSHGuest
 from app.desktops.remote.ssh_web import CDP_DIR, PID_FILE, RELAY_PIDS
 from app.desktops.web.cdp import CdpError
+from app.desktops.web.kiosk import wait_contract
 from tests.sshd import SshdServer, start_sshd
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -105,6 +106,14 @@ async def test_the_relay_reaches_the_browser_again_after_it_ended(guest: SSHGues
 async def test_a_page_call_without_a_browser_says_none_runs(guest: SSHGuest) -> None:
     with pytest.raises(CdpError, match="no browser is running in the guest"):
         await guest.web_page.evaluate("1", timeout=10.0)
+
+
+async def test_waiting_for_a_page_that_has_no_relay_yet_says_why(guest: SSHGuest) -> None:
+    """Before the first relay is made (no browser yet, or a starved guest not letting it
+    attach), waiting for the contract keeps trying and fails naming why, however often
+    it tried to send the page to its URL again."""
+    with pytest.raises(CdpError, match="no browser is running in the guest"):
+        await wait_contract(guest.web_page, "file:///nowhere.html", timeout=3.0, stall=1.0)
 
 
 async def test_a_browser_that_is_missing_is_named(guest: SSHGuest) -> None:

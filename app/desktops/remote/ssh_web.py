@@ -170,9 +170,17 @@ class GuestPage(WebPage):
         self.session_id = ""
         self.target_id = ""
 
+    def gone(self) -> str | None:
+        # Never for good: a closed relay is made again on the next call (`ensure`).
+        return None
+
     async def evaluate(self, expression: str, timeout: float = 10.0) -> Any:
         await self.browser.ensure(self, timeout)
         return await super().evaluate(expression, timeout)
+
+    async def navigate(self, url: str, timeout: float = 10.0) -> None:
+        await self.browser.ensure(self, timeout)
+        await super().navigate(url, timeout)
 
 
 class GuestBrowser:

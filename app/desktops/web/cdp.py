@@ -192,6 +192,10 @@ class WebPage:
                 raise CdpError(f"the browser showed no page within {timeout:g} s")
             await asyncio.sleep(0.05)
 
+    def gone(self) -> str | None:
+        """Why the page can answer no more (its browser's pipe closed), or None."""
+        return self.pipe.closed
+
     async def navigate(self, url: str, timeout: float = 10.0) -> None:
         """Send the page to `url` (again), as if it had been opened there.
 

@@ -205,8 +205,8 @@ async def wait_contract(
             now = _describe(state)
         except CdpError as exc:
             now = str(exc)  # a page still navigating has no context yet
-        if page.pipe.closed is not None:
-            raise CdpError(page.pipe.closed)
+        if (gone := page.gone()) is not None:
+            raise CdpError(gone)
         if now != last:
             last, changed = now, loop.time()
         elif loop.time() - changed > stall and deadline - loop.time() > stall / 3:
