@@ -30,6 +30,7 @@ import yaml
 
 from app.agents.reference_script import load_script
 from app.authoring.compile import CompiledReference, compile_recording
+from app.authoring.proposed import weighted
 from app.authoring.recording import Recording
 from app.authoring.start_state import StartState
 from app.core.errors import AgentError, TaskError
@@ -83,7 +84,7 @@ class TaskDraft:
             raw["phases"] = [_phase_yaml(phase) for phase in self.phases]
         raw["budget"] = self.budget
         raw["screen"] = {"width": self.screen[0], "height": self.screen[1]}
-        raw["evaluate"] = {"all": self.checks}
+        raw["evaluate"] = {"all": weighted(self.checks)}
         raw["reference"] = f"references/{self.task_id}.yaml"
         return raw
 

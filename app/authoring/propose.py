@@ -41,6 +41,7 @@ from app.authoring.proposed import (
     check_entry,
     make_check,
     rounded,
+    weighted,
 )
 from app.authoring.state import blob_path, load_snapshot, snapshot_labels
 
@@ -137,8 +138,9 @@ def propose_checks(
 
 
 def evaluate_tree(accepted: Iterable[ProposedCheck]) -> dict[str, Any]:
-    """An evaluate tree (or a phase's checks) of the accepted proposals: all must pass."""
-    return {"all": [dict(p.entry) for p in accepted]}
+    """An evaluate tree (or a phase's checks) of the accepted proposals: all must pass,
+    the deciding ones weighing most of the partial credit (`weighted`)."""
+    return {"all": weighted([dict(p.entry) for p in accepted])}
 
 
 def copy_assets(accepted: Iterable[ProposedCheck], task_folder: Path) -> list[Path]:

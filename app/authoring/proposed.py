@@ -79,6 +79,48 @@ EFFECT_PARAMS: dict[str, tuple[str, ...]] = {
 """Effect parameters proposed when they hold one value (not an animation)."""
 
 
+GATE_CHECKS = frozenset(
+    {"file_exists", "file_not_exists", "file_modified_after_start", "image_size", "image_mode"}
+)
+"""Checks that a file is there and of the right kind: they let the deciding checks run,
+but say nothing of whether the work was done (a wrong flip passes them all)."""
+WHOLE_IMAGE_CHECK = "image_similarity"
+"""Compares the whole output with the produced one: where it is proposed for a file,
+that file's other checks (colour measures, which a wrong flip keeps) only support it."""
+GATE_SHARE = 0.2
+"""The most of a task's partial credit its gate and supporting checks together give."""
+
+
+def weighted(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`checks` (the leaves of one `all` group) with weights that let the deciding
+    checks decide: the gate checks (GATE_CHECKS), and a file's other checks where its
+    whole image is compared (WHOLE_IMAGE_CHECK), share GATE_SHARE of the credit; the
+    deciding checks the rest, equally. A check that already carries a weight (the
+    researcher's) leaves the group as it is; a group of gates alone, or of no gate, is
+    left equal.
+
+    A wrong flip used to score 0.92 on a file that exists, of the right size and mode,
+    with only the one `image_similarity` failing; now it scores at most GATE_SHARE.
+    """
+    if any("weight" in check for check in checks):
+        return checks
+    compared = {c.get("path") for c in checks if c.get("check") == WHOLE_IMAGE_CHECK}
+
+    def deciding(check: dict[str, Any]) -> bool:
+        name = check.get("check")
+        if name in GATE_CHECKS:
+            return False
+        return name == WHOLE_IMAGE_CHECK or check.get("path") not in compared
+
+    decide = [deciding(c) for c in checks]
+    gates, deciders = decide.count(False), decide.count(True)
+    if not gates or not deciders:
+        return checks
+    # Gates weigh 1 each; the deciding checks together (1 - share) / share times that.
+    each = round(gates * (1 - GATE_SHARE) / GATE_SHARE / deciders, 3)
+    return [{**c, "weight": each} if d else c for c, d in zip(checks, decide, strict=True)]
+
+
 @dataclass(frozen=True)
 class ProposedCheck:
     """One check the diff suggests, as a task's evaluate tree takes it."""

@@ -269,6 +269,46 @@ def test_an_exported_png_and_a_deleted_draft_propose_their_checks(tmp_path: Path
     assert (task.folder / "assets" / "expected" / "Desktop" / "out.png").is_file()
 
 
+def test_a_wrong_picture_of_the_right_kind_scores_little(tmp_path: Path) -> None:
+    """The deciding check decides: a wrong result that passes the file, size, mode and
+    colour checks (the produced picture flipped) gets at most the gates' share of the
+    credit, not 0.9; the produced picture itself gets 1."""
+    from PIL import Image
+
+    from app.authoring.proposed import GATE_SHARE
+    from app.episode.scoring import score_task
+
+    home, rec = tmp_path / "home", tmp_path / "rec"
+    guest = local_guest(home)
+    (home / "Desktop").mkdir(parents=True)
+
+    async def scenario() -> tuple[StateSnapshot, StateSnapshot]:
+        start = await snapshot(guest, rec, "start")
+        # Brighter, so that colour measures are proposed beside the similarity.
+        with Image.open(GIMP_ASSETS / "coffee.png") as image:
+            image.convert("RGB").point(lambda v: min(255, v + 40)).save(
+                home / "Desktop" / "out.png"
+            )
+        end = await snapshot(guest, rec, "end", start)
+        return start, end
+
+    start, end = asyncio.run(scenario())
+    proposals = propose_checks(diff_states(start, end), rec)
+    names = {p.check for p in proposals}
+    assert {"file_exists", "image_size", "image_mode", "image_similarity"} <= names
+    task = load_as_task(tmp_path, "gimp", proposals)
+    right = asyncio.run(score_task(task, guest))
+    assert right.passed is True and right.score == pytest.approx(1.0)
+
+    out = home / "Desktop" / "out.png"
+    with Image.open(out) as image:
+        image.transpose(Image.Transpose.FLIP_TOP_BOTTOM).save(out)
+    wrong = asyncio.run(score_task(task, guest))
+    passed = {c.name for c in wrong.checks if c.passed}
+    assert "image_similarity" not in passed and "image_size" in passed
+    assert wrong.passed is False and wrong.score <= GATE_SHARE + 1e-9, wrong.score
+
+
 def test_an_edited_image_proposes_its_new_size_and_colours(tmp_path: Path) -> None:
     from PIL import Image, ImageEnhance
 
