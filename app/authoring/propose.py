@@ -16,13 +16,18 @@ measures within a band around the produced value.
 
 from __future__ import annotations
 
+import io
 import itertools
+import math
 import posixpath
 import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+from PIL import Image
 
 from app.authoring.diff import (
     FileDiff,
@@ -34,6 +39,9 @@ from app.authoring.propose_media import kdenlive_checks, media_checks
 from app.authoring.proposed import (
     EXPECTED_DIR,
     LAYER_TOLERANCE,
+    LOSSY_FLOOR_QUALITY,
+    LOSSY_FORMATS,
+    LOSSY_MARGIN,
     MEASURE_BANDS,
     SIMILARITY_THRESHOLD,
     ProposedCheck,
@@ -44,6 +52,7 @@ from app.authoring.proposed import (
     weighted,
 )
 from app.authoring.state import blob_path, load_snapshot, snapshot_labels
+from app.checks.imaging import on_white, ssim
 
 # Re-exported: callers build and edit proposals through this module.
 __all__ = [
@@ -208,14 +217,15 @@ def _image_checks(
         source = blob_path(folder, file.after.sha256)
         if source.is_file():
             reference = f"{under}/{file.path}"
+            threshold, why = similarity_threshold(source, str(facts.get("format") or ""))
             out.append(
                 make_check(
                     "image_similarity",
-                    f"{path} looks like the produced image (copied to {reference})",
+                    f"{path} looks like the produced image (copied to {reference}); {why}",
                     path,
                     {reference: source},
                     reference=reference,
-                    threshold=SIMILARITY_THRESHOLD,
+                    threshold=threshold,
                 )
             )
     moved = changes_of(file, "image_colors")
@@ -232,6 +242,42 @@ def _image_checks(
         why = "; ".join(f"{c.subject} {c.before} → {c.after}" for c in moved)
         out.append(make_check("image_color_stats", f"{path}: {why}", path, None, **bounds))
     return out
+
+
+def similarity_threshold(source: Path, image_format: str) -> tuple[float, str]:
+    """The SSIM an agent's output must reach against the produced image `source`, and
+    one line saying why.
+
+    A lossless format keeps SIMILARITY_THRESHOLD: the same work gives 1.0. A lossy one
+    (JPEG, WebP) is compared through its encoder: the agent's export is decoded from
+    its own lossy file, at whatever quality its app chose, so the threshold is what
+    this very picture keeps when saved again at quality LOSSY_FLOOR_QUALITY, less a
+    margin. GIMP's exports at quality 85 and 75 failed the fixed 0.97, while a wrong
+    picture stays far below.
+    """
+    if image_format.upper() not in LOSSY_FORMATS:
+        return SIMILARITY_THRESHOLD, (
+            f"SSIM ≥ {SIMILARITY_THRESHOLD}: a lossless file of the same work gives 1.0"
+        )
+    with Image.open(source) as image:
+        work = on_white(image)
+    longest = max(work.size)
+    if longest > 2048:  # as the check compares: both sides shrunk alike
+        scale = 2048 / longest
+        work = work.resize((max(1, round(work.width * scale)), max(1, round(work.height * scale))))
+    encoded = io.BytesIO()
+    work.save(encoded, image_format.upper(), quality=LOSSY_FLOOR_QUALITY)
+    encoded.seek(0)
+    with Image.open(encoded) as again:
+        saved_again = again.convert("RGB")
+    window = min(7, work.width, work.height)
+    window -= 1 - window % 2
+    kept = ssim(np.asarray(saved_again), np.asarray(work), max(3, window))
+    threshold = min(SIMILARITY_THRESHOLD, math.floor((kept - LOSSY_MARGIN) * 100) / 100)
+    return threshold, (
+        f"SSIM ≥ {threshold}: this {image_format.upper()} saved again at quality "
+        f"{LOSSY_FLOOR_QUALITY} keeps {kept:.3f}"
+    )
 
 
 def _xcf_checks(file: FileDiff, facts: Mapping[str, Any]) -> list[ProposedCheck]:

@@ -21,6 +21,13 @@ from app.core.validation import validation_problems
 SIMILARITY_THRESHOLD = 0.97
 """SSIM of a replay's image against the produced one: identical work gives 1.0, and a
 re-encoded JPEG or a slightly different crop still passes."""
+LOSSY_FORMATS = frozenset({"JPEG", "WEBP"})
+"""Formats whose pixels depend on the encoder's quality setting."""
+LOSSY_FLOOR_QUALITY = 70
+"""The lowest export quality a lossy output's similarity threshold still accepts (GIMP
+exports JPEG at 90 by default, people often choose 75 or 85)."""
+LOSSY_MARGIN = 0.02
+"""Taken off what a re-save at LOSSY_FLOOR_QUALITY keeps, for a second encoder's noise."""
 LOCATION_TOLERANCE = 0.05
 """Blender units, for location and scale."""
 ANGLE_TOLERANCE = 1.0

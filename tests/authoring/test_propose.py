@@ -309,6 +309,56 @@ def test_a_wrong_picture_of_the_right_kind_scores_little(tmp_path: Path) -> None
     assert wrong.passed is False and wrong.score <= GATE_SHARE + 1e-9, wrong.score
 
 
+def test_a_jpeg_export_is_compared_through_its_encoder(tmp_path: Path) -> None:
+    """A JPEG output's similarity threshold is what the produced picture keeps when saved
+    again at the lowest quality accepted: the same work exported at 85 or 75 passes
+    (the fixed 0.97 failed them), a wrong picture does not; a PNG keeps 0.97."""
+    from PIL import Image, ImageOps
+
+    from app.episode.scoring import score_task
+
+    home, rec = tmp_path / "home", tmp_path / "rec"
+    guest = local_guest(home)
+    (home / "Desktop").mkdir(parents=True)
+    with Image.open(GIMP_ASSETS / "coffee.png") as image:
+        source = image.convert("RGB")
+    work = ImageOps.mirror(source)  # the task: flip it horizontally
+    out = home / "Desktop" / "c.jpg"
+
+    async def scenario() -> tuple[StateSnapshot, StateSnapshot]:
+        start = await snapshot(guest, rec, "start")
+        work.save(out, "JPEG", quality=90)  # GIMP's default export
+        work.save(home / "Desktop" / "c.png")  # its lossless twin
+        end = await snapshot(guest, rec, "end", start)
+        return start, end
+
+    start, end = asyncio.run(scenario())
+    proposals = propose_checks(diff_states(start, end), rec)
+    similar = {p.path: p for p in proposals if p.check == "image_similarity"}
+    jpeg, png = similar["~/Desktop/c.jpg"], similar["~/Desktop/c.png"]
+    assert png.entry["threshold"] == 0.97
+    assert 0.8 < jpeg.entry["threshold"] < 0.97
+    assert "quality 70 keeps" in jpeg.why
+    task = load_as_task(tmp_path, "gimp", [jpeg])
+    verdicts = {}
+    for name, picture, quality in (
+        ("q85", work, 85),
+        ("q75", work, 75),
+        ("vertical flip", ImageOps.flip(source), 90),
+        ("untouched", source, 90),
+        ("rotated", source.rotate(180), 90),
+    ):
+        picture.save(out, "JPEG", quality=quality)
+        verdicts[name] = asyncio.run(score_task(task, guest)).passed
+    assert verdicts == {
+        "q85": True,
+        "q75": True,
+        "vertical flip": False,
+        "untouched": False,
+        "rotated": False,
+    }
+
+
 def test_an_edited_image_proposes_its_new_size_and_colours(tmp_path: Path) -> None:
     from PIL import Image, ImageEnhance
 
