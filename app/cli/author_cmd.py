@@ -245,15 +245,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 progress=None if args.json else _progress,
             )
         )
+    recorded = proof.record(args.backend) if args.record and proof.ok else None
     if args.json:
-        print(json.dumps(proof.as_json()))
+        print(
+            json.dumps({**proof.as_json(), "recorded": None if recorded is None else str(recorded)})
+        )
         return 0 if proof.ok else 1
     for what, ok, episode, reason in proof_rows(proof):
         print(f"{what:10} {'ok' if ok else 'FAILED':6} episode {episode or '-'}: {reason}")
     if proof.weak_checks:
-        print("checks that still passed with a sub-goal skipped (too weak to tell it happened):")
+        print("checks that passed on every skip replay (they cannot tell any sub-goal happened):")
         print(indent_block("\n".join(proof.weak_checks), "  "))
     print(f"{task.id}: {'proven' if proof.ok else 'NOT proven'}")
+    if recorded is not None:
+        print(f"proof recorded in {recorded} (deskloop tasks proofs lists it)")
+    elif args.record:
+        print("no proof recorded: the task is not proven")
     return 0 if proof.ok else 1
 
 
@@ -367,10 +374,17 @@ def register(sub: Any) -> None:
         description="Replay the reference on fresh desktops (each must score 1), run the "
         "null agent and the untouched start state (each must score 0), and replay the "
         "reference once per sub-goal with that sub-goal left out (each must fail a check). "
-        "Checks that pass on a skip replay are named.",
+        "Checks that pass on every skip replay are named. --record writes the proof "
+        "to the ledger when it holds.",
     )
     ver.add_argument("task", help="task id or file")
     ver.add_argument("--repeats", type=int, default=3, help="reference replays (default 3)")
     ver.add_argument("--backend", choices=list(BACKENDS), default="local")
+    ver.add_argument(
+        "--record",
+        action="store_true",
+        help="when proven, write the proof to the ledger (proofs/ID.json beside the task) "
+        "that `tasks proofs` reads, as `tasks verify --record` does",
+    )
     ver.add_argument("--json", action="store_true")
     ver.set_defaults(func=cmd_verify)

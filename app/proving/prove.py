@@ -29,7 +29,15 @@ from app.agents.reference_script import ExpectStep, Script, read_script, script_
 from app.agents.scripted import ScriptedAgent
 from app.core.actions import Done
 from app.episode.launch import launch
-from app.proving.verify import Mode, RunVerdict, judge, verify_run
+from app.proving.verify import (
+    Mode,
+    RunVerdict,
+    TaskVerdict,
+    judge,
+    record_proof,
+    reference_kind,
+    verify_run,
+)
 from app.store import Store
 from app.tasks.loader import resolve_asset
 from app.tasks.model import Task
@@ -86,12 +94,28 @@ class Proof:
 
     @property
     def weak_checks(self) -> list[str]:
-        """Checks that passed on some skip replay: too weak to tell that sub-goal."""
-        seen: dict[str, None] = {}
-        for skip in self.skips:
-            for check in skip.still_passing:
-                seen.setdefault(check, None)
-        return list(seen)
+        """Checks that passed on every skip replay: whichever sub-goal was left out,
+        they could not tell (a check that failed on a skip told that sub-goal, so it
+        is not named, though it passes on the others)."""
+        if not self.skips:
+            return []
+        every = set(self.skips[0].still_passing)
+        for skip in self.skips[1:]:
+            every &= set(skip.still_passing)
+        return [check for check in self.skips[0].still_passing if check in every]
+
+    def record(self, backend: str) -> Path:
+        """Write the ledger entry `tasks proofs` reads (`app.tasks.proofs`), for a proof
+        that holds; returns its path.
+
+        Raises:
+            ValueError: the proof does not hold.
+        """
+        if not self.ok:
+            raise ValueError(f"{self.task.id} is not proven: no ledger entry is written")
+        return record_proof(
+            TaskVerdict(self.task, reference_kind(self.task), list(self.runs)), backend
+        )
 
     def as_json(self) -> dict[str, Any]:
         return {

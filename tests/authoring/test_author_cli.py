@@ -19,6 +19,7 @@ from app.authoring.recording import WindowEvent, read_recording
 from app.checks.tree import leaves
 from app.rfb.client import VNCClient, connect
 from app.tasks.loader import load_task
+from app.tasks.proofs import proof_path, read_proof
 
 pytestmark = pytest.mark.desktop
 
@@ -167,6 +168,7 @@ async def test_record_draft_and_verify_a_gimp_workflow(tmp_path: Path) -> None:
         "photo-demo",
         "--repeats",
         "1",
+        "--record",
         "--json",
     )
     proof = json.loads(verified.stdout)
@@ -174,6 +176,10 @@ async def test_record_draft_and_verify_a_gimp_workflow(tmp_path: Path) -> None:
     assert [r["mode"] for r in proof["runs"]] == ["reference", "null", "untouched"]
     assert [s["subgoal"] for s in proof["skips"]] == [0, 1]
     assert all(s["ok"] for s in proof["skips"])
+    # One round of episodes proves it: the ledger holds the proof `tasks proofs` reads.
+    proven = load_task(library / "gimp" / "photo-demo.yaml")
+    assert proof["recorded"] == str(proof_path(proven))
+    assert read_proof(proven).state == "proven"
 
 
 async def test_a_recording_killed_midway_keeps_its_events_and_compiles(tmp_path: Path) -> None:

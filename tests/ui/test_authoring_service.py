@@ -183,11 +183,13 @@ async def test_record_review_write_and_verify_through_the_service(tmp_path: Path
         ("skip 2", True),
     ], rows
     assert proof.ok
-    # Each check passed on the replay that skipped the other sub-goal.
-    assert sorted(proof.weak_checks) == [
+    # Each check passed on the replay that skipped the other sub-goal but failed on its
+    # own: each tells its sub-goal, so none is named weak.
+    assert {c for skip in proof.skips for c in skip.still_passing} == {
         "evaluate.all[0] (file_exists)",
         "evaluate.all[1] (file_exists)",
-    ]
+    }
+    assert proof.weak_checks == []
     assert any("skip sub-goal 2: ok" in line for line in lines)
 
 
