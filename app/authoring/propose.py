@@ -77,6 +77,9 @@ class Proposals:
     checks of the phase that boundary ends."""
     diffs: list[StateDiff]
     """start → end, then each phase's diff, in the same order."""
+    cut_at: str | None = None
+    """The last boundary, when the recording was cut off before its end (a crash):
+    its snapshot stands for the end, and what came after it is lost."""
 
 
 def propose_recording(folder: Path, expected_dir: str = "") -> Proposals:
@@ -86,13 +89,19 @@ def propose_recording(folder: Path, expected_dir: str = "") -> Proposals:
     ``assets/expected``; a drafted task uses its own ``assets/ID/expected``), a
     boundary's under ``EXPECTED_DIR/<label>``.
 
+    A recording cut off before its end (no end snapshot: the recorder died) proposes
+    from its last boundary: that snapshot stands for the end (`Proposals.cut_at`),
+    so what was done up to the crash is kept.
+
     Raises:
-        RecordingError: no start or end snapshot, or one that cannot be read.
+        RecordingError: no start snapshot (or neither an end nor a boundary), or one
+            that cannot be read.
     """
     labels = snapshot_labels(folder)
+    cut_at = _cut_at(labels)
     snapshots = [load_snapshot(folder, label) for label in labels]
     start = load_snapshot(folder, "start")
-    end = load_snapshot(folder, "end")
+    end = load_snapshot(folder, cut_at or "end")
     final_diff = diff_states(start, end)
     phase_diffs = [diff_states(a, b) for a, b in itertools.pairwise(snapshots)]
     root = expected_dir or EXPECTED_DIR
@@ -100,14 +109,23 @@ def propose_recording(folder: Path, expected_dir: str = "") -> Proposals:
         final=propose_checks(final_diff, folder, root),
         phases=[propose_checks(d, folder, f"{root}/{d.after}") for d in phase_diffs],
         diffs=[final_diff, *phase_diffs],
+        cut_at=cut_at,
     )
+
+
+def _cut_at(labels: list[str]) -> str | None:
+    """The last boundary of a recording that has no end snapshot, else None."""
+    if "end" in labels:
+        return None
+    boundaries = [label for label in labels if label.startswith("boundary-")]
+    return boundaries[-1] if boundaries else None
 
 
 def subgoal_diffs(folder: Path) -> list[StateDiff]:
     """What each sub-goal changed: start → boundary-1, ..., boundary-N → end (empty
     when the recording has no snapshots). Pure: reads only the snapshots."""
     labels = snapshot_labels(folder)
-    if "start" not in labels or "end" not in labels:
+    if "start" not in labels or ("end" not in labels and _cut_at(labels) is None):
         return []
     snapshots = [load_snapshot(folder, label) for label in labels]
     return [diff_states(a, b) for a, b in itertools.pairwise(snapshots)]

@@ -106,7 +106,8 @@ def proposals(folder: Path, task_id: str) -> list[Proposal]:
     except RecordingError:
         return []
     marks = len(read_recording(folder).marks)
-    out = [Proposal(p.entry, p.why, dict(p.assets)) for p in found.final]
+    cut = "" if found.cut_at is None else f"(cut off: as of {found.cut_at}) "
+    out = [Proposal(p.entry, f"{cut}{p.why}", dict(p.assets)) for p in found.final]
     for n, phase in enumerate(found.phases[:marks], 1):
         out += [Proposal(p.entry, f"phase {n}: {p.why}", dict(p.assets), n) for p in phase]
     return out

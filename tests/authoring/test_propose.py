@@ -412,6 +412,33 @@ def test_each_boundary_proposes_the_checks_of_its_own_phase(tmp_path: Path) -> N
     assert {p.path for p in proposals.final} == {"~/Desktop/one.png", "~/Desktop/two.png"}
 
 
+def test_a_recording_cut_off_proposes_from_its_last_boundary(tmp_path: Path) -> None:
+    """The recorder died after the second boundary (no end snapshot): what was done up
+    to it is proposed, the last boundary standing for the end, and the cut is said."""
+    home, rec = tmp_path / "home", tmp_path / "rec"
+    guest = local_guest(home)
+
+    async def scenario() -> None:
+        start = await snapshot(guest, rec, "start")
+        put(home, "Desktop/one.png", GIMP_ASSETS / "badge.png")
+        first = await snapshot(guest, rec, "boundary-1", start)
+        put(home, "Desktop/two.png", GIMP_ASSETS / "sign.png")
+        await snapshot(guest, rec, "boundary-2", first)
+        put(home, "Desktop/three.png", GIMP_ASSETS / "card.png")  # lost with the crash
+
+    asyncio.run(scenario())
+    assert "end" not in snapshot_labels(rec)
+    proposals = propose_recording(rec)
+    assert proposals.cut_at == "boundary-2"
+    assert [d.after for d in proposals.diffs] == ["boundary-2", "boundary-1", "boundary-2"]
+    assert {p.path for p in proposals.final} == {"~/Desktop/one.png", "~/Desktop/two.png"}
+    assert [{p.path for p in phase} for phase in proposals.phases] == [
+        {"~/Desktop/one.png"},
+        {"~/Desktop/two.png"},
+    ]
+    load_as_task(tmp_path, "gimp", proposals.final)
+
+
 def test_an_edit_is_validated_again(tmp_path: Path) -> None:
     home, rec = tmp_path / "home", tmp_path / "rec"
     guest = local_guest(home)
