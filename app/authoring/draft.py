@@ -133,7 +133,10 @@ def draft_task(
         )
     for i, phase in enumerate(phases):
         if not phase.message.strip():
-            problems.append(f"phases[{i}].message: empty (the boundary's mark had no note)")
+            problems.append(
+                f"phases[{i}].message: empty (boundary {i + 1}'s mark had no note; give it "
+                f"with --message {i + 1}=TEXT, or in the Author screen's review)"
+            )
     if not checks:
         problems.append("evaluate: no check accepted; a task needs at least one")
     if not instruction.strip():

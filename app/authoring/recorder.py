@@ -169,9 +169,20 @@ class DemonstrationRecorder:
 
     def mark(self, note: str = "") -> None:
         """A sub-goal boundary now (the TUI's key, the control file)."""
-        self._write(MarkEvent(self._now(), note))
+        at = self._now()
+        self._write(MarkEvent(at, note))
         self._writer.sync()
         self._marks += 1
+        # The chord is swallowed by the proxy: this line is the author's only sign of it.
+        said = (
+            f"note: {note}"
+            if note.strip()
+            else (
+                f"no note: give phase {self._marks}'s message with "
+                f"`author draft --message {self._marks}=TEXT`"
+            )
+        )
+        self._say(f"boundary {self._marks} marked at {at:.1f} s ({said})")
         if self._capture:
             self._after_captures(boundary_label(self._marks))
 

@@ -84,12 +84,17 @@ async def _record(args: argparse.Namespace) -> Path:
 
 def cmd_record(args: argparse.Namespace) -> int:
     from app.authoring.recording import read_recording
+    from app.authoring.start_state import read_start_state
 
     folder = run_async(_record(args))
     recording = read_recording(folder)
+    task_id = read_start_state(folder).task.id  # what --id (or --from) named
+    unnoted = [n for n, mark in enumerate(recording.marks, 1) if not mark.note.strip()]
+    messages = "".join(f" --message {n}='...'" for n in unnoted)
     print(
         f"Recorded {len(recording.events)} events and {len(recording.marks)} boundaries "
-        f"to {folder}.\nNext: deskloop author draft {folder} --id ID --instruction '...'"
+        f"to {folder}.\nNext: deskloop author draft {folder} --id {task_id} "
+        f"--instruction '...'{messages}"
     )
     return 0
 

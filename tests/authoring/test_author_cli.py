@@ -121,6 +121,9 @@ async def test_record_draft_and_verify_a_gimp_workflow(tmp_path: Path) -> None:
     out, err = await asyncio.wait_for(recorder.communicate(), 120)
     assert recorder.returncode == 0, err.decode()
     assert "Recorded" in out.decode() and "1 boundaries" in out.decode()
+    # The mark was said where the author looks, and the hint names the id given.
+    assert re.search(r"boundary 1 marked at [\d.]+ s \(note: ", err.decode()), err.decode()
+    assert f"author draft {folder} --id photo-demo --instruction" in out.decode()
 
     library = tmp_path / "tasks"
     drafted = deskloop(
