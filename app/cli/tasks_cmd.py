@@ -79,7 +79,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from app.agents.reference_script import load_script
     from app.core.validation import located
-    from app.tasks.loader import duplicate_ids, load_task, resolve_asset, task_files
+    from app.tasks.loader import (
+        duplicate_ids,
+        load_task,
+        manual_steps,
+        resolve_asset,
+        task_files,
+    )
     from app.tasks.model import Task
     from app.tasks.reach import phase_warnings
 
@@ -108,6 +114,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 load_script(resolve_asset(task.folder, task.reference, "reference"))
             loaded.append(task)
             warnings[path] = located(path, phase_warnings(task), task.field_lines).splitlines()
+            # Valid as a file, but not yet the task its source meant.
+            warnings[path] += [
+                f"{path}: a manual step is still to do: {step}" for step in manual_steps(path)
+            ]
         except DeskLoopError as exc:
             problems[path] = str(exc).splitlines()
         except Exception as exc:  # one file's bug must not hide the others

@@ -302,6 +302,26 @@ def _load_task(source: Path, cache: bool, lookups: _Lookups) -> Task:
     return _checked_on_disk(task, problems, source, lines, lookups)
 
 
+MANUAL_MARK = "# MANUAL:"
+"""A comment line a task file may carry (the DeskCraft importer writes it): a step a
+person must still do before the task means what its source meant. `tasks validate`
+warns for each."""
+
+
+def manual_steps(path: Path) -> list[str]:
+    """The `# MANUAL:` steps in the task file at `path`, in order ([] when unreadable:
+    the loader reports that)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    return [
+        line.strip()[len(MANUAL_MARK) :].strip()
+        for line in text.splitlines()
+        if line.strip().startswith(MANUAL_MARK)
+    ]
+
+
 def task_files(root: Path | str) -> list[Path]:
     """Task files under `root`: `root/<app>/<id>.yaml` (a file may also be given).
 

@@ -70,7 +70,7 @@ def test_a_standard_blender_task_is_imported_whole(repo: Path, tmp_path: Path) -
 
 
 def test_interactive_phases_shift_each_trigger_to_the_next_phase(
-    repo: Path, tmp_path: Path
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "tasks"
     report = convert(DATA / "INTERACTIVE_kdenlive_profile_change.json", repo, out)
@@ -102,9 +102,16 @@ def test_interactive_phases_shift_each_trigger_to_the_next_phase(
     assert "missing_clip.mp4 is not in" in joined
     assert "check_kdenlive_render_speed_ramp has no DeskLoop check" in joined
     assert "level: DeskCraft gives none; L3 assumed" in joined
-    text = (out / "kdenlive" / f"{report.task_id}.yaml").read_text()
+    imported = out / "kdenlive" / f"{report.task_id}.yaml"
+    text = imported.read_text()
     assert text.count("# MANUAL:") == len(report.manual)
     assert "fps: 30" in text and "width: 1920" in text
+    # Valid as a file, but `tasks validate` says it is not yet the task it was.
+    assert main(["tasks", "validate", str(imported)]) == 0
+    said = capsys.readouterr().out
+    for step in report.manual:
+        assert f"warning: {imported}: a manual step is still to do: {step}" in said, said
+    assert "1 valid (1 with warnings)" in said
 
 
 def test_unmapped_evaluators_and_other_apps_are_not_importable(repo: Path, tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ from app.core.errors import TaskError
 from app.importers.deskcraft.blender import blend_problem
 from app.importers.deskcraft.checks import Unmapped, guest_path, map_evaluator
 from app.importers.deskcraft.gimp import has_icc_profile
-from app.tasks.loader import load_task
+from app.tasks.loader import MANUAL_MARK, load_task
 
 APPS = ("gimp", "blender", "kdenlive")
 LAUNCH: dict[str, list[str]] = {
@@ -375,7 +375,7 @@ def convert(
     path = folder / f"{ident}.yaml"
     header = [f"# Imported from DeskCraft {source.name} (id {raw['id']})."]
     header += [f"# NOTE: {note}" for note in work.notes]
-    header += [f"# MANUAL: {step}" for step in manual]
+    header += [f"{MANUAL_MARK} {step}" for step in manual]
     folder.mkdir(parents=True, exist_ok=True)
     for name, file in work.assets.items():
         target = folder / name
