@@ -14,6 +14,7 @@ All of it blocks (files, compiling): the TUI calls it in a thread.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -127,6 +128,17 @@ def retarget(value: Any, old: str, new: str) -> Any:
     return value
 
 
+def _renamed(value: Any, names: dict[str, str]) -> Any:
+    """`value` with each string that is a key of `names` replaced by its value."""
+    if isinstance(value, str):
+        return names.get(value, value)
+    if isinstance(value, dict):
+        return {k: _renamed(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, names) for v in value]
+    return value
+
+
 CheckState = Literal["proposed", "accepted", "dropped"]
 
 
@@ -200,16 +212,25 @@ def write_task(review: Review, form: DraftForm, tasks_dir: Path) -> WrittenTask:
     task_id = form.task_id.strip()
     proposed_for = form.proposed_for or task_id
     files: dict[str, bytes] = {}
+    first_of: dict[str, str] = {}  # a file's content digest → the name it is stored under
+    same_as: dict[str, str] = {}  # a later name of content already stored → that name
     for item in form.accepted:
         for name, source in item.files.items():
+            name = retarget(name, proposed_for, task_id)
             try:
-                files[retarget(name, proposed_for, task_id)] = source.read_bytes()
+                data = source.read_bytes()
             except OSError as exc:
                 raise TaskError(f"{source}: cannot read the file a check needs: {exc}") from None
+            # A file a phase and the end both produced (unchanged since) is stored once.
+            first = first_of.setdefault(hashlib.sha256(data).hexdigest(), name)
+            if first == name:
+                files[name] = data
+            else:
+                same_as[name] = first
 
     def checks_of(phase: int | None) -> list[dict[str, Any]]:
         return [
-            retarget(item.check, proposed_for, task_id)
+            _renamed(retarget(item.check, proposed_for, task_id), same_as)
             for item in form.accepted
             if item.phase == phase
         ]

@@ -228,3 +228,41 @@ def test_a_draft_pins_the_recordings_screen(tmp_path: Path) -> None:
     task = load_task(write_draft(draft, tmp_path / "tasks").task)
     assert task.screen_size == (320, 200)
     assert load_task(REPO / "tasks" / "gimp" / "gimp-flip-export.yaml").screen_size == (1280, 800)
+
+
+def test_an_image_a_phase_and_the_end_both_expect_is_stored_once(tmp_path: Path) -> None:
+    """The exported file was made before the boundary and left as it was: the phase's
+    and the task's similarity checks name one stored copy, not two identical ones."""
+    from app.authoring.review import CheckItem, DraftForm, load_review, write_task
+
+    folder = tmp_path / "rec"
+    make_recording(folder)
+    write_start_state(folder, task_id="photo-l3", app="gimp", assets=[PHOTO])
+    copy = tmp_path / "blob.png"  # the recording's blob of the produced file
+    copy.write_bytes(PHOTO.read_bytes())
+
+    def similar(reference: str, phase: int | None) -> CheckItem:
+        check = {"check": "image_similarity", "path": "~/Desktop/photo.png",
+                 "reference": reference, "threshold": 0.9}  # fmt: skip
+        return CheckItem(check, "produced", "accepted", {reference: copy}, phase)
+
+    form = DraftForm(
+        task_id="photo-l3",
+        title="A photo",
+        instruction="Click the photo and type a.",
+        messages=["Please make it smaller now."],
+        checks=[
+            similar("assets/photo-l3/expected/Desktop/photo.png", None),
+            similar("assets/photo-l3/expected/boundary-1/Desktop/photo.png", 1),
+        ],
+    )
+    written = write_task(load_review(folder), form, tmp_path / "tasks")
+    task = load_task(written.task)
+    stored = sorted(p for p in (task.folder / "assets" / "photo-l3").rglob("*.png"))
+    assert [p.relative_to(task.folder).as_posix() for p in stored] == [
+        "assets/photo-l3/expected/Desktop/photo.png",
+        "assets/photo-l3/photo.png",  # the start state's upload
+    ]
+    text = written.task.read_text()
+    assert "boundary-1" not in text
+    assert text.count("reference: assets/photo-l3/expected/Desktop/photo.png") == 2
