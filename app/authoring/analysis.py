@@ -36,6 +36,7 @@ import numpy as np
 from app.authoring.state import FileEntry, StateSnapshot, read_blob, save_snapshot
 from app.checks.base import CheckResult, Probe
 from app.checks.imaging import alpha, color_measures, decode_image, on_white
+from app.checks.kdenlive_bin import read_bin
 from app.checks.mlt import Clip, Effect, Project, ProjectError, parse_project
 from app.checks.xcf import LEGACY_MODES, MODES, XcfError, parse_xcf
 from app.core.errors import GuestError
@@ -103,9 +104,12 @@ def local_facts(kind: FileKind, data: bytes, name: str) -> dict[str, Any]:
             return {"error": f"not a readable .xcf: {exc}"}
     if kind == "kdenlive":
         try:
-            return kdenlive_facts(parse_project(data))
+            facts = kdenlive_facts(parse_project(data))
+            # The bin: clips imported into the project, on the timeline or not.
+            facts["bin"] = sorted(clip.name or clip.resource for clip in read_bin(data).clips)
         except ProjectError as exc:
             return {"error": f"not a readable Kdenlive project: {exc}"}
+        return facts
     raise ValueError(f"{kind} facts are read in the guest, not from bytes")
 
 

@@ -33,15 +33,15 @@ def effect_places(facts: Mapping[str, Any]) -> list[tuple[tuple[str, str, str], 
 def kdenlive_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
     changes: list[Change] = []
     profile_keys = ("width", "height", "fps")
-    if old and differs([old.get(k) for k in profile_keys], [new.get(k) for k in profile_keys]):
-        changes.append(
-            Change(
-                "profile_changed",
-                "profile",
-                [old.get(k) for k in profile_keys],
-                [new.get(k) for k in profile_keys],
-            )
-        )
+    profile = [new.get(k) for k in profile_keys]
+    # A project made during the recording has no earlier profile: the one it was saved
+    # with is the author's choice all the same (a saved empty project must not pass).
+    if not old or differs([old.get(k) for k in profile_keys], profile):
+        earlier = [old.get(k) for k in profile_keys] if old else None
+        changes.append(Change("profile_changed", "profile", earlier, profile))
+    old_bin, new_bin = list(old.get("bin", [])), list(new.get("bin", []))
+    if Counter(old_bin) != Counter(new_bin):
+        changes.append(Change("bin_changed", "bin", old_bin, new_bin))
 
     def counts(facts: Mapping[str, Any]) -> tuple[int, int]:
         kinds = [t.get("kind") for t in facts.get("tracks", [])]

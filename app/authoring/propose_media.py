@@ -4,6 +4,7 @@ clips, tracks, guides, effects, compositions, the profile, and a render's stream
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,6 +56,17 @@ def kdenlive_checks(file: FileDiff, facts: Mapping[str, Any]) -> list[ProposedCh
                 fps=round(fps, 3),
             )
         )
+    for change in changes_of(file, "bin_changed"):
+        before, after = Counter(change.before or []), Counter(change.after or [])
+        added = sorted(after - before)
+        gone = sorted(name for name in before - after if name not in after)
+        bounds: dict[str, Any] = {}
+        if added:
+            bounds["present"] = added
+        if gone:
+            bounds["absent"] = gone
+        if bounds:
+            out.append(make_check("kdenlive_bin", f"{path}: {change.words()}", path, **bounds))
     for change in changes_of(file, "tracks_changed"):
         video, audio = change.after
         out.append(

@@ -227,7 +227,41 @@ def test_a_project_first_saved_under_a_new_name_proposes_its_track_states(
         if key in c
     }
     assert states == {("V2", "name", "Titles"), ("V2", "locked", True), ("A2", "muted", True)}
-    load_as_task(tmp_path, "kdenlive", proposals)
+    # A new project's profile and bin are the author's choices too: proposed, so that a
+    # project saved with another profile or without the clips imported does not pass.
+    (profile,) = checks_named(proposals, "kdenlive_profile")
+    assert (profile["width"], profile["height"], profile["fps"]) == (640, 360, 25.0)
+    (bin_check,) = checks_named(proposals, "kdenlive_bin")
+    assert bin_check["present"] == ["Opening title", "harbour.mp4", "market.mp4", "sunset.mp4"]
+    task = load_as_task(tmp_path, "kdenlive", proposals)
+    from app.episode.scoring import score_task
+
+    assert asyncio.run(score_task(task, guest)).passed is True
+    put(home, project, KDENLIVE / "grouped.kdenlive")  # one clip imported, not four
+    verdict = asyncio.run(score_task(task, guest))
+    failing = {c.name for c in verdict.checks if not c.passed}
+    assert verdict.passed is False and "kdenlive_bin" in failing
+
+
+def test_clips_imported_and_removed_propose_the_bin(tmp_path: Path) -> None:
+    home, rec = tmp_path / "home", tmp_path / "rec"
+    guest = local_guest(home)
+    project = "Videos/edit.kdenlive"
+    put(home, project, KDENLIVE / "grouped.kdenlive")  # harbour.mp4 in the bin
+
+    async def scenario() -> tuple[StateSnapshot, StateSnapshot]:
+        start = await snapshot(guest, rec, "start")
+        put(home, project, KDENLIVE / "mix.kdenlive")  # market.mp4 and sunset.mp4 added
+        end = await snapshot(guest, rec, "end", start)
+        return start, end
+
+    start, end = asyncio.run(scenario())
+    proposals = propose_checks(diff_states(start, end), rec)
+    assert checks_named(proposals, "kdenlive_bin") == [
+        {"check": "kdenlive_bin", "path": "~/Videos/edit.kdenlive",
+         "present": ["market.mp4", "sunset.mp4"]}
+    ]  # fmt: skip
+    assert checks_named(proposals, "kdenlive_profile") == []  # unchanged
 
 
 # --- images and deleted files --------------------------------------------------------------
