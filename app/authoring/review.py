@@ -15,6 +15,7 @@ All of it blocks (files, compiling): the TUI calls it in a thread.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -128,6 +129,26 @@ def retarget(value: Any, old: str, new: str) -> Any:
     return value
 
 
+def unpinned_track(item: CheckItem, said: list[str]) -> dict[str, Any]:
+    """`item`'s check, without the track a proposed `kdenlive_clips` pinned when the
+    instruction and the phase messages (`said`) never name that track: the author's
+    clips landed on V1, but an agent that puts them on V2 did what was asked. A check
+    edited or written by hand is kept as it is."""
+    check = item.check
+    track = check.get("track")
+    if check.get("check") != "kdenlive_clips" or not isinstance(track, str):
+        return check
+    if item.as_proposed is None or check != item.as_proposed:
+        return check
+    words = [re.escape(track)]
+    if track[:1] in "VA" and track[1:].isdigit():  # V2 is also "video track 2"
+        kind = "video" if track[0] == "V" else "audio"
+        words.append(rf"(?:{kind} )?track {track[1:]}")
+    if any(re.search(rf"\b(?:{'|'.join(words)})\b", text, re.I) for text in said):
+        return check
+    return {k: v for k, v in check.items() if k != "track"}
+
+
 def _renamed(value: Any, names: dict[str, str]) -> Any:
     """`value` with each string that is a key of `names` replaced by its value."""
     if isinstance(value, str):
@@ -152,11 +173,19 @@ class CheckItem:
     files: dict[str, Path] = field(default_factory=dict)
     phase: int | None = None
     """1-based: a check of the phase delivered at that boundary; None: the task's."""
+    as_proposed: dict[str, Any] | None = None
+    """The check as it was proposed (None: written by hand); a check still equal to it
+    is the proposal's, which the draft may loosen (`unpinned_tracks`)."""
 
     @classmethod
     def proposed(cls, proposal: Proposal) -> CheckItem:
         return cls(
-            dict(proposal.check), proposal.why, "proposed", dict(proposal.files), proposal.phase
+            dict(proposal.check),
+            proposal.why,
+            "proposed",
+            dict(proposal.files),
+            proposal.phase,
+            dict(proposal.check),
         )
 
     @property
@@ -228,9 +257,11 @@ def write_task(review: Review, form: DraftForm, tasks_dir: Path) -> WrittenTask:
             else:
                 same_as[name] = first
 
+    said = [form.instruction, *form.messages]
+
     def checks_of(phase: int | None) -> list[dict[str, Any]]:
         return [
-            _renamed(retarget(item.check, proposed_for, task_id), same_as)
+            _renamed(retarget(unpinned_track(item, said), proposed_for, task_id), same_as)
             for item in form.accepted
             if item.phase == phase
         ]

@@ -230,8 +230,9 @@ class ClipSpec(CheckParams):
 class KdenliveClipsParams(CheckParams):
     path: GuestPath
     """The guest project file."""
-    track: StrictStr
-    """The track ('V1', 'A1', ... or a custom name)."""
+    track: StrictStr | None = None
+    """The track ('V1', 'A1', ... or a custom name); omitted: any one track of the
+    project holding the clips passes (for an instruction that names no track)."""
     clips: Annotated[list[ClipSpec], Field(min_length=1)]
     """The expected clips in timeline order, each with the fields to compare."""
     tolerance: Frames = 0
@@ -277,10 +278,23 @@ def _describe_spec(spec: ClipSpec) -> str:
 def kdenlive_clips(state: CheckState, params: KdenliveClipsParams) -> CheckResult:
     """Passes when the track holds the expected clips in order, each at its position
     with its in point and length (within `tolerance` frames). Partial credit is the
-    share of expected clips found."""
-    track = load_track(state, params.path, params.track)
-    if isinstance(track, CheckResult):
-        return track
+    share of expected clips found. Without `track`, the project's tracks are tried in
+    order: the first that holds them passes, else the best one's result is given."""
+    if params.track is not None:
+        track = load_track(state, params.path, params.track)
+        if isinstance(track, CheckResult):
+            return track
+        return _clips_on(track, params)
+    project = load_project(state, params.path)
+    if isinstance(project, CheckResult):
+        return project
+    if not project.tracks:
+        return failed(f"{params.path} has no tracks")
+    results = [_clips_on(track, params) for track in project.tracks]
+    return next((r for r in results if r.passed), max(results, key=lambda r: r.score))
+
+
+def _clips_on(track: Track, params: KdenliveClipsParams) -> CheckResult:
     have = "; ".join(c.describe() for c in track.clips) or "no clips"
     matched = 0
     problems: list[str] = []

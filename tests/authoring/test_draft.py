@@ -266,3 +266,22 @@ def test_an_image_a_phase_and_the_end_both_expect_is_stored_once(tmp_path: Path)
     text = written.task.read_text()
     assert "boundary-1" not in text
     assert text.count("reference: assets/photo-l3/expected/Desktop/photo.png") == 2
+
+
+def test_a_proposed_track_is_kept_only_where_the_instruction_names_it() -> None:
+    from app.authoring.review import CheckItem, Proposal, unpinned_track
+
+    clips = {"check": "kdenlive_clips", "path": "~/Videos/edit.kdenlive", "track": "V1",
+             "clips": [{"source": "harbour.mp4", "position": 0}]}  # fmt: skip
+    proposed = CheckItem.proposed(Proposal(dict(clips), "clips changed V1"))
+    assert "track" not in unpinned_track(proposed, ["Put the harbour clip on the timeline."])
+    for said in ("Put it on track V1.", "Use video track 1 for it.", "...on v1 please"):
+        assert unpinned_track(proposed, [said]) == clips, said
+    # A phase message names it: kept.
+    assert unpinned_track(proposed, ["Add the clip.", "Now move it to V1."]) == clips
+    # Edited, or written by hand: the author's own, kept as it is.
+    edited = CheckItem.proposed(Proposal(dict(clips), "clips changed V1"))
+    edited.check = {**clips, "tolerance": 2}
+    assert unpinned_track(edited, ["Add the clip."])["track"] == "V1"
+    by_hand = CheckItem(dict(clips), "added by hand", "accepted")
+    assert unpinned_track(by_hand, ["Add the clip."]) == clips

@@ -177,6 +177,20 @@ def test_clips_in_order_with_in_points_and_lengths() -> None:
     ).passed
 
 
+def test_clips_on_any_track_when_none_is_named() -> None:
+    """Without `track`, the track that holds the clips passes, whichever it is (the
+    title is on V2, the footage on V1); otherwise the best track's result is said."""
+    footage = [{"source": "harbour.mp4", "position": 0, "length": 100},
+               {"source": "market*", "position": 100, "in": 10, "length": 50}]  # fmt: skip
+    title = [{"kind": "title", "text": "harbour days", "position": 0, "min_length": 50}]
+    assert check("kdenlive_clips", SHOWCASE, clips=footage).passed
+    assert check("kdenlive_clips", SHOWCASE, clips=title, exact=False).passed
+    assert not check("kdenlive_clips", SHOWCASE, track="V1", clips=title, exact=False).passed
+    short = [footage[0], {**footage[1], "length": 51}]
+    miss = check("kdenlive_clips", SHOWCASE, clips=short)
+    assert not miss.passed and miss.score == 0.5 and "track V1" in miss.evidence
+
+
 def test_effects_with_keyframes() -> None:
     fade = {"alpha": [[0, 0], [25, 1]]}
     assert check("kdenlive_effect", SHOWCASE, effect="fade_from_black", params=fade).passed
