@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shlex
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +37,7 @@ from app.agents.base import (
 from app.agents.reference_script import Entry, Expect, Oracle, WaitFor, load_script
 from app.core.actions import Action, Fail, GuiAction
 from app.core.errors import AgentError, GuestError
+from app.core.integrity import ORACLE_INFO
 
 GUARD_POLL_SECONDS = 0.1
 LENIENT_GUARD_SECONDS = 10.0
@@ -62,6 +64,8 @@ class ScriptedAgent:
         self._keep_image: KeepImage | None = None
         self._time_scale = 1.0
         self._last_action: GuiAction | None = None
+        self._oracles: list[str] = []
+        """Programs run in the guest since the last step, for its record (step_info)."""
         # When the guard under the cursor started waiting; kept across a resend so the
         # guard's timeout counts from its first check, not from the latest resend.
         self._guard_started: float | None = None
@@ -77,6 +81,7 @@ class ScriptedAgent:
         self._keep_image = context.keep_image
         self._last_action = None
         self._guard_started = None
+        self._oracles = []
 
     async def decide(self, observation: Observation) -> Action:
         while self._cursor < len(self._entries):
@@ -196,6 +201,10 @@ class ScriptedAgent:
             result = await self._probe.run(list(oracle.argv), timeout)
         except GuestError as exc:
             return f"{oracle.where}: oracle {oracle.argv[0]!r} could not run: {exc}"
+        # Not through the GUI, and not through the desktop's program watch either (the
+        # probe is DeskLoop's own channel): the next step's record says it ran, and the
+        # episode's integrity flags name it.
+        self._oracles.append(f"{shlex.join(oracle.argv)} (exit {result.returncode})")
         if not result.ok:
             output = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
             return (
@@ -205,7 +214,11 @@ class ScriptedAgent:
         return None
 
     def step_info(self) -> dict[str, Any] | None:
-        return None
+        """The oracle programs run before this step, if any (``{"oracle": [...]}``)."""
+        if not self._oracles:
+            return None
+        ran, self._oracles = self._oracles, []
+        return {ORACLE_INFO: ran}
 
     async def close(self) -> None:
         return None

@@ -93,8 +93,7 @@ def kdenlive_checks(file: FileDiff, facts: Mapping[str, Any]) -> list[ProposedCh
         out.append(
             make_check(
                 "kdenlive_clips",
-                f"{path}: {change.words()} (the track is kept only where the instruction "
-                "names it)",
+                f"{path}: {change.words()} (the track is kept only where the instruction names it)",
                 path,
                 track=change.subject,
                 clips=specs,

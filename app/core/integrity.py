@@ -19,6 +19,9 @@ scripting console was open; a checked file was last written by a program that is
 the task's app; the agent typed a value the task marks secret."""
 
 FLAG_KINDS: tuple[str, ...] = get_args(FlagKind)
+ORACLE_INFO = "oracle"
+"""The key of a step's `agent_info` that lists the programs an agent ran in the guest
+outside the GUI before that step (a scripted oracle), each as its command line."""
 
 
 @dataclass(frozen=True)

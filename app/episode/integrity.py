@@ -28,6 +28,9 @@ never confused with "not looked":
   task whose checks read no .blend, or a console used in a file never saved, is not
   seen (`checked` says so).
 - **secret_typed**: the agent typed a value the task lists under `secrets`.
+- **programs the agent ran itself**: a scripted agent's `oracle` runs its program in the
+  guest over DeskLoop's own channel, which the program watch does not trace; the agent
+  lists each in the next step's `agent_info` (`ORACLE_INFO`), and each is a `process` flag.
 
 A flag never changes a score.
 """
@@ -422,9 +425,12 @@ class IntegrityWatch:
         self,
         typed: Sequence[tuple[int, str]],
         probes: Mapping[Probe, ProbeResult] | None = None,
+        agent_programs: Sequence[tuple[int, str]] = (),
     ) -> tuple[list[IntegrityFlag], list[str]]:
         """The flags and what was looked at, once the agent has ended and scoring has
-        run: `probes` are scoring's probe results (a .blend's dump shows its UI)."""
+        run: `probes` are scoring's probe results (a .blend's dump shows its UI);
+        `agent_programs` the programs the agent itself ran in the guest (step, command
+        line: a scripted oracle), which no desktop watch sees."""
         since = self.started_at if self.started_at is not None else time.time()
         flags: list[IntegrityFlag] = []
         checked: list[str] = []
@@ -469,4 +475,14 @@ class IntegrityWatch:
         if self.task.secrets:
             checked.append(f"typed text: {len(self.task.secrets)} secret value(s)")
             flags += secret_flags(self.task, typed)
+        checked.append(f"programs the agent ran itself: {len(agent_programs)} (as it recorded)")
+        if agent_programs:
+            flags.append(
+                IntegrityFlag(
+                    "process",
+                    f"the agent ran {len(agent_programs)} program(s) in the guest itself, "
+                    "not through the GUI (a scripted oracle)",
+                    tuple(f"step {idx}: {command}" for idx, command in agent_programs),
+                )
+            )
         return flags, checked

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from app.core.conversation import Message
 from app.core.errors import StoreError
 from app.core.frames import Frame
+from app.core.integrity import ORACLE_INFO
 from app.core.vocabulary import ErrorKind, StepActor, UserMode
 from app.core.windows import WindowList
 from app.episode.archive import Recorded, RecordingSource, keep
@@ -303,7 +304,13 @@ class EpisodeRecorder:
         steps = await self._stored(self.store.steps, self.episode_id)
         typed = [(s.idx, str(s.action["text"])) for s in steps if s.action.get("kind") == "type"]
         probes = final.probes if final is not None else None
-        flags, checked = await asyncio.to_thread(integrity.flags, typed, probes)
+        ran = [
+            (s.idx, str(command))
+            for s in steps
+            if isinstance(s.agent_info, dict)
+            for command in s.agent_info.get(ORACLE_INFO) or []
+        ]
+        flags, checked = await asyncio.to_thread(integrity.flags, typed, probes, ran)
         await self._stored(self.store.record_flags, self.episode_id, flags, checked)
         if flags:
             self.report.say("integrity: " + "; ".join(f.summary for f in flags))
