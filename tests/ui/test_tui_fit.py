@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 from textual.geometry import Region
-from textual.widgets import Button, Input
+from textual.widgets import Button, DataTable, Input
 
+from app.metrics.summary import num, pct
 from app.ui.app import DeskLoopApp
 from app.ui.screens.tasks import Choice, StartEpisodeScreen, TasksScreen
-from tests.ui.helpers import wait_until, write_tasks
+from tests.ui.helpers import fixture_db, screen_text, wait_until, write_tasks
 
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30)])
@@ -52,3 +53,35 @@ async def test_the_start_button_is_on_screen_and_enter_still_starts(
         await pilot.press("enter")
         await wait_until(pilot, lambda: bool(chosen), 5, "the dialog's choice")
         assert chosen[0] is not None and chosen[0][:2] == ("reference", "person")
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24)])
+async def test_results_show_success_and_credit_on_a_small_terminal(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    from app.metrics.summary import summarize
+    from app.store import Store
+    from app.ui.screens.results import ResultsScreen
+
+    db = fixture_db(tmp_path / "db" / "deskloop.db")
+    with Store(db) as store:
+        totals = summarize(store).totals[-1]
+    app = DeskLoopApp(db=db, tasks_dir=write_tasks(tmp_path / "tasks"), start_mode="results")
+    async with app.run_test(size=size) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        await wait_until(pilot, lambda: screen.loaded, 5, "the results")
+        await pilot.pause()
+        table = screen.query_one("#results-table", DataTable)
+        rows = screen_text(app).splitlines()[table.region.y : table.region.bottom]
+        header, last = rows[0], rows[table.row_count]  # the header, then "all" last
+        # What the table is for, without scrolling sideways: the group, its success
+        # rate and its mean partial credit.
+        for column in ("app", "agent", "user", "success", "credit"):
+            assert f" {column}" in f" {header}", (column, header)
+        assert last.split()[:1] == ["all"], last
+        success, credit = pct(totals.success_rate), num(totals.mean_score)
+        at = header.index("success")
+        assert last[at : at + len(success) + 2].strip() == success, (header, last)
+        at = header.index("credit")
+        assert last[at : at + len(credit) + 2].strip() == credit, (header, last)
