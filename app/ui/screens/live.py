@@ -73,8 +73,8 @@ The running episode (or a desktop chosen with **v** in Desktops).
   message is put in the chat box (marked as the script's). Send it as it is
   (**c**, then **enter**), edit it, or clear it and write your own; the
   episode waits for you, and its time budget stops while it waits.
-- **F2** pause / resume (between steps), **F4** abort the episode (asks
-  first: **y** aborts).
+- **F2** pause / resume (between steps; the time budget stops while paused),
+  **F4** abort the episode (asks first: **y** aborts).
 - **c** puts the cursor in the chat box, **esc** takes it out (then the screen
   keys d t l e r ? q work again).
 - **Take over**: click, drag or scroll on the desktop's picture (half blocks) and
