@@ -45,8 +45,13 @@ async def test_the_start_button_is_on_screen_and_enter_still_starts(
         # The fields still scroll to the last one, and it is not hidden under the buttons.
         last = dialog.query_one("#user-base-url", Input)
         last.focus()
-        await pilot.pause()
-        assert screen.contains_region(last.region) and not last.region.overlaps(start.region)
+        await wait_until(
+            pilot,
+            lambda: screen.contains_region(last.region),
+            5,
+            "the last field scrolled into view",
+        )
+        assert not last.region.overlaps(start.region)
         assert screen.contains_region(start.region)
         # Enter in the agent field still starts (the reference agent, a person user).
         dialog.query_one("#agent", Input).focus()
