@@ -19,7 +19,7 @@ from app.ui.screens.author import AuthorScreen
 from app.ui.screens.base import LabScreen
 from app.ui.screens.desktops import DesktopsScreen
 from app.ui.screens.episodes import EpisodesScreen
-from app.ui.screens.live import LiveScreen
+from app.ui.screens.live import ChatBox, LiveScreen
 from app.ui.screens.replay import ReplayScreen
 from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
@@ -253,7 +253,7 @@ async def test_live_screen_without_an_episode(lab: DeskLoopApp) -> None:
         await pilot.press("f2", "f3", "f4")  # nothing to pause, accept or abort: no crash
         await pilot.press("c", *"hello", "enter")
         # Not sent anywhere, and not kept for the next episode.
-        assert screen.query_one("#chat-input", Input).value == ""
+        assert screen.query_one("#chat-input", ChatBox).value == ""
         notes = [n.message for n in lab._notifications]
         assert any("nothing was sent" in note for note in notes), notes
 
