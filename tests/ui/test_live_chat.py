@@ -2,7 +2,7 @@
 plays with a scripted agent on a still desktop (the chat box is under test, not a
 desktop): a multi-line phase message is offered and sent exactly as the script has
 it; after enter the cursor leaves the box, so the `c` the border asks for is never
-typed into the next answer."""
+typed into the next answer; F3 while a phase is due is refused, saying how to send it."""
 
 from __future__ import annotations
 
@@ -138,6 +138,51 @@ async def test_a_multi_line_phase_is_sent_as_written_and_c_then_moves_the_cursor
         ]
         (phase,) = store.phases(result.episode_id)
         assert phase.status == "delivered"
+
+
+async def test_f3_while_a_phase_is_due_is_refused_and_says_how_to_send_it(
+    lab: DeskLoopApp,
+) -> None:
+    async with lab.run_test(size=(100, 30)) as pilot:
+        session = start(lab, "phase-at-done", [Done(), Done()])
+        await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "Live")
+        live = lab.screen
+        assert isinstance(live, LiveScreen)
+        person = session.person
+        assert person is not None
+        await wait_until(pilot, lambda: person.waiting == "review", 30, "the agent's DONE")
+        assert person.draft == "Now make it greyscale too."
+        chat = live.query_one("#chat-input", ChatBox)
+        await wait_until(pilot, lambda: chat.text == person.draft, 5, "the draft in the box")
+
+        await pilot.press("f3")
+        await wait_until(pilot, lambda: bool(lab._notifications), 5, "a notice")
+        notes = [str(n.message).lower() for n in lab._notifications]
+        assert any(
+            "phase 1 is due" in n and "c, then enter" in n and "not accepted" in n for n in notes
+        ), notes
+        await pilot.pause()
+        # Nothing was accepted: the episode still waits for the review.
+        assert not session.ended and person.waiting == "review"
+
+        await pilot.press("c", "enter")  # the script's message, as the notice says
+        await wait_until(pilot, lambda: session.phases[0].delivered_step is not None, 30, "sent")
+        await wait_until(pilot, lambda: person.waiting == "review", 30, "the second DONE")
+        assert person.draft is None
+        await pilot.press("f3")  # no phase due now: accepted
+        await wait_until(pilot, lambda: session.ended, 30, "the episode's end")
+        result = session.result
+        assert result is not None and result.end_reason == "done"
+
+    with Store(lab.store.path) as store:
+        (phase,) = store.phases(result.episode_id)
+        assert phase.status == "delivered"
+        (message,) = [m for m in store.messages(result.episode_id) if m.source == "person"]
+        assert (message.kind, message.text, message.origin) == (
+            "feedback",
+            "Now make it greyscale too.",
+            "script",
+        )
 
 
 def test_what_the_chat_box_sends() -> None:

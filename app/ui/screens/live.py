@@ -37,6 +37,7 @@ from app.ui.screens.base import LabFooter, LabScreen
 from app.ui.services.episode import EpisodeSession, StepLine
 from app.ui.services.frame_feed import frame_feed
 from app.ui.takeover import PASSTHROUGH_KEY, TakeOverMixin
+from app.users.person import PhaseDue
 
 FEED_FPS = 12.0
 """Redraw cap: FIELD_NOTES measured 17 fps full-frame half-block redraws; 10-15 fps
@@ -134,7 +135,8 @@ The running episode (or a desktop chosen with **v** in Desktops).
   sending takes the cursor out of the box (**c** puts it back):
   - when the agent asked (ASK), your text is the **answer**;
   - after the agent's DONE, your text is **feedback** and the episode goes on
-    with it as the active instruction; **F3** accepts the result instead;
+    with it as the active instruction; **F3** accepts the result instead (not
+    while a phase is due: send its message, the DONE delivers it);
   - at any other time your text is injected as the kind chosen on the left
     (clarification or interruption) before the agent's next step.
 - With user **person** you are the user: when a phase is due, its scripted
@@ -430,6 +432,10 @@ Every message is recorded with its kind and the step at which it arrived.
             # The key first: a long question is cut at the border's end.
             chat.border_title = f"c answers · the agent asks: {waiting.question}{due}"
             entry.placeholder = "type your answer, enter sends it"
+        elif waiting is not None and waiting.what == "review" and waiting.phase is not None:
+            # No F3 here: accepting is refused while the phase is due (action_accept).
+            chat.border_title = f"c, then enter sends it · the agent says it is DONE{due}"
+            entry.placeholder = "your message for this phase (enter): the episode continues"
         elif waiting is not None and waiting.what == "review":
             chat.border_title = f"F3 accepts, c gives feedback · the agent says it is DONE{due}"
             entry.placeholder = "feedback (enter): the episode continues with it"
@@ -524,6 +530,8 @@ Every message is recorded with its kind and the step at which it arrived.
                 # never be typed into the answer. `c` puts the cursor in the box.
                 self._set_draft(event.draft)
                 what = event.what
+                if what == "review" and event.phase is not None:
+                    what = "phase"  # the DONE delivers the phase: nothing to accept yet
                 self.notify(
                     {
                         "answer": "The agent asks a question: c to answer.",
@@ -589,6 +597,20 @@ Every message is recorded with its kind and the step at which it arrived.
             return
         try:
             session.accept()
+        except PhaseDue:
+            # Said plainly, with the keys: F3 at a DONE with a phase due used to end
+            # the episode with the phase never delivered, without a word.
+            due = session.waiting.phase if session.waiting is not None else None
+            number = f"Phase {due + 1}" if due is not None else "A phase"
+            where = "is in the chat box" if self.draft is not None else "is in the phases box"
+            self.notify(
+                f"{number} is due, so the result is not accepted: the agent's DONE "
+                f"delivers it. Its message {where}: c, then enter sends it (or edit it, "
+                "or write your own); F4 aborts the episode.",
+                severity="warning",
+                timeout=8,
+            )
+            return
         except ValueError as exc:
             self.notify(str(exc), severity="warning")
             return
