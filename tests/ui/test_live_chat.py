@@ -197,3 +197,15 @@ def test_what_the_chat_box_sends() -> None:
     # One line: stripped, as the one-line box did.
     assert message_text("  PNG is right. \n", None) == "PNG is right."
     assert message_text(" \n ", None) == ""
+
+
+async def test_ctrl_j_starts_a_line_and_escape_leaves_the_box(lab: DeskLoopApp) -> None:
+    async with lab.run_test(size=(80, 24)) as pilot:
+        await pilot.press("l")
+        await wait_until(pilot, lambda: isinstance(lab.screen, LiveScreen), 5, "Live")
+        chat = lab.screen.query_one("#chat-input", ChatBox)
+        await pilot.press("c", *"Also:", "ctrl+j", *"  - a JPEG")
+        assert chat.text == "Also:\n  - a JPEG" and chat.has_focus
+        await wait_until(pilot, lambda: chat.content_region.height == 2, 5, "the box grown")
+        await pilot.press("escape")  # the screen's keys work again
+        assert not chat.has_focus and chat.text == "Also:\n  - a JPEG"
