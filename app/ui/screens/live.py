@@ -99,7 +99,8 @@ class ChatBox(TextArea):
             event.stop()
             event.prevent_default()
             start, end = self.selection
-            self._replace_via_keyboard("\n", start, end)
+            # As typing does: over the selection, the cursor after the new line.
+            self.replace("\n", start, end, maintain_selection_offset=False)
             return
         await super()._on_key(event)
 
