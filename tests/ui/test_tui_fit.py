@@ -42,6 +42,9 @@ async def test_the_start_button_is_on_screen_and_enter_still_starts(
                 size,
             )
             assert dialog.query_one("#dialog").region.contains_region(button.region)
+        # Tab goes through the fields, then to the buttons.
+        chain = [w.id for w in dialog.focus_chain if w.id]
+        assert chain[-3:] == ["user-base-url", "start", "cancel"], chain
         # The fields still scroll to the last one, and it is not hidden under the buttons.
         last = dialog.query_one("#user-base-url", Input)
         last.focus()
@@ -90,3 +93,24 @@ async def test_results_show_success_and_credit_on_a_small_terminal(
         assert last[at : at + len(success) + 2].strip() == success, (header, last)
         at = header.index("credit")
         assert last[at : at + len(credit) + 2].strip() == credit, (header, last)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+async def test_the_create_vm_dialogs_buttons_are_on_screen(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    # The same layout as the start dialog's (Desktops → c): Create was below an
+    # 80×24 screen's edge.
+    from app.ui.screens.vm_create import CreateVmScreen
+
+    app = DeskLoopApp(db=tmp_path / "db" / "d.db", tasks_dir=write_tasks(tmp_path / "tasks"))
+    async with app.run_test(size=size) as pilot:
+        app.push_screen(CreateVmScreen([("gimp", 4096)], lambda name: None, "vm1"))
+        await wait_until(pilot, lambda: isinstance(app.screen, CreateVmScreen), 5, "dialog")
+        await pilot.pause()
+        screen = Region(0, 0, *size)
+        for name in ("#create", "#cancel"):
+            button = app.screen.query_one(name, Button)
+            assert screen.contains_region(button.region), (name, button.region, size)
+        chain = [w.id for w in app.screen.focus_chain if w.id]
+        assert chain[-3:] == ["vm-start", "create", "cancel"], chain
