@@ -69,6 +69,7 @@ from app.episode.records import EpisodeRecorder
 from app.episode.scorer import EpisodeScorer
 from app.episode.takeover import take_over
 from app.episode.user_turns import UserTurns
+from app.episode.waits import OffBudget
 from app.store import Store
 from app.tasks.loader import setup_key
 from app.tasks.model import Task
@@ -117,6 +118,8 @@ class EpisodeRunner:
         self.report = Reporter(progress, on_event)
         self.records = EpisodeRecorder(store, self.options, self.report)
         self.turns = UserTurns(user, self.control, self.report)
+        self.paused = OffBudget()
+        """The seconds the episode stood paused between steps: off its time budget."""
         self._agent_started_at: float | None = None
         self._loop_started: float | None = None
         # What an episode that ends in an error keeps of the desktop's end: the
@@ -136,10 +139,12 @@ class EpisodeRunner:
         )
 
     def _elapsed(self, started: float, now: float | None = None) -> float:
-        """The episode's time against its budget: since `started`, less the store's and
-        the person's (person mode: the budget pauses while the episode waits for them)."""
+        """The episode's time against its budget: since `started`, less the store's, the
+        person's (person mode: the budget pauses while the episode waits for them) and
+        the time it stood paused (`EpisodeControl.pause`: the agent takes no step)."""
         now = time.monotonic() if now is None else now
-        return now - started - self.records.store_seconds - self.turns.waits.seconds(now)
+        off = self.records.store_seconds + self.turns.waits.seconds(now)
+        return now - started - off - self.paused.seconds(now)
 
     def budget_seconds_used(self) -> float | None:
         """Seconds of the time budget spent so far; None before the agent's loop."""
@@ -356,9 +361,15 @@ class EpisodeRunner:
         await self._take_over(protocol)
         if control.paused:
             self.report.say("paused")
-            while control.paused and not control.abort_requested:
-                await control.wait_while_paused_for_person()
-                await self._take_over(protocol)
+            # From here, not from the key press: the step in flight then was the
+            # agent's time. The person's own actions while paused are not the agent's.
+            self.paused.begin()
+            try:
+                while control.paused and not control.abort_requested:
+                    await control.wait_while_paused_for_person()
+                    await self._take_over(protocol)
+            finally:
+                self.paused.end()
             if not control.abort_requested:
                 self.report.say("resumed")
         if control.abort_requested:

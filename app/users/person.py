@@ -33,6 +33,10 @@ def origin_of(text: str, draft: str | None, from_draft: bool) -> MessageOrigin:
     return "edited" if from_draft else "free"
 
 
+class PhaseDue(ValueError):
+    """An accept refused: a scripted phase is due at the DONE and must be sent first."""
+
+
 @dataclass(frozen=True)
 class PersonReply:
     """What the person sent: text (None accepts a DONE) and how it came about."""
@@ -115,9 +119,18 @@ class PersonUser:
     def accept(self) -> None:
         """Accept the result after the agent's DONE: the episode ends and is scored.
 
+        Refused while a scripted phase is due at this DONE (`draft`): the protocol
+        delivers a phase whose trigger holds at a DONE, and the episode goes on with it
+        (DESIGN.md); accepting would end it with that phase never delivered.
+
         Raises:
-            ValueError: no DONE is waiting for a review.
+            ValueError: no DONE is waiting for a review, or a phase is due (`PhaseDue`).
         """
+        if self.waiting == "review" and self.draft is not None:
+            raise PhaseDue(
+                "a scripted phase is due: send its message (as offered, edited, or in "
+                "your own words) and the episode goes on with it; it is not accepted"
+            )
         self._give(("review",), PersonReply(None, None, self.draft))
 
     def give_feedback(self, text: str, *, from_draft: bool = False) -> None:

@@ -178,9 +178,7 @@ async def test_live_step_numbers_timing_columns_and_rewrap(
 async def test_chat_text_without_an_episode_is_not_sent_to_the_next(
     lab: DeskLoopApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from textual.widgets import Input
-
-    from app.ui.screens.live import LiveScreen
+    from app.ui.screens.live import ChatBox, LiveScreen
 
     monkeypatch.setattr(LiveScreen, "fps", 0)
     async with lab.run_test(size=(100, 30)) as pilot:
@@ -190,7 +188,7 @@ async def test_chat_text_without_an_episode_is_not_sent_to_the_next(
         live_session(lab, tmp_path)
         lab.show_live()  # as start_episode does
         await pilot.pause()
-        assert lab.screen.query_one("#chat-input", Input).value == ""
+        assert lab.screen.query_one("#chat-input", ChatBox).value == ""
 
 
 async def test_watching_a_desktop_drops_the_ended_episodes_header(
@@ -390,10 +388,8 @@ async def test_a_due_phase_is_offered_in_the_chat_box_and_marked(
 ) -> None:
     import asyncio
 
-    from textual.widgets import Input
-
     from app.episode.events import WaitingEvent
-    from app.ui.screens.live import LiveScreen
+    from app.ui.screens.live import ChatBox, LiveScreen
     from tests.ui.helpers import screen_text
 
     monkeypatch.setattr(LiveScreen, "fps", 0)
@@ -403,7 +399,7 @@ async def test_a_due_phase_is_offered_in_the_chat_box_and_marked(
         live = lab.screen
         assert isinstance(live, LiveScreen)
         await wait_until(pilot, lambda: bool(live.query("#chat-input")), 5, "the chat box")
-        chat = live.query_one("#chat-input", Input)
+        chat = live.query_one("#chat-input", ChatBox)
 
         # As the runner does when a GUI action makes phase 1 due.
         reply = asyncio.ensure_future(session.person.reply("phase", draft=draft))
@@ -419,7 +415,8 @@ async def test_a_due_phase_is_offered_in_the_chat_box_and_marked(
         assert chat.value == "" and "-draft" not in chat.classes
 
         # Own words typed before the phase came due are never replaced by the draft.
-        await pilot.press(*"Stop for a moment")
+        assert not chat.has_focus  # the cursor left the box with the message
+        await pilot.press("c", *"Stop for a moment")
         reply = asyncio.ensure_future(session.person.reply("phase", draft=draft))
         await pilot.pause()
         session._on_event(WaitingEvent("phase", None, draft, 0))

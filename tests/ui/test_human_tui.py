@@ -13,7 +13,7 @@ from textual.widgets import Input, Select
 from app.store import Store
 from app.ui.app import DeskLoopApp
 from app.ui.halfblock import HalfBlockView
-from app.ui.screens.live import LiveScreen
+from app.ui.screens.live import ChatBox, LiveScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
 from app.ui.services.episode import HUMAN
 from tests.ui.helpers import screen_text, wait_until
@@ -77,7 +77,7 @@ async def test_a_human_episode_started_and_driven_from_the_tui(tmp_path: Path) -
         await pilot.click("#live-frame", offset=(col, row))
         await wait_until(pilot, lambda: len(session.steps) == 1, 30, "the click as a step")
         await pilot.press("c")
-        live.query_one("#chat-input", Input).value = "done 2"
+        live.query_one("#chat-input", ChatBox).value = "done 2"
         await pilot.press("enter")
         await wait_until(pilot, lambda: session.ended, 120, "the end of the episode")
         episode_id = session.episode_id

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from app.users.person import PersonUser
+from app.users.person import PersonUser, PhaseDue
 
 
 async def test_answer_waits_for_the_person() -> None:
@@ -58,3 +58,17 @@ async def test_cancelled_wait_clears_the_request() -> None:
     assert user.waiting is None
     with pytest.raises(ValueError):
         user.provide_answer("late")
+
+
+async def test_accept_is_refused_while_a_phase_is_due_at_the_done() -> None:
+    # A phase whose trigger holds at a DONE is delivered and the episode goes on
+    # (DESIGN.md): accepting would end it with the phase never delivered (issue 26).
+    user = PersonUser()
+    pending = asyncio.create_task(user.reply("review", draft="Now make it greyscale."))
+    await asyncio.sleep(0)
+    with pytest.raises(PhaseDue, match="phase is due"):
+        user.accept()
+    assert user.waiting == "review" and not pending.done()  # still waiting
+    user.send("Now make it greyscale.", from_draft=True)
+    reply = await pending
+    assert (reply.text, reply.origin) == ("Now make it greyscale.", "script")

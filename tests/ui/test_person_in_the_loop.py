@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 from textual.message import Message
-from textual.widgets import Input, Select
+from textual.widgets import Select
 
 from app.episode.events import WaitingEvent
 from app.store import Store
 from app.ui.app import DeskLoopApp
 from app.ui.halfblock import HalfBlockView
-from app.ui.screens.live import LiveScreen
+from app.ui.screens.live import ChatBox, LiveScreen
 from app.ui.screens.replay import ReplayScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
 from tests.ui.helpers import screen_text, wait_until
@@ -89,7 +89,7 @@ async def test_person_answers_through_chat_pane_and_accepts(
             10,
             "the question in the chat pane's title",
         )
-        chat = live.query_one("#chat-input", Input)
+        chat = live.query_one("#chat-input", ChatBox)
         # The question never moves the cursor: `c` (the screen's key) puts it in the box.
         assert not chat.has_focus
         await pilot.press("c")
@@ -106,7 +106,7 @@ async def test_person_answers_through_chat_pane_and_accepts(
         assert result is not None and result.status == "finished", result
         assert result.passed and result.score == 1.0
 
-        submitted = [m for m in seen if isinstance(m, Input.Submitted)]
+        submitted = [m for m in seen if isinstance(m, ChatBox.Submitted)]
         assert any(m.value == "Call it proof.txt please" for m in submitted)
         unique = {id(m): m for m in seen}.values()  # a message bubbles: seen once per node
         waits = [

@@ -8,11 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
 
 from app.store import Store
 from app.ui.app import DeskLoopApp
-from app.ui.screens.live import LiveScreen
+from app.ui.screens.live import ChatBox, LiveScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
 from tests.ui.helpers import wait_until
 
@@ -69,7 +68,7 @@ async def test_the_person_edits_the_scripts_answer(tmp_path: Path) -> None:
         assert session is not None and session.person is not None
         person = session.person
         await wait_until(pilot, lambda: person.waiting == "answer", 120, "the agent's ASK")
-        chat = live.query_one("#chat-input", Input)
+        chat = live.query_one("#chat-input", ChatBox)
         await wait_until(pilot, lambda: chat.value == "Call it proof.txt.", 5, "the draft")
         assert "-draft" in chat.classes and live.from_draft
         pane = live.query_one("#live-chat")

@@ -19,7 +19,7 @@ from app.ui.screens.author import AuthorScreen
 from app.ui.screens.base import LabScreen
 from app.ui.screens.desktops import DesktopsScreen
 from app.ui.screens.episodes import EpisodesScreen
-from app.ui.screens.live import LiveScreen
+from app.ui.screens.live import ChatBox, LiveScreen
 from app.ui.screens.replay import ReplayScreen
 from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
@@ -197,11 +197,17 @@ async def test_results_table_and_chart(lab: DeskLoopApp) -> None:
             ["all", "all", "all", "reference", "all"],
             ["all", "all", "all", "all", "all"],
         ]
+        # At 100 columns: success and credit after the group; aborted, retries and
+        # asks/ep left out.
+        header = [str(c.label) for c in table.ordered_columns]
+        assert header[5:] == [
+            *("success", "credit", "episodes", "passed", "failed", "errors", "steps", "asked")
+        ]
         # The blender episode ended in an error: counted apart, in no rate.
-        assert rows[0][5:] == ["1", "0", "0", "1", "0", "0", "-", "-", "-", "-", "-"]
-        assert rows[1][5:13] == ["2", "1", "1", "0", "0", "0", "50%", "0.70"]
-        assert rows[2][14:] == ["100%", "1.0"]
-        assert rows[4][5:13] == ["4", "2", "1", "1", "0", "0", "67%", "0.80"]
+        assert rows[0][5:] == ["-", "-", "1", "0", "0", "1", "-", "-"]
+        assert rows[1][5:11] == ["50%", "0.70", "2", "1", "1", "0"]
+        assert rows[2][12:] == ["100%"]
+        assert rows[4][5:11] == ["67%", "0.80", "4", "2", "1", "1"]
         chart = str(lab.screen.query_one("#results-chart", Static).render())
         assert "gimp L2 interactive · reference · person" in chart and "100%" in chart
 
@@ -247,7 +253,7 @@ async def test_live_screen_without_an_episode(lab: DeskLoopApp) -> None:
         await pilot.press("f2", "f3", "f4")  # nothing to pause, accept or abort: no crash
         await pilot.press("c", *"hello", "enter")
         # Not sent anywhere, and not kept for the next episode.
-        assert screen.query_one("#chat-input", Input).value == ""
+        assert screen.query_one("#chat-input", ChatBox).value == ""
         notes = [n.message for n in lab._notifications]
         assert any("nothing was sent" in note for note in notes), notes
 

@@ -8,12 +8,12 @@ from typing import ClassVar
 
 from rich.console import Group
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Header, Input, RichLog, Select, Static
+from textual.widgets import DataTable, Header, RichLog, Select, Static, TextArea
 
 from app.core.conversation import Message as ChatMessage
 from app.core.conversation import message_step
@@ -37,6 +37,7 @@ from app.ui.screens.base import LabFooter, LabScreen
 from app.ui.services.episode import EpisodeSession, StepLine
 from app.ui.services.frame_feed import frame_feed
 from app.ui.takeover import PASSTHROUGH_KEY, TakeOverMixin
+from app.users.person import PhaseDue
 
 FEED_FPS = 12.0
 """Redraw cap: FIELD_NOTES measured 17 fps full-frame half-block redraws; 10-15 fps
@@ -51,6 +52,74 @@ INJECT_KINDS: list[tuple[str, UserKind]] = [
     ("interruption", "interruption"),
 ]
 
+NEWLINE_KEYS = frozenset({"ctrl+j", "shift+enter", "alt+enter"})
+"""Keys that start a new line in the chat box (enter sends). ctrl+j reaches every
+terminal's application (it is the newline character); shift+enter and alt+enter only
+where the terminal tells them apart from enter."""
+
+
+class ChatBox(TextArea):
+    """The chat box: several lines, so a phase's message of several lines is offered,
+    edited and sent with its lines and their indentation (a one-line input ran them
+    together). `enter` sends (`Submitted`); `NEWLINE_KEYS` start a new line."""
+
+    class Submitted(Message):
+        """Enter in the chat box: `value` is its text as it stands."""
+
+        def __init__(self, chat_box: ChatBox, value: str) -> None:
+            super().__init__()
+            self.chat_box = chat_box
+            self.value = value
+
+        @property
+        def control(self) -> ChatBox:
+            return self.chat_box
+
+    def __init__(self, *, id: str | None = None, placeholder: str = "") -> None:
+        super().__init__(id=id, soft_wrap=True, tab_behavior="focus", placeholder=placeholder)
+
+    @property
+    def value(self) -> str:
+        return self.text
+
+    @value.setter
+    def value(self, text: str) -> None:
+        # The cursor after the text: `c` then typing continues the draft, never
+        # writes before it.
+        self.load_text(text)
+        self.move_cursor(self.document.end)
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter" and not self.read_only:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.Submitted(self, self.text))
+            return
+        if event.key in NEWLINE_KEYS and not self.read_only:
+            event.stop()
+            event.prevent_default()
+            start, end = self.selection
+            # As typing does: over the selection, the cursor after the new line.
+            self.replace("\n", start, end, maintain_selection_offset=False)
+            return
+        await super()._on_key(event)
+
+
+def message_text(typed: str, draft: str | None) -> str:
+    """What the chat box sends of `typed`. The script's draft, unchanged but for blank
+    space around it, is sent exactly as the script has it (its lines, indentation and
+    final newline: the record must hold the script's text). Otherwise blank lines
+    around the text and trailing spaces go; a one-line message is stripped; the lines
+    of a longer one keep their indentation."""
+    if draft is not None and typed.strip() == draft.strip():
+        return draft
+    lines = typed.rstrip().split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if len(lines) <= 1:
+        return typed.strip()
+    return "\n".join(lines)
+
 
 class LiveScreen(TakeOverMixin, LabScreen):
     TITLE = "Live"
@@ -63,18 +132,20 @@ The running episode (or a desktop chosen with **v** in Desktops).
 - Right: the **active instruction** (the latest user message), the **phase
   timeline** (✓ delivered, ▶ pending and what will trigger it, · later), and the
   **step log** (action, seconds the agent took to decide, to act, to settle).
-- Bottom: the **chat pane**. Type and press **enter**:
+- Bottom: the **chat pane**. Type and press **enter** (**ctrl+j**: a new line);
+  sending takes the cursor out of the box (**c** puts it back):
   - when the agent asked (ASK), your text is the **answer**;
   - after the agent's DONE, your text is **feedback** and the episode goes on
-    with it as the active instruction; **F3** accepts the result instead;
+    with it as the active instruction; **F3** accepts the result instead (not
+    while a phase is due: send its message, the DONE delivers it);
   - at any other time your text is injected as the kind chosen on the left
     (clarification or interruption) before the agent's next step.
 - With user **person** you are the user: when a phase is due, its scripted
   message is put in the chat box (marked as the script's). Send it as it is
   (**c**, then **enter**), edit it, or clear it and write your own; the
   episode waits for you, and its time budget stops while it waits.
-- **F2** pause / resume (between steps), **F4** abort the episode (asks
-  first: **y** aborts).
+- **F2** pause / resume (between steps; the time budget stops while paused),
+  **F4** abort the episode (asks first: **y** aborts).
 - **c** puts the cursor in the chat box, **esc** takes it out (then the screen
   keys d t l e r ? q work again).
 - **Take over**: click, drag or scroll on the desktop's picture (half blocks) and
@@ -141,9 +212,10 @@ Every message is recorded with its kind and the step at which it arrived.
             yield RichLog(id="live-log", wrap=True, markup=False)
             with Horizontal(id="chat-row"):
                 yield Select(INJECT_KINDS, value="clarification", allow_blank=False, id="chat-kind")
-                # No select-all on focus: `c` must put the cursor after the script's
-                # draft, ready to edit it; a first letter typed never wipes it.
-                yield Input(placeholder="", id="chat-input", select_on_focus=False)
+                # A text area, not a one-line input: a phase's message may have several
+                # lines. Nothing is selected on focus: `c` puts the cursor after the
+                # script's draft, ready to edit it; a first letter typed never wipes it.
+                yield ChatBox(id="chat-input")
         yield LabFooter()
 
     @property
@@ -217,7 +289,11 @@ Every message is recorded with its kind and the step at which it arrived.
         if changed or session is None or session.ended:
             # Text typed while no episode ran is not the next episode's message.
             self._set_draft(None)
-            self.query_one("#chat-input", Input).value = ""
+            self.query_one("#chat-input", ChatBox).value = ""
+            if session is not None and session.waiting is not None:
+                # The runner asked before this screen listened (a quick start): the
+                # due phase's draft is offered all the same.
+                self._set_draft(session.waiting.draft)
         self.update_all()
         self.workers.cancel_group(self, "feed")
         live = self.lab.live_desktop is not None or (session is not None and not session.ended)
@@ -342,7 +418,7 @@ Every message is recorded with its kind and the step at which it arrived.
     def update_chat_prompt(self) -> None:
         session = self.session
         chat = self.query_one("#live-chat")
-        entry = self.query_one("#chat-input", Input)
+        entry = self.query_one("#chat-input", ChatBox)
         waiting = session.waiting if session and session.person else None
         due = ""
         if waiting is not None and waiting.phase is not None:
@@ -357,6 +433,10 @@ Every message is recorded with its kind and the step at which it arrived.
             # The key first: a long question is cut at the border's end.
             chat.border_title = f"c answers · the agent asks: {waiting.question}{due}"
             entry.placeholder = "type your answer, enter sends it"
+        elif waiting is not None and waiting.what == "review" and waiting.phase is not None:
+            # No F3 here: accepting is refused while the phase is due (action_accept).
+            chat.border_title = f"c, then enter sends it · the agent says it is DONE{due}"
+            entry.placeholder = "your message for this phase (enter): the episode continues"
         elif waiting is not None and waiting.what == "review":
             chat.border_title = f"F3 accepts, c gives feedback · the agent says it is DONE{due}"
             entry.placeholder = "feedback (enter): the episode continues with it"
@@ -376,17 +456,19 @@ Every message is recorded with its kind and the step at which it arrived.
     def _set_draft(self, draft: str | None) -> None:
         """Offer the script's message (person mode) in the chat box; text the person
         has typed already is never replaced."""
-        entry = self.query_one("#chat-input", Input)
+        entry = self.query_one("#chat-input", ChatBox)
         if draft is not None and entry.value.strip():
             draft = None
         self.draft, self.from_draft = draft, draft is not None
         if draft is not None:
-            entry.value = draft
+            # Its lines as written; a final newline is no line to show (sent as it
+            # is in the script all the same: `message_text`).
+            entry.value = draft.rstrip("\n")
 
-    @on(Input.Changed, "#chat-input")
-    def _chat_changed(self, event: Input.Changed) -> None:
+    @on(TextArea.Changed, "#chat-input")
+    def _chat_changed(self, event: TextArea.Changed) -> None:
         # Emptied: what comes next is the person's own words, not an edit of the draft.
-        if not event.value:
+        if not event.text_area.text:
             self.from_draft = False
             self.update_chat_prompt()
 
@@ -448,18 +530,21 @@ Every message is recorded with its kind and the step at which it arrived.
                 # The focus stays where it is: a key meant for the screen (`c`) must
                 # never be typed into the answer. `c` puts the cursor in the box.
                 self._set_draft(event.draft)
+                what = event.what
+                if what == "review" and event.phase is not None:
+                    what = "phase"  # the DONE delivers the phase: nothing to accept yet
                 self.notify(
                     {
                         "answer": "The agent asks a question: c to answer.",
                         "review": "The agent says DONE: accept (F3), or c and feedback.",
                         "phase": "A phase is due: c, then send, edit or replace its message.",
-                    }[event.what],
+                    }[what],
                     timeout=4,
                 )
             case EndedEvent(result):
                 if self.draft is not None and self.from_draft:
                     # The script's draft was for this episode only.
-                    self.query_one("#chat-input", Input).value = ""
+                    self.query_one("#chat-input", ChatBox).value = ""
                 self._set_draft(None)
                 self._log_end(result)
                 self.notify(
@@ -476,15 +561,16 @@ Every message is recorded with its kind and the step at which it arrived.
 
     # -- the person's actions -------------------------------------------------------
 
-    @on(Input.Submitted, "#chat-input")
-    def send(self, event: Input.Submitted) -> None:
+    @on(ChatBox.Submitted, "#chat-input")
+    def send(self, event: ChatBox.Submitted) -> None:
         session = self.session
-        text = event.value.strip()
+        waiting = session.waiting if session is not None else None
+        text = message_text(event.value, waiting.draft if waiting is not None else None)
         if not text:
             return
         if session is None or session.ended:
             # Not kept for the next episode: it was written for none.
-            event.input.value = ""
+            event.chat_box.value = ""
             self.notify("No episode is running: nothing was sent.", severity="warning")
             return
         kind = self.query_one("#chat-kind", Select).value
@@ -497,17 +583,35 @@ Every message is recorded with its kind and the step at which it arrived.
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
-        event.input.value = ""
+        event.chat_box.value = ""
         self._set_draft(None)
+        # The cursor leaves the box with the message: the `c` the border asks for
+        # next is the screen's key, never a letter typed into the next answer.
+        self.action_unfocus()
         self.notify(said, timeout=3)
         self.update_chat_prompt()
         self.update_phases()
 
     def action_accept(self) -> None:
-        if self.session is None:
+        session = self.session
+        if session is None:
             return
         try:
-            self.session.accept()
+            session.accept()
+        except PhaseDue:
+            # Said plainly, with the keys: F3 at a DONE with a phase due used to end
+            # the episode with the phase never delivered, without a word.
+            due = session.waiting.phase if session.waiting is not None else None
+            number = f"Phase {due + 1}" if due is not None else "A phase"
+            where = "is in the chat box" if self.draft is not None else "is in the phases box"
+            self.notify(
+                f"{number} is due, so the result is not accepted: the agent's DONE "
+                f"delivers it. Its message {where}: c, then enter sends it (or edit it, "
+                "or write your own); F4 aborts the episode.",
+                severity="warning",
+                timeout=8,
+            )
+            return
         except ValueError as exc:
             self.notify(str(exc), severity="warning")
             return
@@ -541,9 +645,9 @@ Every message is recorded with its kind and the step at which it arrived.
         )
 
     def action_chat(self) -> None:
-        entry = self.query_one("#chat-input", Input)
+        entry = self.query_one("#chat-input", ChatBox)
         entry.focus()
-        entry.cursor_position = len(entry.value)
+        entry.move_cursor(entry.document.end)
 
     def action_unfocus(self) -> None:
         self.query_one("#live-steps", DataTable).focus()

@@ -30,6 +30,38 @@ from app.ui.screens.base import LabScreen
 
 BAR_WIDTH = 30
 
+ORDER = [
+    *("app", "level", "kind", "agent", "user"),
+    *("success", "credit"),
+    *("episodes", "passed", "failed", "errors", "aborted", "retries", "steps", "asked", "asks/ep"),
+]
+"""The table's columns (`COLUMNS`, reordered): the group, then the two rates the
+screen is for, then the counts. In `deskloop report`'s order success and credit came
+after eleven columns and were off a 100-column terminal."""
+
+WIDE = 140
+"""Below this many columns the table leaves out `NARROW_DROPS` and cuts long agent
+names, so that the group, success and credit fit on a 100×30 or 80×24 terminal."""
+
+NARROW_DROPS = frozenset({"aborted", "retries", "asks/ep"})
+"""The counts a narrow table leaves out: rarely other than 0, or shown by `asked`."""
+
+AGENT_WIDTH = 18
+"""A narrow table's cut for an agent's name (the full name is in the chart)."""
+
+
+def table_columns(width: int) -> list[str]:
+    """The Results table's columns on a terminal `width` cells wide."""
+    return [c for c in ORDER if width >= WIDE or c not in NARROW_DROPS]
+
+
+def table_cells(row: GroupStats, columns: list[str]) -> list[str]:
+    """`row`'s figures in `columns`' order; a long agent name cut on a narrow table."""
+    by_name = dict(zip(COLUMNS, cells(row), strict=True))
+    if len(columns) < len(ORDER) and len(by_name["agent"]) > AGENT_WIDTH:
+        by_name["agent"] = by_name["agent"][: AGENT_WIDTH - 1] + "…"
+    return [by_name[c] for c in columns]
+
 
 def bar(fraction: float | None, width: int, color: str) -> Text:
     """A horizontal bar of eighth blocks, `fraction` of `width` cells long (none for
@@ -72,6 +104,9 @@ all. The figures and their policy are `deskloop report`'s.
 - **success**: passed / (passed + failed), the attempts; **credit**: mean
   partial credit; **steps**; **asked**: share of attempts with a question;
   **asks/ep**. All over the attempts; "-" where there is none.
+- The table puts success and credit right after the group; below 140
+  columns it leaves out aborted, retries and asks/ep and cuts long agent
+  names (the chart and `deskloop report` have them all).
 - The chart draws success (green) and credit (blue) per group.
 - Under it, **reliability**: every rate over the attempts (n) with its 95%
   Wilson interval: success, success at partial credit ≥ 0.5, 0.75 and 1,
@@ -91,6 +126,10 @@ all. The figures and their policy are `deskloop report`'s.
         super().__init__()
         self.loaded = False
         """Whether a read of the store has been shown (reads run in a thread)."""
+        self.columns: list[str] = list(ORDER)
+        """The table's columns now (`table_columns` of the terminal's width)."""
+        self.summary: Summary | None = None
+        """The summary shown, kept to fill the table again at another width."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -104,7 +143,8 @@ all. The figures and their policy are `deskloop report`'s.
 
     def on_mount(self) -> None:
         table = self.query_one("#results-table", DataTable)
-        table.add_columns(*COLUMNS)
+        self.columns = table_columns(self.app.size.width)
+        table.add_columns(*self.columns)
         self.query_one("#reliability-table", DataTable).add_columns(*RELIABILITY_COLUMNS)
         self.reload()
         table.focus()
@@ -123,13 +163,20 @@ all. The figures and their policy are `deskloop report`'s.
         summary = summarize(self.lab.store)
         self.app.call_from_thread(self._show, summary)
 
+    def on_resize(self) -> None:
+        columns = table_columns(self.app.size.width)
+        if columns != self.columns:
+            self.columns = columns
+            table = self.query_one("#results-table", DataTable)
+            table.clear(columns=True)
+            table.add_columns(*columns)
+            if self.summary is not None:
+                self._fill(self.summary)
+
     def _show(self, summary: Summary) -> None:
         self.loaded = True
-        table = self.query_one("#results-table", DataTable)
-        table.clear()
-        for row in [*summary.groups, *summary.totals]:
-            style = "bold" if row.app == ALL else ""
-            table.add_row(*(Text(cell, style) for cell in cells(row)))
+        self.summary = summary
+        self._fill(summary)
         self.show_reliability(summary)
         chart_box = self.query_one("#results-chart-box")
         chart_box.border_title = "success (green) and partial credit (blue)"
@@ -138,6 +185,13 @@ all. The figures and their policy are `deskloop report`'s.
             if summary.groups
             else "No ended episodes yet: run one from Tasks."
         )
+
+    def _fill(self, summary: Summary) -> None:
+        table = self.query_one("#results-table", DataTable)
+        table.clear()
+        for row in [*summary.groups, *summary.totals]:
+            style = "bold" if row.app == ALL else ""
+            table.add_row(*(Text(cell, style) for cell in table_cells(row, self.columns)))
 
     def show_reliability(self, summary: Summary) -> None:
         """The checkpoint and reliability figures, from the same summary."""

@@ -74,48 +74,52 @@ class StartEpisodeScreen(ModalScreen[Choice | None]):
         from app.agents.spec import AGENT_SPECS
         from app.ui.services.episode import HUMAN
 
-        # Scrolls: with the model fields it is taller than a 100×30 terminal allows.
-        with VerticalScroll(id="dialog"):
-            yield Static(f"[b]Start an episode of {self.task_.id}[/b]", id="dialog-title")
-            yield Label(f"Agent ({AGENT_SPECS} | {HUMAN}: you drive)")
-            yield Input(value="reference", id="agent")
-            yield Label("Model agents: adapter, model, base URL, key variable")
-            with Horizontal(id="model-fields"):
-                yield Select(adapter_options(), value="", allow_blank=False, id="adapter")
-                yield Input(placeholder="model (or in the spec)", id="model")
-            with Horizontal(id="endpoint-fields"):
-                yield Input(placeholder="base URL, e.g. http://127.0.0.1:8000/v1", id="base-url")
-                yield Input(placeholder="key variable (default per adapter)", id="api-key-env")
-            with Horizontal(id="format-fields"):
+        # The fields scroll (with the model fields they are taller than a 100×30
+        # terminal allows); Start and Cancel, below them, stay in view.
+        with Vertical(id="dialog"):
+            with VerticalScroll(id="dialog-fields"):
+                yield Static(f"[b]Start an episode of {self.task_.id}[/b]", id="dialog-title")
+                yield Label(f"Agent ({AGENT_SPECS} | {HUMAN}: you drive)")
+                yield Input(value="reference", id="agent")
+                yield Label("Model agents: adapter, model, base URL, key variable")
+                with Horizontal(id="model-fields"):
+                    yield Select(adapter_options(), value="", allow_blank=False, id="adapter")
+                    yield Input(placeholder="model (or in the spec)", id="model")
+                with Horizontal(id="endpoint-fields"):
+                    yield Input(
+                        placeholder="base URL, e.g. http://127.0.0.1:8000/v1", id="base-url"
+                    )
+                    yield Input(placeholder="key variable (default per adapter)", id="api-key-env")
+                with Horizontal(id="format-fields"):
+                    yield Select(
+                        computer_tool_options(), value="", allow_blank=False, id="computer-tool"
+                    )
+                    yield Select(TEXT_TURN_OPTIONS, value="", allow_blank=False, id="text-turn")
+                yield Label("Agent timeout, seconds per model call (model agents)")
+                yield Input(placeholder=f"default {DeskLoopConfig.deadline:g}", id="agent-timeout")
+                yield Static("", id="agent-timeout-error")
+                yield Label("User")
                 yield Select(
-                    computer_tool_options(), value="", allow_blank=False, id="computer-tool"
+                    [
+                        ("person (you, in the chat pane)", "person"),
+                        ("simulated (phase script)", "simulated"),
+                        ("LLM user (phase script; a model answers the rest)", "llm"),
+                    ],
+                    value="person",
+                    allow_blank=False,
+                    id="user",
                 )
-                yield Select(TEXT_TURN_OPTIONS, value="", allow_blank=False, id="text-turn")
-            yield Label("Agent timeout, seconds per model call (model agents)")
-            yield Input(placeholder=f"default {DeskLoopConfig.deadline:g}", id="agent-timeout")
-            yield Static("", id="agent-timeout-error")
-            yield Label("User")
-            yield Select(
-                [
-                    ("person (you, in the chat pane)", "person"),
-                    ("simulated (phase script)", "simulated"),
-                    ("LLM user (phase script; a model answers the rest)", "llm"),
-                ],
-                value="person",
-                allow_blank=False,
-                id="user",
-            )
-            yield Label("LLM user: model, base URL (key variable: the agent's, or default)")
-            with Horizontal(id="llm-user-fields"):
-                yield Input(placeholder="model for the LLM user", id="user-model")
-                yield Input(placeholder="base URL (default: the agent's)", id="user-base-url")
-            yield Static("", id="user-error")
+                yield Label("LLM user: model, base URL (key variable: the agent's, or default)")
+                with Horizontal(id="llm-user-fields"):
+                    yield Input(placeholder="model for the LLM user", id="user-model")
+                    yield Input(placeholder="base URL (default: the agent's)", id="user-base-url")
+                yield Static("", id="user-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Start", id="start", variant="primary")
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        # The scrolling dialog would take the focus first; Enter in the agent field starts.
+        # The scrolling fields would take the focus first; Enter in the agent field starts.
         self.query_one("#agent", Input).focus()
         self.watch(self.query_one("#user", Select), "expanded", self._user_list_toggled, init=False)
 

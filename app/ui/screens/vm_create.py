@@ -10,7 +10,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
@@ -42,21 +42,23 @@ class CreateVmScreen(ModalScreen[VmRequest | None]):
 
     def compose(self) -> ComposeResult:
         first = next(iter(self.images))
-        with VerticalScroll(id="dialog"):
-            yield Static(Text("Create a VM", "bold"), id="dialog-title")
-            yield Label("Name (domain deskloop-NAME)")
-            yield Input(self.suggested, id="vm-name")
-            yield Label("Image (built ones: deskloop image list)")
-            yield Select(
-                [(name, name) for name in self.images], value=first, allow_blank=False,
-                id="vm-image",
-            )  # fmt: skip
-            yield Label("Memory, MiB (empty: the image's default)")
-            yield Input(placeholder=str(self.images[first]), id="vm-memory", type="integer")
-            yield Label(f"vCPUs (empty: 2; this host has {os.cpu_count()})")
-            yield Input(placeholder="2", id="vm-vcpus", type="integer")
-            yield Checkbox("Start it once created", True, id="vm-start")
-            yield Static("", id="vm-error")
+        # The fields scroll on a small terminal; Create and Cancel stay in view below.
+        with Vertical(id="dialog"):
+            with VerticalScroll(id="dialog-fields"):
+                yield Static(Text("Create a VM", "bold"), id="dialog-title")
+                yield Label("Name (domain deskloop-NAME)")
+                yield Input(self.suggested, id="vm-name")
+                yield Label("Image (built ones: deskloop image list)")
+                yield Select(
+                    [(name, name) for name in self.images], value=first, allow_blank=False,
+                    id="vm-image",
+                )  # fmt: skip
+                yield Label("Memory, MiB (empty: the image's default)")
+                yield Input(placeholder=str(self.images[first]), id="vm-memory", type="integer")
+                yield Label(f"vCPUs (empty: 2; this host has {os.cpu_count()})")
+                yield Input(placeholder="2", id="vm-vcpus", type="integer")
+                yield Checkbox("Start it once created", True, id="vm-start")
+                yield Static("", id="vm-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Create", id="create", variant="primary")
                 yield Button("Cancel", id="cancel")

@@ -295,6 +295,12 @@ class EpisodeSession:
         return f"{kind} queued for the agent's next step"
 
     def accept(self) -> None:
+        """Accept the agent's DONE (the episode ends and is scored).
+
+        Raises:
+            ValueError: nothing to accept. PhaseDue: a scripted phase is due at this
+                DONE: its message must be sent first (the person's `accept` says why).
+        """
         person = self.person
         if person is None or person.waiting != "review":
             raise ValueError("nothing to accept: the agent has not said DONE")
