@@ -56,10 +56,9 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
             warm=args.warm,
             ray=args.ray,
         )
-    if args.ray is not None:
-        from app.batch.ray_nodes import check_reachable  # Ray itself is not imported
-
-        check_reachable(args.ray)  # before anything is recorded
+    # The cluster is joined, and its desktops counted, before anything is recorded: a
+    # batch it cannot run is refused without leaving a batch behind.
+    cluster = join_cluster(args.ray, log) if args.ray is not None else None
     with open_store(args.db) as store:
         if args.resume:
             if args.suite or args.task or args.agent:
@@ -129,7 +128,9 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
                 store, tasks, agents, repeats or 1, options, batch_id=args.batch_id, log=log
             )
         if runner.options.ray is not None:
-            join_ray(runner, args.concurrency, log)
+            if cluster is None:  # resumed on the cluster the batch was started with
+                cluster = join_cluster(runner.options.ray, log)
+            use_cluster(runner, cluster, args.concurrency)
         print_err(
             f"batch {runner.batch_id}: {len(runner.pending())} episode(s) to run "
             f"(resume with: deskloop batch run --resume {runner.batch_id})"
@@ -148,21 +149,33 @@ def cmd_batch_run(args: argparse.Namespace) -> int:
     return 0 if all(row.status == "finished" for row in rows) else 1
 
 
-def join_ray(runner: Any, concurrency: int | None, log: Any) -> None:
-    """Join the batch's Ray cluster; without --concurrency, run as many episodes at
+def join_cluster(address: str, log: Any) -> tuple[Any, int]:
+    """Join the Ray cluster at `address`: its `RayNodes` and how many desktops its
+    nodes offer.
+
+    Raises:
+        DeskLoopError: nobody answers there, or its nodes offer no desktop.
+    """
+    from app.batch.ray_nodes import RESOURCE, RayNodes
+
+    nodes = RayNodes(address, log)
+    capacity = nodes.capacity()
+    if capacity < 1:
+        nodes.close()
+        raise DeskLoopError(
+            f"the Ray cluster at {address} offers no desktops: start its nodes "
+            f"with --resources '{{\"{RESOURCE}\": N}}'; nothing was recorded"
+        )
+    return nodes, capacity
+
+
+def use_cluster(runner: Any, cluster: tuple[Any, int], concurrency: int | None) -> None:
+    """Run the batch's tries on the joined cluster; without --concurrency, as many at
     once as its nodes offer desktops."""
     from dataclasses import replace as replaced
 
-    from app.batch.ray_nodes import RESOURCE, RayNodes
-
-    nodes = RayNodes(runner.options.ray, log)
+    nodes, capacity = cluster
     runner.remote = nodes
-    capacity = nodes.capacity()
-    if capacity < 1:
-        raise DeskLoopError(
-            f"the Ray cluster at {runner.options.ray} offers no desktops: start its nodes "
-            f"with --resources '{{\"{RESOURCE}\": N}}'"
-        )
     if concurrency is None:
         runner.options = replaced(runner.options, concurrency=capacity)
     print_err(

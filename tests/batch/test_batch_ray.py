@@ -60,6 +60,22 @@ def test_a_ray_address_nobody_answers_is_refused_before_anything_is_recorded(
     assert not db.exists()
 
 
+def test_a_cluster_that_offers_no_desktops_is_refused_before_anything_is_recorded(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "deskloop.db"
+    with ray_cluster(tmp_path, {}) as cluster:  # a head alone: no node offers a desktop
+        out = subprocess.run(
+            [sys.executable, "-m", "app.cli", "--db", str(db), "batch", "run",
+             "--task", "gimp-flip-export", "--agent", "null", "--ray", cluster.address],
+            cwd=REPO, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert out.returncode != 0
+    assert f"the Ray cluster at {cluster.address} offers no desktops" in out.stderr
+    # No batch was listed for it (it was listed, with its slots, before).
+    assert not db.exists()
+
+
 def _streamed_worker(db: Path) -> int | None:
     """The Ray worker process of a running episode that has streamed a step back."""
     try:
