@@ -1,5 +1,6 @@
 """The batch's progress on stderr: slots done, passed, failed, errored, retries, running
-tries, an ETA and the hosts whose desktops failed.
+tries (and, on Ray, tries waiting for a node's desktop), an ETA and the hosts whose
+desktops failed.
 
 On a terminal it is a rich progress bar that stays at the bottom while log lines (the
 retries, a host coming back) scroll above it. Elsewhere, as in CI logs, it is one
@@ -33,6 +34,8 @@ class Progress:
     errored: int = 0
     retried: int = 0
     running: int = 0
+    waiting: int = 0
+    """Tries handed to a Ray cluster that no node has started yet (no desktop free)."""
     started: float = field(default_factory=time.monotonic)
     host_failures: dict[str, int] = field(default_factory=dict)
     """Desktops that failed at start-up, by host (a libvirt URI)."""
@@ -76,7 +79,9 @@ class Progress:
         return (
             f"{self.done}/{self.total} done · {self.passed} passed · "
             f"{self.failed} failed · {self.errored} errored · {self.retried} retried · "
-            f"{self.running} running · ETA {self.eta()}"
+            f"{self.running} running · "
+            + (f"{self.waiting} waiting for a desktop · " if self.waiting else "")
+            + f"ETA {self.eta()}"
         ) + "".join(f" · host {host} failed {count}×" for host, count in self.host_failures.items())
 
     def line(self) -> str:

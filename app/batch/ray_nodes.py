@@ -52,6 +52,8 @@ from app.tasks.model import Task
 if TYPE_CHECKING:
     from app.batch.runner import BatchRunner
 
+WAITING_WARN_SECONDS = 60.0
+"""A try queued this long without a node starting it is said in the batch's log."""
 RESOURCE = "deskloop_desktop"
 """The custom Ray resource a node offers, one unit per desktop it can run at once."""
 PLACE_NAME = "deskloop-ray-place-{uid}-{index}"
@@ -133,9 +135,17 @@ class RayNodes:
         return int(self._ray.cluster_resources().get(RESOURCE, 0))
 
     async def run_try(
-        self, runner: BatchRunner, task: Task, slot: Slot, attempt: int
+        self,
+        runner: BatchRunner,
+        task: Task,
+        slot: Slot,
+        attempt: int,
+        started: Callable[[], None] = lambda: None,
     ) -> EpisodeResult:
-        """Run one try on a node and record it in the driver's database."""
+        """Run one try on a node and record it in the driver's database; `started` is
+        called when a node has begun it (its first record came back). A try no node has
+        begun after `WAITING_WARN_SECONDS` is said in the log, once, with the desktops
+        the cluster offers then (a node lost with its desktops leaves tries queued)."""
         from ray.exceptions import RayError, RayTaskError
 
         job = NodeJob(
@@ -150,11 +160,17 @@ class RayNodes:
         store = runner.store
         episode_id: int | None = None
         paths: dict[str, str] = {}
+        warning = asyncio.get_running_loop().call_later(
+            WAITING_WARN_SECONDS, self._warn_waiting, slot
+        )
         try:
             # The episode as recorded so far, after each step and at its end: the
             # first import makes it here, each later one replaces its rows.
             async for ref in stream:
                 bundle: EpisodeBundle = await ref
+                if episode_id is None:
+                    warning.cancel()
+                    started()
                 episode_id = await store.off_loop(
                     store.import_episode, bundle, into=episode_id, paths=paths
                 )
@@ -174,6 +190,8 @@ class RayNodes:
             if episode_id is None:
                 episode_id = await store.off_loop(_record_lost, store, runner, task, slot, attempt)
             await store.off_loop(_end_lost, store, episode_id, reason)
+        finally:
+            warning.cancel()
         if episode_id is None:
             raise DeskLoopError(f"{slot}: its Ray node sent no episode back")
         record = await store.off_loop(store.get_episode, episode_id)
@@ -181,6 +199,14 @@ class RayNodes:
             record.id, record.task_id, record.status, record.end_reason, record.passed,
             record.score, record.steps, record.error, error_kind=record.error_kind,
         )  # fmt: skip
+
+    def _warn_waiting(self, slot: Slot) -> None:
+        offered = self.capacity()
+        self._log(
+            f"{slot}: no node has started it after {WAITING_WARN_SECONDS:g} s; the cluster "
+            f"offers {offered} desktop(s) now"
+            + (" (its nodes with desktops are gone)" if offered < 1 else ", all in use")
+        )
 
     def close(self) -> None:
         self._ray.shutdown()

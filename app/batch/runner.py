@@ -209,12 +209,25 @@ class BatchRunner:
                 progress.retry()
             if self.remote is not None:
                 # On a Ray node that offers a desktop; a retry goes where Ray places it.
-                progress.running += 1
+                # Waiting until a node starts it (Ray queues it while none has one free).
+                ran = False
+
+                def started() -> None:
+                    nonlocal ran
+                    ran = True
+                    progress.waiting -= 1
+                    progress.running += 1
+                    progress.show()
+
+                progress.waiting += 1
                 progress.show()
                 try:
-                    last = await self.remote.run_try(self, task, slot, attempt + try_index)
+                    last = await self.remote.run_try(self, task, slot, attempt + try_index, started)
                 finally:
-                    progress.running -= 1
+                    if ran:
+                        progress.running -= 1
+                    else:
+                        progress.waiting -= 1
                 if not is_retried(last.status, last.error_kind):
                     break
                 self._log(f"{slot}: {last.error}; " + (

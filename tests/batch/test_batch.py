@@ -178,6 +178,9 @@ def test_progress_line_counts_and_eta() -> None:
     assert "3/4 done" in line and "1 passed" in line and "1 errored" in line
     assert "1 retried" in line and "ETA" in line and "ETA ?" not in line
     assert stream.getvalue().count("\n") == 3  # not a terminal: a line per change
+    assert "waiting for a desktop" not in line  # said only while a try waits
+    progress.waiting = 2
+    assert "0 running · 2 waiting for a desktop · ETA" in progress.line()
 
 
 class _Terminal(io.StringIO):

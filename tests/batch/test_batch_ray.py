@@ -129,6 +129,9 @@ def test_a_ray_batch_survives_a_worker_node_killed_mid_batch(tmp_path: Path) -> 
         assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
         assert not sorted(p.name for p in cluster.tmpdir.glob("deskloop-*"))
     assert "episodes on the Ray cluster at 127.0.0.1:" in output
+    # With the node lost, two tries at once had one desktop: one waited for it, said so
+    # (it was counted as running before).
+    assert " 1 waiting for a desktop · " in output, output
     with Store(db) as store:
         episodes = store.list_episodes(batch_id="on-ray", limit=None)
         finished = [e for e in episodes if e.status == "finished"]
