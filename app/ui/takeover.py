@@ -10,6 +10,8 @@ viewer's do.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual import events
 from textual.screen import Screen
 
@@ -46,27 +48,32 @@ def step_note(actor: StepActor) -> str:
     return "person" if actor == "person" else ""
 
 
-class TakeOverMixin(Screen[None]):
+class TakeOver:
     """The live screen's take-over: the person's mouse on the frame view and, with
     passthrough on, their keys, sent to the running episode's desktop as their steps;
-    zoom and pan of the view. The screen provides `session`, `frame_view` and
-    `update_status`; its bindings name the actions here."""
+    zoom and pan of the view. The screen owns one and hands it its pointer events,
+    keys and the actions its bindings name; `view` and `session` give the current
+    frame view and episode, `changed` redraws the status line."""
 
-    session: EpisodeSession | None
-    passthrough: bool = False
-    """Key passthrough (F6): every key but F6 goes to the desktop as the person's."""
+    def __init__(
+        self,
+        screen: Screen[None],
+        view: Callable[[], FrameView],
+        session: Callable[[], EpisodeSession | None],
+        changed: Callable[[], None],
+    ) -> None:
+        self._screen = screen
+        self._view = view
+        self._session = session
+        self._changed = changed
+        self.passthrough = False
+        """Key passthrough (F6): every key but F6 goes to the desktop as the person's."""
 
-    @property
-    def frame_view(self) -> FrameView:
-        raise NotImplementedError
-
-    def update_status(self) -> None:
-        raise NotImplementedError
-
-    def _take_over(self, action: GuiAction) -> bool:
-        session = self.session
+    def act(self, action: GuiAction) -> bool:
+        """Send one of the person's actions to the episode's desktop; whether it went."""
+        session = self._session()
         if session is None or session.ended:
-            self.notify("No episode runs: nothing to take over.", severity="warning")
+            self._screen.notify("No episode runs: nothing to take over.", severity="warning")
             return False
         person_input = session.person_input
         if person_input is not None and person_input.on_error is None:
@@ -74,38 +81,36 @@ class TakeOverMixin(Screen[None]):
         try:
             session.take_over(action)
         except AgentError as exc:
-            self.notify(str(exc), severity="warning")
+            self._screen.notify(str(exc), severity="warning")
             return False
         return True
 
     def _input_failed(self, error: str) -> None:
-        self.notify(f"Not sent to the desktop: {error}", severity="error")
+        self._screen.notify(f"Not sent to the desktop: {error}", severity="error")
 
-    def on_frame_view_pointer(self, event: FrameView.Pointer) -> None:
-        self._take_over(event.action)
-
-    def action_passthrough(self) -> None:
+    def toggle_passthrough(self) -> None:
         self.passthrough = not self.passthrough
         if self.passthrough:
             # Keys must reach the screen, not the chat box.
-            self.set_focus(None)
-        self.set_class(self.passthrough, "-passthrough")
-        self.update_status()
+            self._screen.set_focus(None)
+        self._screen.set_class(self.passthrough, "-passthrough")
+        self._changed()
 
-    def on_key(self, event: events.Key) -> None:
+    def key(self, event: events.Key) -> bool:
+        """Take `event` for the desktop while passthrough is on; whether it was taken
+        (the screen then stops it)."""
         if not self.passthrough or event.key == PASSTHROUGH_KEY:
-            return
-        event.stop()
-        event.prevent_default()
+            return False
         action = key_action(event)
         if action is None:
-            self.notify(f"{event.key} has no name on the desktop's side: not sent.")
-            return
-        self._take_over(action)
+            self._screen.notify(f"{event.key} has no name on the desktop's side: not sent.")
+        else:
+            self.act(action)
+        return True
 
-    def action_zoom(self, steps: int) -> None:
-        self.frame_view.zoom_by(steps)
-        self.update_status()
+    def zoom(self, steps: int) -> None:
+        self._view().zoom_by(steps)
+        self._changed()
 
-    def action_pan(self, dx: float, dy: float) -> None:
-        self.frame_view.pan(dx, dy)
+    def pan(self, dx: float, dy: float) -> None:
+        self._view().pan(dx, dy)

@@ -178,7 +178,8 @@ async def test_live_step_numbers_timing_columns_and_rewrap(
 async def test_chat_text_without_an_episode_is_not_sent_to_the_next(
     lab: DeskLoopApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.ui.screens.live import ChatBox, LiveScreen
+    from app.ui.chat_box import ChatBox
+    from app.ui.screens.live import LiveScreen
 
     monkeypatch.setattr(LiveScreen, "fps", 0)
     async with lab.run_test(size=(100, 30)) as pilot:
@@ -389,7 +390,8 @@ async def test_a_due_phase_is_offered_in_the_chat_box_and_marked(
     import asyncio
 
     from app.episode.events import WaitingEvent
-    from app.ui.screens.live import ChatBox, LiveScreen
+    from app.ui.chat_box import ChatBox
+    from app.ui.screens.live import LiveScreen
     from tests.ui.helpers import screen_text
 
     monkeypatch.setattr(LiveScreen, "fps", 0)

@@ -12,8 +12,9 @@ from textual.widgets import Input, Select
 
 from app.store import Store
 from app.ui.app import DeskLoopApp
+from app.ui.chat_box import ChatBox
 from app.ui.halfblock import HalfBlockView
-from app.ui.screens.live import ChatBox, LiveScreen
+from app.ui.screens.live import LiveScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
 from app.ui.services.episode import HUMAN
 from tests.ui.helpers import screen_text, wait_until

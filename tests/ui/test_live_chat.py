@@ -14,7 +14,8 @@ from app.agents.base import Observation
 from app.core.actions import Action, Ask, Click, Done
 from app.store import Store
 from app.ui.app import DeskLoopApp
-from app.ui.screens.live import ChatBox, LiveScreen, message_text
+from app.ui.chat_box import ChatBox, message_text
+from app.ui.screens.live import LiveScreen
 from app.ui.services.episode import EpisodeSession
 from tests.still_desktop import QuietAgent, StillDesktop
 from tests.ui.helpers import screen_text, wait_until

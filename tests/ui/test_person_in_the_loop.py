@@ -13,8 +13,9 @@ from textual.widgets import Select
 from app.episode.events import WaitingEvent
 from app.store import Store
 from app.ui.app import DeskLoopApp
+from app.ui.chat_box import ChatBox
 from app.ui.halfblock import HalfBlockView
-from app.ui.screens.live import ChatBox, LiveScreen
+from app.ui.screens.live import LiveScreen
 from app.ui.screens.replay import ReplayScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
 from tests.ui.helpers import screen_text, wait_until

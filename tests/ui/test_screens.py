@@ -13,13 +13,14 @@ from textual.widgets import DataTable, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from app.ui.app import DeskLoopApp
+from app.ui.chat_box import ChatBox
 from app.ui.halfblock import HalfBlockView
 from app.ui.modals import ErrorScreen, HelpScreen
 from app.ui.screens.author import AuthorScreen
 from app.ui.screens.base import LabScreen
 from app.ui.screens.desktops import DesktopsScreen
 from app.ui.screens.episodes import EpisodesScreen
-from app.ui.screens.live import ChatBox, LiveScreen
+from app.ui.screens.live import LiveScreen
 from app.ui.screens.replay import ReplayScreen
 from app.ui.screens.results import ResultsScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen

@@ -29,6 +29,7 @@ from app.episode.events import (
     WaitingEvent,
 )
 from app.rfb.client import VncEndpoint
+from app.ui.chat_box import ChatBox, message_text
 from app.ui.describe import describe_end, flow
 from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
@@ -36,7 +37,7 @@ from app.ui.modals import ConfirmScreen
 from app.ui.screens.base import LabFooter, LabScreen
 from app.ui.services.episode import EpisodeSession, StepLine
 from app.ui.services.frame_feed import frame_feed
-from app.ui.takeover import PASSTHROUGH_KEY, TakeOverMixin
+from app.ui.takeover import PASSTHROUGH_KEY, TakeOver
 from app.users.person import PhaseDue
 
 FEED_FPS = 12.0
@@ -52,76 +53,8 @@ INJECT_KINDS: list[tuple[str, UserKind]] = [
     ("interruption", "interruption"),
 ]
 
-NEWLINE_KEYS = frozenset({"ctrl+j", "shift+enter", "alt+enter"})
-"""Keys that start a new line in the chat box (enter sends). ctrl+j reaches every
-terminal's application (it is the newline character); shift+enter and alt+enter only
-where the terminal tells them apart from enter."""
 
-
-class ChatBox(TextArea):
-    """The chat box: several lines, so a phase's message of several lines is offered,
-    edited and sent with its lines and their indentation (a one-line input ran them
-    together). `enter` sends (`Submitted`); `NEWLINE_KEYS` start a new line."""
-
-    class Submitted(Message):
-        """Enter in the chat box: `value` is its text as it stands."""
-
-        def __init__(self, chat_box: ChatBox, value: str) -> None:
-            super().__init__()
-            self.chat_box = chat_box
-            self.value = value
-
-        @property
-        def control(self) -> ChatBox:
-            return self.chat_box
-
-    def __init__(self, *, id: str | None = None, placeholder: str = "") -> None:
-        super().__init__(id=id, soft_wrap=True, tab_behavior="focus", placeholder=placeholder)
-
-    @property
-    def value(self) -> str:
-        return self.text
-
-    @value.setter
-    def value(self, text: str) -> None:
-        # The cursor after the text: `c` then typing continues the draft, never
-        # writes before it.
-        self.load_text(text)
-        self.move_cursor(self.document.end)
-
-    async def _on_key(self, event: events.Key) -> None:
-        if event.key == "enter" and not self.read_only:
-            event.stop()
-            event.prevent_default()
-            self.post_message(self.Submitted(self, self.text))
-            return
-        if event.key in NEWLINE_KEYS and not self.read_only:
-            event.stop()
-            event.prevent_default()
-            start, end = self.selection
-            # As typing does: over the selection, the cursor after the new line.
-            self.replace("\n", start, end, maintain_selection_offset=False)
-            return
-        await super()._on_key(event)
-
-
-def message_text(typed: str, draft: str | None) -> str:
-    """What the chat box sends of `typed`. The script's draft, unchanged but for blank
-    space around it, is sent exactly as the script has it (its lines, indentation and
-    final newline: the record must hold the script's text). Otherwise blank lines
-    around the text and trailing spaces go; a one-line message is stripped; the lines
-    of a longer one keep their indentation."""
-    if draft is not None and typed.strip() == draft.strip():
-        return draft
-    lines = typed.rstrip().split("\n")
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    if len(lines) <= 1:
-        return typed.strip()
-    return "\n".join(lines)
-
-
-class LiveScreen(TakeOverMixin, LabScreen):
+class LiveScreen(LabScreen):
     TITLE = "Live"
     HELP = """\
 The running episode (or a desktop chosen with **v** in Desktops).
@@ -197,6 +130,9 @@ Every message is recorded with its kind and the step at which it arrived.
         """The script's message put in the chat box (person mode), while it is there."""
         self.from_draft = False
         """Whether the text in the chat box started from `draft` (never emptied since)."""
+        self.takeover = TakeOver(
+            self, lambda: self.frame_view, lambda: self.session, self.update_status
+        )
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -221,6 +157,29 @@ Every message is recorded with its kind and the step at which it arrived.
     @property
     def frame_view(self) -> FrameView:
         return self.query_one("#live-frame", FrameView)
+
+    # -- take-over (app.ui.takeover): the bindings and events it needs ------------------
+
+    @property
+    def passthrough(self) -> bool:
+        return self.takeover.passthrough
+
+    def on_frame_view_pointer(self, event: FrameView.Pointer) -> None:
+        self.takeover.act(event.action)
+
+    def on_key(self, event: events.Key) -> None:
+        if self.takeover.key(event):
+            event.stop()
+            event.prevent_default()
+
+    def action_passthrough(self) -> None:
+        self.takeover.toggle_passthrough()
+
+    def action_zoom(self, steps: int) -> None:
+        self.takeover.zoom(steps)
+
+    def action_pan(self, dx: float, dy: float) -> None:
+        self.takeover.pan(dx, dy)
 
     def help_note(self) -> str:
         graphics = self.lab.graphics
