@@ -31,6 +31,33 @@ async def wait_until(
     await eventually(condition, what, timeout, pause=pilot.pause)
 
 
+async def open_start_dialog(pilot: Pilot[None]) -> Any:
+    """From the Tasks screen: `s` on the selected task; returns the start dialog."""
+    from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
+
+    app = pilot.app
+    screen = app.screen
+    assert isinstance(screen, TasksScreen)
+    await wait_until(pilot, lambda: screen.selected is not None, 5, "a selected task")
+    await pilot.press("s")
+    await wait_until(
+        pilot, lambda: isinstance(app.screen, StartEpisodeScreen), 5, "the start dialog"
+    )
+    return app.screen
+
+
+async def start_default_episode(pilot: Pilot[None]) -> Any:
+    """From the Tasks screen: start the selected task with the dialog's defaults;
+    returns the Live screen it opens."""
+    from app.ui.screens.live import LiveScreen
+
+    await open_start_dialog(pilot)
+    await pilot.press("enter")
+    app = pilot.app
+    await wait_until(pilot, lambda: isinstance(app.screen, LiveScreen), 10, "Live screen")
+    return app.screen
+
+
 def coloured_frame_png(color: tuple[int, int, int], size: tuple[int, int] = (160, 100)) -> bytes:
     pixels = np.zeros((size[1], size[0], 3), dtype=np.uint8)
     pixels[:, :] = color

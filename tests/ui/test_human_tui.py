@@ -15,9 +15,8 @@ from app.ui.app import DeskLoopApp
 from app.ui.chat_box import ChatBox
 from app.ui.halfblock import HalfBlockView
 from app.ui.screens.live import LiveScreen
-from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
 from app.ui.services.episode import HUMAN
-from tests.ui.helpers import screen_text, wait_until
+from tests.ui.helpers import open_start_dialog, screen_text, wait_until
 
 pytestmark = pytest.mark.desktop
 
@@ -44,14 +43,7 @@ async def test_a_human_episode_started_and_driven_from_the_tui(tmp_path: Path) -
     db = tmp_path / "db" / "deskloop.db"
     app = DeskLoopApp(db=db, tasks_dir=tmp_path / "tasks")
     async with app.run_test(size=(160, 50)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, TasksScreen)
-        await wait_until(pilot, lambda: screen.selected is not None, 5, "a selected task")
-        await pilot.press("s")
-        await wait_until(
-            pilot, lambda: isinstance(app.screen, StartEpisodeScreen), 5, "the start dialog"
-        )
-        dialog = app.screen
+        dialog = await open_start_dialog(pilot)
         assert HUMAN in screen_text(app)  # offered in the agent field's label
         dialog.query_one("#agent", Input).value = HUMAN
         dialog.query_one("#user", Select).value = "simulated"

@@ -20,7 +20,6 @@ from app.store import Store
 from app.ui.app import DeskLoopApp
 from app.ui.screens.desktops import DesktopsScreen
 from app.ui.screens.live import LiveScreen
-from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
 from app.ui.services.novnc import novnc_available
 from tests.novnc_browser import (
     click_canvas,
@@ -29,7 +28,7 @@ from tests.novnc_browser import (
     type_into_canvas,
     wait_connected,
 )
-from tests.ui.helpers import wait_until
+from tests.ui.helpers import start_default_episode, wait_until
 from tests.waiting import eventually
 from tests.xterm_task import write_xterm_task
 
@@ -48,15 +47,7 @@ async def test_novnc_during_an_episode_is_recorded_through_the_proxy(
     db = tmp_path / "db" / "deskloop.db"
     app = DeskLoopApp(db=db, tasks_dir=tmp_path / "tasks")
     async with app.run_test(size=(160, 50)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, TasksScreen)
-        await wait_until(pilot, lambda: screen.selected is not None, 5, "a selected task")
-        await pilot.press("s")
-        await wait_until(
-            pilot, lambda: isinstance(app.screen, StartEpisodeScreen), 5, "the start dialog"
-        )
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, LiveScreen), 10, "Live screen")
+        assert isinstance(await start_default_episode(pilot), LiveScreen)
         session = app.session
         assert session is not None
         await pilot.press("f2")  # paused: only the person acts

@@ -19,9 +19,8 @@ from app.store import Store
 from app.ui.app import DeskLoopApp, keep_alt_letters
 from app.ui.halfblock import HalfBlockView, fit
 from app.ui.screens.live import LiveScreen
-from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
 from app.ui.takeover import key_action
-from tests.ui.helpers import wait_until
+from tests.ui.helpers import start_default_episode, wait_until
 
 pytestmark = pytest.mark.desktop
 
@@ -98,16 +97,7 @@ async def test_click_and_keys_from_the_live_view_are_the_persons(tmp_path: Path)
     db = tmp_path / "db" / "deskloop.db"
     app = DeskLoopApp(db=db, tasks_dir=tmp_path / "tasks")
     async with app.run_test(size=(160, 50)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, TasksScreen)
-        await wait_until(pilot, lambda: screen.selected is not None, 5, "a selected task")
-        await pilot.press("s")
-        await wait_until(
-            pilot, lambda: isinstance(app.screen, StartEpisodeScreen), 5, "the start dialog"
-        )
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, LiveScreen), 10, "Live screen")
-        live = app.screen
+        live = await start_default_episode(pilot)
         assert isinstance(live, LiveScreen)
         session = app.session
         assert session is not None

@@ -35,6 +35,7 @@ from app.ui.graphics import make_frame_view
 from app.ui.halfblock import FrameView
 from app.ui.modals import ConfirmScreen
 from app.ui.screens.base import LabFooter, LabScreen
+from app.ui.screens.live_text import chat_prompt, phase_lines, status_lines
 from app.ui.services.episode import EpisodeSession, StepLine
 from app.ui.services.frame_feed import frame_feed
 from app.ui.takeover import PASSTHROUGH_KEY, TakeOver
@@ -307,36 +308,7 @@ Every message is recorded with its kind and the step at which it arrived.
             else:
                 status.update("No episode is running. Start one from Tasks (t, then s).")
             return
-        steps_left, seconds_left = session.budget_left()
-        episode = f" #{session.episode_id}" if session.episode_id else ""
-        first = Text.from_markup(
-            f"[b]{session.task.id}[/b]{episode} · {session.agent_spec} · {session.user_mode}"
-        )
-        if session.control.paused:
-            first.append(" PAUSED ", "reverse")
-        if self.passthrough:
-            first.append(" KEYS→DESKTOP (F6) ", "reverse bold")
-        if self.frame_view.zoom > 1:
-            first.append(f" zoom {self.frame_view.zoom}×")
-        second = Text(session.status)
-        if not session.ended:
-            second.append(f" · budget {steps_left} steps, {seconds_left:.0f} s")
-        lines = [first, second]
-        human = session.human
-        if human is not None and human.address is not None and not session.ended:
-            # A line of its own: the address must not be cut off by the budget.
-            proxy = human.address
-            lines.append(
-                Text(
-                    f"you drive (here, or VNC {proxy.host}:{proxy.port} pw {proxy.password})"
-                    " · chat: done [ANSWER] | ask Q | fail R"
-                )
-            )
-        elif session.result is not None and session.result.error:
-            second.append(f" · {session.result.error}", "red")
-        # One line each, cut with an ellipsis: the frame below keeps its rows.
-        for line in lines:
-            line.no_wrap, line.overflow = True, "ellipsis"
+        lines = status_lines(session, self.passthrough, self.frame_view.zoom)
         status.update(Group(*lines))
 
     def update_instruction(self) -> None:
@@ -353,25 +325,7 @@ Every message is recorded with its kind and the step at which it arrived.
         if session is None or not session.phases:
             widget.update("no phases (a standard task)" if session else "")
             return
-        pending = session.pending_phase
-        waiting = session.waiting
-        due = waiting.phase if waiting is not None and session.person is not None else None
-        lines = []
-        for phase in session.phases:
-            # The pending phase in full; the others one line each, so all fit.
-            line = Text(no_wrap=phase is not pending, overflow="ellipsis")
-            if phase.delivered_step is not None:
-                line.append(f"✓ {phase.index + 1} at step {phase.delivered_step}: ", "green")
-            elif phase is pending and phase.index == due:
-                line.append(
-                    f"▶ {phase.index + 1} due now, waiting for you: ", "bold reverse yellow"
-                )
-            elif phase is pending:
-                line.append(f"▶ {phase.index + 1} {phase.trigger}: ", "bold yellow")
-            else:
-                line.append(f"· {phase.index + 1} {phase.trigger}: ", "dim")
-            line.append(flow(phase.message))
-            lines.append(line)
+        lines = phase_lines(session)
         widget.update(Group(*lines))
 
     def update_chat_prompt(self) -> None:
@@ -379,35 +333,7 @@ Every message is recorded with its kind and the step at which it arrived.
         chat = self.query_one("#live-chat")
         entry = self.query_one("#chat-input", ChatBox)
         waiting = session.waiting if session and session.person else None
-        due = ""
-        if waiting is not None and waiting.phase is not None:
-            # Where the script's message is: in the box, unless the person's own
-            # text was there first (it is never replaced).
-            where = "is in the box" if self.draft is not None else "is in the phases box"
-            due = f" · phase {waiting.phase + 1} is due: the script's message {where}"
-        if session is None or session.ended:
-            chat.border_title = "conversation"
-            entry.placeholder = "no running episode"
-        elif waiting is not None and waiting.what == "answer":
-            # The key first: a long question is cut at the border's end.
-            chat.border_title = f"c answers · the agent asks: {waiting.question}{due}"
-            entry.placeholder = "type your answer, enter sends it"
-        elif waiting is not None and waiting.what == "review" and waiting.phase is not None:
-            # No F3 here: accepting is refused while the phase is due (action_accept).
-            chat.border_title = f"c, then enter sends it · the agent says it is DONE{due}"
-            entry.placeholder = "your message for this phase (enter): the episode continues"
-        elif waiting is not None and waiting.what == "review":
-            chat.border_title = f"F3 accepts, c gives feedback · the agent says it is DONE{due}"
-            entry.placeholder = "feedback (enter): the episode continues with it"
-        elif waiting is not None and waiting.what == "phase":
-            chat.border_title = (
-                f"phase {(waiting.phase or 0) + 1} is due: c, then enter sends the script's "
-                "message, or edit it, or write your own"
-            )
-            entry.placeholder = "your message for this phase (enter)"
-        else:
-            chat.border_title = "conversation"
-            entry.placeholder = "message to the agent, sent as the kind on the left (enter)"
+        chat.border_title, entry.placeholder = chat_prompt(session, self.draft is not None)
         chat.set_class(waiting is not None, "waiting")
         entry.set_class(self.draft is not None and self.from_draft, "-draft")
         entry.border_title = "script's draft" if self.draft is not None and self.from_draft else ""
