@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from app.core.actions import GuiAction
 from app.core.commands import CommandResult
 from app.core.frames import Frame, SettleResult
 from app.core.integrity import ExecLog, LastWrite, WindowLog
-from app.desktops.web.cdp import WebPage
 from app.rfb.client import VncEndpoint
 
 
@@ -208,6 +207,19 @@ class MarksProcesses(Protocol):
         ...
 
 
+class PageScript(Protocol):
+    """A web page DeskLoop scripts: what scoring and setup need of the page a guest
+    shows (app/desktops/web/cdp.py's `WebPage` is one)."""
+
+    async def evaluate(self, expression: str, timeout: float = 10.0) -> Any:
+        """The JSON value of a JavaScript expression in the page (promises awaited).
+
+        Raises:
+            GuestError: the expression threw, its value is not JSON, or the page is gone.
+        """
+        ...
+
+
 @runtime_checkable
 class HostsWebPages(Protocol):
     """A guest channel that can show a web page in a kiosk browser and reach the
@@ -215,7 +227,7 @@ class HostsWebPages(Protocol):
     backend's guest does, and a VM's (app/desktops/remote/ssh_web.py: the pipe relayed over
     SSH); a guest without it cannot run `app: web` tasks."""
 
-    async def open_page(self, url: str, timeout: float = 30.0) -> WebPage:
+    async def open_page(self, url: str, timeout: float = 30.0) -> PageScript:
         """Start a fresh browser (closing one this guest opened before) on `url`,
         wait until the page defines the page contract, and return it.
 
@@ -225,7 +237,7 @@ class HostsWebPages(Protocol):
         ...
 
     @property
-    def web_page(self) -> WebPage | None:
+    def web_page(self) -> PageScript | None:
         """The page `open_page` opened, or None when none was. A VM's guest always
         returns its page: one opened before a start state was saved is still there
         after a restore, and the page's first call finds it or says there is none."""

@@ -11,15 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from app.checks.base import ProbeResult
-from app.desktops.base import Guest, HostsWebPages
-from app.desktops.web.cdp import CdpError, WebPage
+from app.core.errors import GuestError
+from app.desktops.base import Guest, HostsWebPages, PageScript
 from app.desktops.web.kiosk import call_evaluate, page_state
 from app.probes.registry import answer_prober, prober
 
 _MISSING = object()
 
 
-def _page(guest: Guest) -> WebPage | str:
+def _page(guest: Guest) -> PageScript | str:
     if not isinstance(guest, HostsWebPages):
         return "this desktop shows no web pages (web tasks run on the local backend)"
     page = guest.web_page
@@ -36,7 +36,7 @@ async def web_evaluate(guest: Guest, task_id: str, returned: Any) -> ProbeResult
     try:
         # `returned`: the answer of the DONE that ended the episode (None: null).
         return ProbeResult(await call_evaluate(page, task_id, returned))
-    except CdpError as exc:
+    except GuestError as exc:  # the page's errors (CdpError) among them
         return ProbeResult.failure(str(exc))
 
 
@@ -65,7 +65,7 @@ async def web_state(guest: Guest, name: str) -> ProbeResult:
         return ProbeResult.failure(page)
     try:
         state = await page_state(page)
-    except CdpError as exc:
+    except GuestError as exc:  # the page's errors (CdpError) among them
         return ProbeResult.failure(str(exc))
     if state is None:
         return ProbeResult.failure("the page defines no window.getState()")

@@ -11,7 +11,8 @@ import pytest
 
 from app.store import Store
 from app.ui.app import DeskLoopApp
-from app.ui.screens.live import ChatBox, LiveScreen
+from app.ui.chat_box import ChatBox
+from app.ui.screens.live import LiveScreen
 from app.ui.screens.tasks import StartEpisodeScreen, TasksScreen
 from tests.ui.helpers import wait_until
 

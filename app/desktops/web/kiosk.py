@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from app.desktops.base import PageScript
 from app.desktops.web.cdp import CdpError, CdpPipe, WebPage
 
 CHROMIUM = "chromium"
@@ -235,7 +236,7 @@ def _describe(state: Any) -> str:
     return f"at {state.get('href')} ({ready}{missing}), title {state.get('title')!r}"
 
 
-async def call_reset(page: WebPage, timeout: float = 5.0) -> None:
+async def call_reset(page: PageScript, timeout: float = 5.0) -> None:
     """Call the page's `window.reset()` (awaited when it returns a promise).
 
     Raises:
@@ -245,7 +246,7 @@ async def call_reset(page: WebPage, timeout: float = 5.0) -> None:
 
 
 async def call_evaluate(
-    page: WebPage, task_id: str, returned: Any = None, timeout: float = 10.0
+    page: PageScript, task_id: str, returned: Any = None, timeout: float = 10.0
 ) -> Any:
     """The page's `window.evaluateTask(task_id, returned)`, as JSON (promises awaited).
 
@@ -258,12 +259,12 @@ async def call_evaluate(
     return await page.evaluate(expression, timeout=timeout)
 
 
-async def page_tasks(page: WebPage, timeout: float = 10.0) -> Any:
+async def page_tasks(page: PageScript, timeout: float = 10.0) -> Any:
     """The page's `window.getTasks()` (task objects: id, description, an optional schema)."""
     return await page.evaluate("Promise.resolve(window.getTasks())", timeout=timeout)
 
 
-async def page_state(page: WebPage, timeout: float = 10.0) -> Any:
+async def page_state(page: PageScript, timeout: float = 10.0) -> Any:
     """The page's optional `window.getState()`: named values other checks read; None
     when the page does not define it."""
     return await page.evaluate(
