@@ -113,3 +113,33 @@ def test_the_desktop_backends_stay_apart(tree_copy: Path) -> None:
     assert out.returncode != 0
     assert "Desktop backends stay apart BROKEN" in out.stdout
     assert "app.desktops.remote.ssh_guest -> app.desktops.local.sandbox" in out.stdout
+
+
+def _sources(name: str) -> set[str]:
+    """The source modules import-linter's contract `name` lists."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contracts = config["tool"]["importlinter"]["contracts"]
+    contract = next(c for c in contracts if c["name"] == name)
+    return {str(module) for module in contract["source_modules"]}
+
+
+def _packages(folder: Path, prefix: str) -> set[str]:
+    return {
+        f"{prefix}.{p.stem if p.is_file() else p.name}"
+        for p in folder.iterdir()
+        if (p.is_dir() and (p / "__init__.py").exists())
+        or (p.suffix == ".py" and p.stem not in ("__init__", "__main__"))
+    }
+
+
+def test_the_contracts_listed_by_hand_name_every_package() -> None:
+    """The forbidden-import contracts list their sources by hand: a package (or a batch
+    module) added later must be in them, or nothing keeps Textual or Ray out of it."""
+    app = _packages(ROOT / "app", "app")
+    textual = _sources("Textual only in app.ui")
+    assert app - {"app.ui"} - textual == set(), "add them to the Textual contract"
+    ray = _sources("Ray only in app.batch.ray_nodes")
+    batch = _packages(ROOT / "app" / "batch", "app.batch") - {"app.batch.ray_nodes"}
+    assert ((app - {"app.batch"}) | batch) - ray == set(), "add them to the Ray contract"
