@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from app.core.settings import GRAPHICS_CHOICES
 
-SCREENS = ("tasks", "desktops", "live", "episodes", "results")
+SCREENS = ("tasks", "desktops", "live", "episodes", "results", "author", "studies")
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
@@ -20,6 +21,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
     app = DeskLoopApp(
         db=args.db,
         tasks_dir=args.tasks_dir,
+        studies_dir=getattr(args, "studies_dir", "studies"),
         backend=getattr(args, "backend", "local"),
         start_mode=getattr(args, "screen", "tasks"),
         graphics=graphics,
@@ -41,6 +43,12 @@ def register(sub: Any) -> None:
         "--backend", choices=list(BACKENDS), default="local", help="where desktops come from"
     )
     tui.add_argument("--screen", choices=SCREENS, default="tasks", help="screen to open first")
+    tui.add_argument(
+        "--studies-dir",
+        type=Path,
+        default=Path("studies"),
+        help="where the Studies screen finds study files (default: studies)",
+    )
     tui.add_argument(
         "--graphics",
         choices=GRAPHICS_CHOICES,

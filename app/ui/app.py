@@ -85,6 +85,12 @@ def _results_screen() -> Screen[Any]:
     return ResultsScreen()
 
 
+def _studies_screen() -> Screen[Any]:
+    from app.ui.screens.studies import StudiesScreen
+
+    return StudiesScreen()
+
+
 def _author_screen() -> Screen[Any]:
     from app.ui.screens.author import AuthorScreen
 
@@ -94,7 +100,7 @@ def _author_screen() -> Screen[Any]:
 SCREEN_KEYS = """
 **Screens** (from anywhere, when the cursor is not in a text box):
 **t** Tasks · **l** Live · **d** Desktops · **e** Episodes · **r** Results ·
-**a** Author ·
+**a** Author · **u** Studies ·
 **?** this help · **q** quit.
 """
 
@@ -110,6 +116,7 @@ class DeskLoopApp(App[None]):
         "episodes": _episodes_screen,
         "results": _results_screen,
         "author": _author_screen,
+        "studies": _studies_screen,
     }
     CSS_PATH = "deskloop.tcss"
     # Every action has a key in the footer; the palette's ^p would only crowd it.
@@ -123,7 +130,8 @@ class DeskLoopApp(App[None]):
         Binding("e", "switch_mode('episodes')", "Episodes", show=False),
         Binding("r", "switch_mode('results')", "Results", show=False),
         Binding("a", "switch_mode('author')", "Author", show=False),
-        Binding("question_mark", "help", "Help · screens: d t l e r a", key_display="?"),
+        Binding("u", "switch_mode('studies')", "Studies", show=False),
+        Binding("question_mark", "help", "Help · d t l e r a u", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -132,6 +140,7 @@ class DeskLoopApp(App[None]):
         *,
         db: Path | str,
         tasks_dir: Path | str,
+        studies_dir: Path | str = "studies",
         backend: str = "local",
         start_mode: str = "tasks",
         libvirt_listing: Callable[[], BackendListing] = list_libvirt,
@@ -144,6 +153,8 @@ class DeskLoopApp(App[None]):
         super().__init__()
         self.db_path = Path(db)
         self.tasks_dir = Path(tasks_dir)
+        self.studies_dir = Path(studies_dir)
+        """Where the Studies screen finds the study files (`deskloop study --studies-dir`)."""
         self.backend = backend
         self.start_mode = start_mode
         self.store = Store(self.db_path)
