@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 from app.core.errors import DeskLoopError, is_infrastructure
 from app.core.vocabulary import QuestionnairePoint, Source, UserMode
 from app.episode.control import RunOptions
-from app.episode.launch import launch, llm_cache_dir, make_user
+from app.episode.launch import Episode, launch, llm_cache_dir, make_user
 from app.studies.instruments import AnswerValue, Instrument
 from app.studies.loader import consent_text
 from app.studies.model import Condition, Study
@@ -35,6 +35,7 @@ from app.users.simulated import User
 if TYPE_CHECKING:
     from app.agents.spec import AgentSpec
     from app.desktops.base import Desktop
+    from app.episode.events import EpisodeResult
     from app.store import Store
     from app.store.study_records import TrialRecord
     from app.tasks.model import Task
@@ -69,6 +70,26 @@ class Seat(Protocol):
         """The participant's answers to one questionnaire, item by item (an item left
         out or None: not answered)."""
         ...
+
+    async def play(self, trial: TrialStart, episode: Episode) -> EpisodeResult:
+        """Run the trial's episode to its end: `episode.run()`, once, and its result.
+        A person's seat shows the trial around it (the brief before, the live desktop
+        and the conversation while it runs); a stand-in just runs it."""
+        ...
+
+    async def rest(self, seconds: float) -> None:
+        """A break of up to `seconds` between blocks (a person may go on sooner)."""
+        ...
+
+
+@dataclass(frozen=True)
+class TrialStart:
+    """What a seat is told of the trial it is about to play."""
+
+    condition: Condition
+    task: Task
+    practice: bool
+    position: int
 
 
 class PolicyUser:
@@ -110,6 +131,18 @@ def _last_of_condition(trials: list[TrialRecord], index: int) -> bool:
     later = [t for t in trials[index + 1 :] if not t.practice]
     return not here.practice and (
         not later or later[0].condition_position != here.condition_position
+    )
+
+
+def _new_block(trials: list[TrialRecord], index: int) -> bool:
+    """Whether trial `index` opens a block after another block's trials (the study's
+    break goes between them; the practice is no block)."""
+    here = trials[index]
+    return (
+        index > 0
+        and not here.practice
+        and not trials[index - 1].practice
+        and trials[index - 1].block != here.block
     )
 
 
@@ -174,6 +207,8 @@ async def run_session(
     trials = studies.trials(study.id, code)
     for index, trial in enumerate(trials):
         if not trial.done:
+            if study.tasks.break_seconds and _new_block(trials, index):
+                await seat.rest(study.tasks.break_seconds)
             await _run_trial(
                 store, study, trial, seat, tasks, backend, desktop_for, options, progress, seed
             )
@@ -238,7 +273,7 @@ async def _run_trial(
             options=run_options,
             progress=progress,
         )
-        result = await episode.run()
+        result = await seat.play(TrialStart(condition, task, trial.practice, position), episode)
     except BaseException as exc:
         store.studies.end_try(
             study.id, code, position, number, "interrupted", f"{type(exc).__name__}: {exc}"[:500]
