@@ -79,7 +79,8 @@ function drawPlain(title, text, button) {
 }
 
 function drawBreak(s) {
-  drawPlain('Break', `${s.text} (up to ${Math.round(s.seconds / 60)} minutes)`,
+  const up = s.seconds >= 120 ? `${Math.round(s.seconds / 60)} minutes` : `${Math.round(s.seconds)} seconds`;
+  drawPlain('Break', `${s.text} (up to ${up})`,
     el('button', {autofocus: '', text: 'Continue', onclick: () => act({do: 'continue'})}));
 }
 
@@ -143,7 +144,7 @@ function collect(items) {
 function drawQuestionnaire(s) {
   const form = el('form', {novalidate: ''}, ...s.items.map(itemField),
     el('button', {type: 'submit', text: 'Submit answers'}));
-  const summary = el('p', {class: 'problem', role: 'alert', id: 'form-problem'});
+  const summary = el('p', {class: 'problem', role: 'alert', id: 'form-problem', tabindex: '-1'});
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     for (const p of form.querySelectorAll('.problem')) p.textContent = '';
