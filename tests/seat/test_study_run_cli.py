@@ -60,7 +60,7 @@ def running(planned: tuple[Path, Path, Path]) -> Iterator[tuple[subprocess.Popen
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     try:
-        assert process.stdout is not None
+        assert process.stdout is not None and process.stderr is not None
         first = process.stdout.readline()
         found = re.search(r"http://127\.0\.0\.1:\d+/\?t=\S+", first)
         assert found, first + (process.stderr.read() if process.poll() is not None else "")
