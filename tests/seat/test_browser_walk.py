@@ -109,6 +109,38 @@ async def screenshot(browser: Browser, name: str) -> None:
     image.save(Path(folder) / f"seat-{name}.png", optimize=True)
 
 
+SIZES = ((1280, 800), (1920, 1080))
+FITS = """(() => {
+  const out = [...document.querySelectorAll('button, textarea, input, #screen')]
+    .filter(e => !e.hidden && e.offsetParent !== null)
+    .map(e => [e.id || e.textContent || e.name, e.getBoundingClientRect()])
+    .filter(([, r]) => r.left < 0 || r.right > innerWidth || r.top < 0 || r.bottom > innerHeight)
+    .map(([name]) => name);
+  if (document.documentElement.scrollWidth > innerWidth) out.push('the page scrolls sideways');
+  return out;
+})()"""
+
+
+async def size(browser: Browser, width: int, height: int) -> None:
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
+    await browser.pipe.call(
+        "Emulation.setDeviceMetricsOverride", metrics, session_id=browser.page.session_id
+    )
+
+
+async def fits_both_sizes(browser: Browser) -> None:
+    """Every control of the page is on screen, with no sideways scrolling, at both
+    sizes the view is made for (a questionnaire may scroll down, never sideways)."""
+    for width, height in SIZES:
+        await size(browser, width, height)
+        outside = await js(browser, FITS)
+        if await heading(browser) != "About this task":
+            assert outside == [], f"at {width}×{height}: {outside}"
+        else:
+            assert "the page scrolls sideways" not in outside, f"at {width}×{height}"
+    await size(browser, *SIZES[0])
+
+
 async def click_desktop(browser: Browser, x: int, y: int) -> None:
     """A left click at desktop pixel (x, y) of noVNC's canvas, which the page scales
     to fit (desktop pixels → page pixels by the canvas's shown size)."""
@@ -156,15 +188,12 @@ async def test_a_participant_walks_consent_a_trial_and_a_questionnaire_in_chromi
         try:
             await eventually(lambda: bool(addresses) or session.done(), "the view's address")
             async with headless_chromium(tmp_path) as browser:
-                await browser.pipe.call(
-                    "Emulation.setDeviceMetricsOverride",
-                    {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False},
-                    session_id=browser.page.session_id,
-                )
+                await size(browser, *SIZES[0])
                 await open_url(browser, addresses[0])
                 await until_heading(browser, "Consent")
                 # The token went into a cookie; the address bar holds none.
                 assert await js(browser, "location.href") == addresses[0].split("?")[0]
+                await fits_both_sizes(browser)
                 await screenshot(browser, "consent")
                 await tab_to(browser, "I agree")
                 await press(browser, "Enter", 13, text="\r")
@@ -206,6 +235,7 @@ async def test_a_participant_walks_consent_a_trial_and_a_questionnaire_in_chromi
                     return bool(await js(browser, "!document.getElementById('accept').hidden"))
 
                 await eventually(review, "the agent's DONE for review", 60)
+                await fits_both_sizes(browser)  # after the clicks on the canvas: it rescales
                 await js(browser, "document.getElementById('accept').click()")
 
                 await until_heading(browser, "About this task")
@@ -221,6 +251,7 @@ async def test_a_participant_walks_consent_a_trial_and_a_questionnaire_in_chromi
                     return "required" in str(said)
 
                 await eventually(refused, "the page naming the empty required item")
+                await fits_both_sizes(browser)
                 await screenshot(browser, "questionnaire")
                 await js(
                     browser,

@@ -193,7 +193,7 @@ function drawTrial(s) {
     el('section', {id: 'side', 'aria-label': 'The conversation'},
       el('p', {id: 'status', role: 'status'}),
       el('details', {}, el('summary', {text: 'Your task'}), el('p', {text: s.instruction})),
-      el('ol', {id: 'talk', 'aria-label': 'Messages'}),
+      el('ol', {id: 'talk', role: 'log', 'aria-label': 'Messages'}),
       el('div', {id: 'compose'},
         el('p', {id: 'suggestion', class: 'suggestion', hidden: ''}),
         useSuggestion,
