@@ -107,7 +107,7 @@ function itemField(item) {
       (ends ? ` (${item.anchors[0]} to ${item.anchors[1]})` : '');
     return el('fieldset', {'data-item': item.id, 'aria-describedby': `${name}-problem`},
       el('legend', {text: legendText}),
-      el('div', {class: choices.length > 7 || item.kind === 'scale' ? 'points' : 'options'},
+      el('div', {class: item.options ? 'options' : 'points'},
         ...inputs),
       ends, problem);
   }
