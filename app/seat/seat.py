@@ -121,10 +121,6 @@ class BrowserSeat:
     def end(self, text: str = "Thank you: the session is over. You may close this page.") -> None:
         self.view.show("end", {"text": text})
 
-    async def desktop(self) -> VncEndpoint | None:
-        """Where the page's desktop connects now (the recording proxy), or None."""
-        return None if self.trial is None else await self.trial.endpoint()
-
 
 def brief(trial: TrialStart) -> dict[str, Any]:
     """A trial's brief: the task's instruction, and with a `brief` policy every later

@@ -22,6 +22,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from app.seat.seat import BrowserSeat
 from app.seat.view import Refused
+from app.seat.viewonly import ViewOnly
 
 STATIC = Path(__file__).parent / "static"
 NO_STORE = {"cache-control": "no-store"}
@@ -52,8 +53,9 @@ def seat_app(seat: BrowserSeat, novnc: Path) -> Starlette:
         return JSONResponse({"ok": True})
 
     async def desktop(websocket: WebSocket) -> None:
-        endpoint = await seat.desktop()
-        if endpoint is None:
+        trial = seat.trial
+        endpoint = None if trial is None else await trial.endpoint()
+        if trial is None or endpoint is None:
             await websocket.close(code=1013)  # try again later: no desktop yet
             return
         try:
@@ -62,7 +64,7 @@ def seat_app(seat: BrowserSeat, novnc: Path) -> Starlette:
             await websocket.close(code=1011)
             return
         await websocket.accept()
-        await bridge(websocket, reader, writer)
+        await bridge(websocket, reader, writer, None if trial.may_act else ViewOnly())
 
     return Starlette(
         routes=[
@@ -77,10 +79,13 @@ def seat_app(seat: BrowserSeat, novnc: Path) -> Starlette:
 
 
 async def bridge(
-    websocket: WebSocket, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    websocket: WebSocket,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    view_only: ViewOnly | None = None,
 ) -> None:
     """Bytes both ways between noVNC's websocket and the proxy's TCP port, until
-    either side closes."""
+    either side closes; the viewer's through `view_only` where it may only look."""
 
     async def down() -> None:
         while data := await reader.read(BRIDGE_CHUNK):
@@ -92,8 +97,14 @@ async def bridge(
             if message["type"] == "websocket.disconnect":
                 return
             data = message.get("bytes") or (message.get("text") or "").encode()
-            writer.write(data)
-            await writer.drain()
+            if view_only is not None:
+                try:
+                    data = view_only.feed(data)
+                except ValueError:
+                    return  # not a viewer the proxy would take either
+            if data:
+                writer.write(data)
+                await writer.drain()
 
     pipes = {asyncio.ensure_future(down()), asyncio.ensure_future(up())}
     try:

@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
 import websockets
 from websockets.exceptions import InvalidStatus
 
+from app.rfb import wire
 from app.rfb.client import VncEndpoint
 from app.seat.seat import BrowserSeat
 from app.seat.server import COOKIE, LoopbackServer
@@ -94,7 +96,7 @@ async def test_the_desktop_websocket_needs_the_cookie_and_the_pages_origin(
 
 
 async def test_the_desktop_websocket_carries_bytes_both_ways(
-    served: tuple[LoopbackServer, BrowserSeat], monkeypatch: pytest.MonkeyPatch
+    served: tuple[LoopbackServer, BrowserSeat],
 ) -> None:
     server, seat = served
     heard: list[bytes] = []
@@ -110,10 +112,11 @@ async def test_the_desktop_websocket_carries_bytes_both_ways(
     tcp = await asyncio.start_server(echo, "127.0.0.1", 0)
     port = tcp.sockets[0].getsockname()[1]
 
-    async def desktop() -> VncEndpoint:
+    async def endpoint() -> VncEndpoint:
         return VncEndpoint("127.0.0.1", port, "secret")
 
-    monkeypatch.setattr(seat, "desktop", desktop)
+    # A trial whose desktop is the echo server, and whose participant may act.
+    seat.trial = SimpleNamespace(endpoint=endpoint, may_act=True)  # type: ignore[assignment]
     try:
         async with websockets.connect(
             f"ws://127.0.0.1:{server.port}/desktop",
@@ -124,6 +127,39 @@ async def test_the_desktop_websocket_carries_bytes_both_ways(
             await socket.send(b"hello")
             assert await socket.recv() == b"HELLO"
         assert heard == [b"hello"]
+    finally:
+        tcp.close()
+        await tcp.wait_closed()
+
+
+async def test_a_view_only_trial_holds_the_viewers_input_back_on_the_server(
+    served: tuple[LoopbackServer, BrowserSeat],
+) -> None:
+    server, seat = served
+    heard = asyncio.get_running_loop().create_future()
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heard.set_result(await reader.read())  # all the viewer sent, until it closes
+        writer.close()
+
+    tcp = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    port = tcp.sockets[0].getsockname()[1]
+
+    async def endpoint() -> VncEndpoint:
+        return VncEndpoint("127.0.0.1", port, "secret")
+
+    seat.trial = SimpleNamespace(endpoint=endpoint, may_act=False)  # type: ignore[assignment]
+    hello = b"RFB 003.008\n" + bytes([2]) + bytes(16) + b"\x01"
+    key = wire.KEY_EVENT.pack(4, 1, 0x61)
+    update = wire.FRAMEBUFFER_UPDATE_REQUEST.pack(3, 1, 0, 0, 10, 10)
+    try:
+        async with websockets.connect(
+            f"ws://127.0.0.1:{server.port}/desktop",
+            origin=f"http://127.0.0.1:{server.port}",  # type: ignore[arg-type]
+            additional_headers={"Cookie": f"{COOKIE}={await _cookie(server)}"},
+        ) as socket:
+            await socket.send(hello + key + update)
+        assert await asyncio.wait_for(heard, 30) == hello + update
     finally:
         tcp.close()
         await tcp.wait_closed()
