@@ -14,6 +14,7 @@ from app.seat.server import LoopbackServer
 from app.seat.web import seat_app
 from app.store import Store
 from app.studies.model import Study
+from app.studies.pilot import DesktopsBySpec
 from app.studies.session import SessionReport, run_session
 from app.tasks.model import Task
 
@@ -52,12 +53,16 @@ async def run_participant(
     when it is cancelled: the session resumes on the next run)."""
     seat = seat or BrowserSeat()
     server = LoopbackServer(seat_app(seat, novnc_dir()))
+    # One desktop per kind the tasks need, reset by each trial: a participant does not
+    # wait for a VM to boot before every trial.
+    desktops = DesktopsBySpec()
     await server.start()
     try:
         announce(server.url)
         report = await run_session(
             store, study, code, seat, tasks=tasks, backend=backend, options=options,
-            progress=progress, seed=seed,
+            desktop_for=lambda task: desktops.lend(backend, task), progress=progress,
+            seed=seed,
         )  # fmt: skip
         if report.consented:
             seat.end()
@@ -72,3 +77,4 @@ async def run_participant(
         return report
     finally:
         await server.close()
+        await desktops.close()

@@ -300,3 +300,70 @@ async def test_a_participant_walks_consent_a_trial_and_a_questionnaire_in_chromi
         ("after", "helper"): "Both equally",
         ("after", "note"): "It asked first.",
     }
+
+
+async def test_a_participant_who_is_the_agent_works_the_desktop_and_says_done(
+    tmp_path: Path,
+) -> None:
+    """The human baseline: the participant alone on the desktop (no assistant, so no
+    message box to send), through the person agent's own recording proxy; Done ends
+    the trial, and their click, typed line and DONE are the episode's steps."""
+    task = load_task(write_xterm_task(tmp_path, steps=20, seconds=600))
+    study = load_study(
+        write_study(
+            tmp_path / "studies",
+            conditions=[{"id": "alone", "participant": "agent"}],
+            tasks={"blocks": [[task.id]]},
+            design={"seed": 1},
+        )
+    )
+    seat = BrowserSeat()
+    addresses: list[str] = []
+    with Store(tmp_path / "db.sqlite") as store:
+        plan, _ = plan_in_store(store, study, 1)
+        session = asyncio.ensure_future(
+            run_participant(
+                store, study, "P01", tasks={task.id: task}, backend="local", seed=plan.seed,
+                announce=addresses.append, seat=seat,
+            )
+        )  # fmt: skip
+        try:
+            await eventually(lambda: bool(addresses) or session.done(), "the view's address")
+            async with headless_chromium(tmp_path) as browser:
+                await size(browser, *SIZES[0])
+                await open_url(browser, addresses[0])
+                await until_heading(browser, "Consent")
+                await js(browser, "[...document.querySelectorAll('button')][0].click()")
+                await until_heading(browser, task.title)
+                await press(browser, "Enter", 13, text="\r")
+
+                async def connected() -> bool:
+                    said = await js(browser, "document.getElementById('desk-status')?.textContent")
+                    return str(said).startswith("Connected: you may use")
+
+                await eventually(connected, "the desktop, to use", 180)
+                assert await js(browser, "document.getElementById('send').hidden") is True
+                await click_desktop(browser, 120, 80)
+                await type_into_canvas(browser, "touch proof.txt\n")
+                trial = seat.trial
+                assert trial is not None
+                guest = trial.episode.desktop.guest
+                await eventually(
+                    lambda: guest.exists(f"{guest.home}/proof.txt"), "the participant's file", 60
+                )
+                await js(browser, "document.getElementById('done').click()")
+                await until_heading(browser, "Thank you")
+                report = await asyncio.wait_for(session, 60)
+        finally:
+            if not session.done():
+                session.cancel()
+                await asyncio.gather(session, return_exceptions=True)
+        assert report.trials_run == [0]
+        (trial_record,) = store.studies.trials(study.id, "P01")
+        episode_id = trial_record.tries[-1].episode_id
+        assert episode_id is not None
+        steps = store.steps(episode_id)
+        episode = store.get_episode(episode_id)
+    assert [s.action["kind"] for s in steps] == ["click", "type", "done"]
+    assert steps[1].action["text"] == "touch proof.txt\n"
+    assert episode.agent == "person" and episode.passed is True
