@@ -83,6 +83,10 @@ class BrowserSeat:
         return agreed
 
     def user(self, condition: Condition, task: Task) -> PersonUser:
+        return self.person()
+
+    def person(self) -> PersonUser:
+        """The user the person plays in the next trial (its replies come from the page)."""
         self._user = PersonUser()
         return self._user
 
@@ -101,7 +105,7 @@ class BrowserSeat:
 
     async def play(self, trial: TrialStart, episode: Episode) -> EpisodeResult:
         await self.view.ask("brief", brief(trial), go_on_handler)
-        person = None if trial.condition.participant == "agent" else self._user
+        person = None if trial.alone else self._user
         desk = TrialDesk(trial, episode, person)
         self.trial = desk
         self.view.show("trial", desk.content(), handle=desk.handle, live=desk.live)
@@ -126,14 +130,13 @@ def brief(trial: TrialStart) -> dict[str, Any]:
     """A trial's brief: the task's instruction, and with a `brief` policy every later
     message the script holds (the participant speaks freely instead of being offered
     them one by one)."""
-    condition, task = trial.condition, trial.task
-    alone = condition.participant == "agent"
-    later = [p.message for p in task.phases] if condition.policy.phases == "brief" else []
+    task, alone = trial.task, trial.alone
+    later = [p.message for p in task.phases] if trial.policy.phases == "brief" else []
     if alone:
         how = "You do this task yourself on the desktop. Press Done when you have finished."
     else:
         how = "An assistant will do this task on the desktop while you watch and talk with it."
-        if condition.policy.may_take_over:
+        if trial.policy.may_take_over:
             how += " You may also use the desktop yourself."
     return {
         "title": task.title,
@@ -151,8 +154,8 @@ class TrialDesk:
         self.trial = trial
         self.episode = episode
         self.person = person
-        self.policy = trial.condition.policy
-        self.alone = trial.condition.participant == "agent"
+        self.policy = trial.policy
+        self.alone = trial.alone
         self._input: PersonInput | None = None
         self._closing: set[asyncio.Task[None]] = set()
 

@@ -29,7 +29,7 @@ from app.episode.control import RunOptions
 from app.episode.launch import Episode, launch, llm_cache_dir, make_user
 from app.studies.instruments import AnswerValue, Instrument
 from app.studies.loader import consent_text
-from app.studies.model import Condition, Study
+from app.studies.model import Condition, Policy, Study
 from app.users.simulated import User
 
 if TYPE_CHECKING:
@@ -86,10 +86,12 @@ class Seat(Protocol):
 class TrialStart:
     """What a seat is told of the trial it is about to play."""
 
-    condition: Condition
     task: Task
-    practice: bool
-    position: int
+    policy: Policy
+    alone: bool
+    """The participant is the agent (no agent beside them)."""
+    practice: bool = False
+    position: int = 0
 
 
 class PolicyUser:
@@ -273,7 +275,10 @@ async def _run_trial(
             options=run_options,
             progress=progress,
         )
-        result = await seat.play(TrialStart(condition, task, trial.practice, position), episode)
+        start = TrialStart(
+            task, condition.policy, condition.participant == "agent", trial.practice, position
+        )
+        result = await seat.play(start, episode)
     except BaseException as exc:
         store.studies.end_try(
             study.id, code, position, number, "interrupted", f"{type(exc).__name__}: {exc}"[:500]

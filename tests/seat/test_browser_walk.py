@@ -30,12 +30,15 @@ import pytest
 from PIL import Image
 
 from app.desktops.web.kiosk import Browser
-from app.seat.participant import run_participant
+from app.episode.launch import Episode, launch
+from app.seat.participant import run_in_view, run_participant
 from app.seat.seat import BrowserSeat
 from app.store import Store
 from app.studies.loader import load_study
 from app.studies.plans import plan_in_store
 from app.tasks.loader import load_task
+from app.tasks.model import Task
+from app.users.person import PersonUser
 from tests.novnc_browser import headless_chromium, open_url, type_into_canvas
 from tests.studies.helpers import write_study
 from tests.waiting import eventually
@@ -367,3 +370,59 @@ async def test_a_participant_who_is_the_agent_works_the_desktop_and_says_done(
     assert [s.action["kind"] for s in steps] == ["click", "type", "done"]
     assert steps[1].action["text"] == "touch proof.txt\n"
     assert episode.agent == "person" and episode.passed is True
+
+
+async def test_a_single_episode_with_a_person_in_the_browser(tmp_path: Path) -> None:
+    """`deskloop run TASK --user person --view browser`'s path (run_in_view): no
+    consent and no questionnaire; the brief, the trial (the agent's question answered
+    in the page, its DONE accepted), the end page; the episode records the person's
+    answer as theirs."""
+    task = load_task(write_xterm_task(tmp_path, steps=20, seconds=600))
+    script = tmp_path / "asks.yaml"
+    script.write_text(SCRIPT)
+    addresses: list[str] = []
+    with Store(tmp_path / "db.sqlite") as store:
+
+        def launch_episode(task: Task, user: PersonUser) -> Episode:
+            return launch(task, store, backend="local", agent=f"scripted:{script}", user=user)
+
+        run = asyncio.ensure_future(run_in_view([task], launch_episode, announce=addresses.append))
+        try:
+            await eventually(lambda: bool(addresses) or run.done(), "the view's address")
+            async with headless_chromium(tmp_path) as browser:
+                await size(browser, *SIZES[1])
+                await open_url(browser, addresses[0])
+                await until_heading(browser, task.title)
+                await press(browser, "Enter", 13, text="\r")
+
+                async def asked() -> bool:
+                    said = await js(browser, "document.getElementById('status')?.textContent")
+                    return "question" in str(said)
+
+                await eventually(asked, "the agent's question", 180)
+                await js(browser, "document.getElementById('message').focus()")
+                await browser.pipe.call(
+                    "Input.insertText", {"text": ANSWER}, session_id=browser.page.session_id
+                )
+                await js(browser, "document.getElementById('send').click()")
+
+                async def review() -> bool:
+                    return bool(await js(browser, "!document.getElementById('accept').hidden"))
+
+                await eventually(review, "the agent's DONE for review", 60)
+                await js(browser, "document.getElementById('accept').click()")
+                await until_heading(browser, "Thank you")
+                (result,) = await asyncio.wait_for(run, 60)
+        finally:
+            if not run.done():
+                run.cancel()
+                await asyncio.gather(run, return_exceptions=True)
+        messages = store.messages(result.episode_id)
+        episode = store.get_episode(result.episode_id)
+    assert [(m.kind, m.source) for m in messages] == [
+        ("instruction", "task"),
+        ("question", "agent"),
+        ("answer", "person"),
+        ("done", "agent"),
+    ]
+    assert messages[2].text == ANSWER and episode.user_mode == "person"

@@ -13,20 +13,19 @@ import pytest
 from app.episode.control import EpisodeControl
 from app.seat.seat import TrialDesk
 from app.seat.view import Refused
-from app.studies.model import Condition
+from app.studies.model import Policy
 from app.studies.session import TrialStart
 from app.users.person import PersonUser
 from tests.waiting import eventually
 
 
 def _desk(policy: dict[str, Any], person: PersonUser) -> tuple[TrialDesk, EpisodeControl]:
-    condition = Condition.model_validate({"id": "c", "agent": "null", "policy": policy})
     task = SimpleNamespace(title="T", instruction="Do it.", phases=[])
     control = EpisodeControl()
     runner = SimpleNamespace(control=control, protocol=None, budget_seconds_used=lambda: 1.0)
     desktop = SimpleNamespace(info=lambda: SimpleNamespace(vnc=None))
     episode = SimpleNamespace(runner=runner, desktop=desktop, person=None)
-    trial = TrialStart(condition, task, practice=False, position=0)  # type: ignore[arg-type]
+    trial = TrialStart(task, Policy.model_validate(policy), alone=False)  # type: ignore[arg-type]
     return TrialDesk(trial, episode, person), control  # type: ignore[arg-type]
 
 
