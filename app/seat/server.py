@@ -44,7 +44,7 @@ class TokenGuard:
                 with contextlib.suppress(Exception):
                     cookies.load(value.decode("latin-1"))
         morsel = cookies.get(COOKIE)
-        return morsel is not None and secrets.compare_digest(morsel.value, self.token)
+        return morsel is not None and _same_secret(morsel.value, self.token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -53,7 +53,7 @@ class TokenGuard:
             return
         if kind == "http" and scope["path"] == "/" and scope.get("query_string"):
             given = parse_qs(scope["query_string"].decode("latin-1")).get("t", [""])[0]
-            if secrets.compare_digest(given, self.token):
+            if _same_secret(given, self.token):
                 await _redirect_with_cookie(send, self.token)
             else:
                 await _forbidden(send)
@@ -68,6 +68,12 @@ class TokenGuard:
             await send({"type": "websocket.close", "code": 1008})
         else:
             await _forbidden(send)
+
+
+def _same_secret(given: str, token: str) -> bool:
+    # As bytes: compare_digest refuses str with non-ASCII characters, which a forged
+    # address or cookie may carry (a TypeError would be a 500, not a 403).
+    return secrets.compare_digest(given.encode("utf-8", "replace"), token.encode())
 
 
 def _same_origin(scope: Scope) -> bool:

@@ -61,7 +61,8 @@ async def test_the_token_is_swapped_for_a_strict_cookie_and_a_clean_address(
 
 
 @pytest.mark.parametrize(
-    "path", ["/", "/api/state", "/static/seat.js", "/novnc/core/rfb.js", "/?t=wrong"]
+    "path",
+    ["/", "/api/state", "/static/seat.js", "/novnc/core/rfb.js", "/?t=wrong", "/?t=%C3%A9"],
 )
 async def test_without_the_cookie_everything_is_403(
     served: tuple[LoopbackServer, BrowserSeat], path: str
@@ -72,8 +73,10 @@ async def test_without_the_cookie_everything_is_403(
         assert response.status_code == 403
         posted = await client.post(f"{server.base}/api/act", json={"number": 0})
         assert posted.status_code == 403
-    async with httpx.AsyncClient(cookies={COOKIE: "x" * 32}) as wrong:
-        assert (await wrong.get(f"{server.base}/api/state")).status_code == 403
+    for forged in ("x" * 32, "é"):
+        cookie = f"{COOKIE}={forged}".encode()  # as bytes: httpx sends str as ASCII
+        async with httpx.AsyncClient(headers={b"cookie": cookie}) as wrong:
+            assert (await wrong.get(f"{server.base}/api/state")).status_code == 403
 
 
 async def test_the_desktop_websocket_needs_the_cookie_and_the_pages_origin(
