@@ -12,9 +12,11 @@ Each trial is one episode (`app.episode.launch`) of the trial's task with the
 condition's agent beside the participant (or the participant as the agent), recorded
 with the study, code, condition, position, try and plan seed in its config, so an
 episode names its trial even if the session died before linking it. The condition's
-policy reaches the episode through its user (`PolicyUser`): an agent that may not ask
+policy reaches the episode through its user (`with_policy`): an agent that may not ask
 gets the study's fixed reply to a question no phase answers, and a participant who may
-not give feedback accepts every DONE.
+not give feedback accepts every DONE. A simulated user is wrapped (`PolicyUser`); a
+person has the policy set on them, so the runner still treats them as a person (due
+phases offered, waits off the budget).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from app.episode.launch import Episode, launch, llm_cache_dir, make_user
 from app.studies.instruments import AnswerValue, Instrument
 from app.studies.loader import consent_text
 from app.studies.model import Condition, Policy, Study
+from app.users.person import PersonUser
 from app.users.simulated import User
 
 if TYPE_CHECKING:
@@ -270,7 +273,7 @@ async def _run_trial(
             store,
             backend=backend,
             agent=agent,
-            user=_with_policy(user, condition, task, store),
+            user=with_policy(user, condition, task, store),
             desktop=desktop_for(task),
             options=run_options,
             progress=progress,
@@ -297,9 +300,16 @@ async def _run_trial(
     store.studies.end_try(study.id, code, position, number, "done")
 
 
-def _with_policy(user: User | str, condition: Condition, task: Task, store: Store) -> User:
+def with_policy(user: User | str, condition: Condition, task: Task, store: Store) -> User:
+    """The trial's user (a spec is built) under the condition's policy."""
     built = make_user(user, task, cache_dir=llm_cache_dir(store)) if isinstance(user, str) else user
     policy = condition.policy
+    if isinstance(built, PersonUser):
+        # A person stays a person to the runner (due phases offered to them, their waits
+        # off the budget), so the policy is set on them instead of wrapped around them.
+        built.reviews_done = policy.may_give_feedback
+        built.fixed_answer = None if policy.agent_may_ask else NO_ASKING_REPLY
+        return built
     # A policy that forbids nothing leaves the user as it is (the runner tells a person
     # in the seat by their user's type).
     if policy.agent_may_ask and policy.may_give_feedback:
