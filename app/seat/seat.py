@@ -27,6 +27,7 @@ from markdown_it import MarkdownIt
 
 from app.agents.spec import AgentSpec, PersonSpec
 from app.core.actions import Action, GuiAction
+from app.core.conversation import Message
 from app.core.vocabulary import QuestionnairePoint
 from app.episode.events import EpisodeResult
 from app.episode.launch import Episode
@@ -220,10 +221,20 @@ class TrialDesk:
             "conversation": [
                 {"who": _who(m.role, m.source), "kind": m.kind, "text": m.text}
                 for m in conversation
+                if self._shown(m)
             ],
             "may_send": waiting is not None or (not self.alone and self.policy.may_interrupt),
             "desktop": desktop,
         }
+
+    def _shown(self, message: Message) -> bool:
+        """Whether the participant sees `message`: where the agent may not ask them,
+        not its questions nor the study's replies to them (they were never theirs)."""
+        if self.policy.agent_may_ask:
+            return True
+        return message.kind != "question" and not (
+            message.kind == "answer" and message.source == "task"
+        )
 
     def _status(self, waiting: str | None, preparing: bool) -> str:
         if preparing:

@@ -10,19 +10,23 @@ from typing import Any
 
 import pytest
 
+from app.core.conversation import Message
 from app.episode.control import EpisodeControl
 from app.seat.seat import TrialDesk
 from app.seat.view import Refused
 from app.studies.model import Policy
-from app.studies.session import TrialStart
+from app.studies.session import NO_ASKING_REPLY, TrialStart
 from app.users.person import PersonUser
 from tests.waiting import eventually
 
 
-def _desk(policy: dict[str, Any], person: PersonUser) -> tuple[TrialDesk, EpisodeControl]:
+def _desk(
+    policy: dict[str, Any], person: PersonUser, conversation: list[Message] | None = None
+) -> tuple[TrialDesk, EpisodeControl]:
     task = SimpleNamespace(title="T", instruction="Do it.", phases=[])
     control = EpisodeControl()
-    runner = SimpleNamespace(control=control, protocol=None, budget_seconds_used=lambda: 1.0)
+    protocol = None if conversation is None else SimpleNamespace(conversation=conversation)
+    runner = SimpleNamespace(control=control, protocol=protocol, budget_seconds_used=lambda: 1.0)
     desktop = SimpleNamespace(info=lambda: SimpleNamespace(vnc=None))
     episode = SimpleNamespace(runner=runner, desktop=desktop, person=None)
     trial = TrialStart(task, Policy.model_validate(policy), alone=False)  # type: ignore[arg-type]
@@ -76,3 +80,17 @@ async def test_a_done_is_accepted_or_answered_with_feedback() -> None:
         desk.handle({"do": "done"})  # the assistant says when it is done
     with pytest.raises(Refused):
         desk.handle({"do": "send", "text": " "})
+
+
+async def test_where_the_agent_may_not_ask_its_questions_are_not_shown() -> None:
+    conversation = [
+        Message("user", "instruction", "Do it.", 0, "task"),
+        Message("agent", "question", "Which blue?", 1, "agent"),
+        Message("user", "answer", NO_ASKING_REPLY, 1, "task"),
+        Message("agent", "done", "", 2, "agent"),
+    ]
+    quiet, _ = _desk({"agent_may_ask": False}, PersonUser(), conversation)
+    shown = [m["kind"] for m in (await quiet.live())["conversation"]]
+    assert shown == ["instruction", "done"]
+    asking, _ = _desk({}, PersonUser(), conversation)
+    assert len((await asking.live())["conversation"]) == 4
