@@ -38,7 +38,7 @@ APT_PACKAGES=(
   procps                                    # pgrep/ps, used by tests and cleanup
   bubblewrap                                # bwrap: the local desktop's sandbox (home-only writes)
   strace                                    # the exec trace behind the integrity flags (app/desktops/local/exec_trace.py)
-  novnc websockify                          # the TUI's browser viewer (o) where no vncviewer is installed
+  novnc websockify                          # the TUI's browser viewer (o); noVNC is also the participant view's desktop
 )
 
 # Only for the tests, never a user's plain setup.

@@ -13,6 +13,7 @@ log = logging.getLogger(__name__)
 # make new ones, what a crashed run left behind goes, as `desktops cleanup` would.
 STARTS_DESKTOPS = frozenset(["run", "demo", "tui", "batch", "human", "author"])
 TASKS_STARTING_DESKTOPS = frozenset(["verify", "audit"])
+STUDY_STARTING_DESKTOPS = frozenset(["run", "pilot"])
 
 
 def starts_desktops(args: argparse.Namespace) -> bool:
@@ -21,6 +22,8 @@ def starts_desktops(args: argparse.Namespace) -> bool:
         return True
     if command == "tasks":
         return getattr(args, "tasks_command", None) in TASKS_STARTING_DESKTOPS
+    if command == "study":
+        return getattr(args, "study_command", None) in STUDY_STARTING_DESKTOPS
     return command in STARTS_DESKTOPS
 
 

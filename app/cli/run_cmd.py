@@ -20,14 +20,19 @@ from app.metrics.tables import print_table
 
 if TYPE_CHECKING:
     # Imported where episodes run: the command line starts without the runner.
+    from app.agents.adapters import ModelConfig
+    from app.agents.spec import AgentSpec
     from app.episode.events import EpisodeResult
+    from app.episode.judge import JudgeConfig
     from app.episode.launch import Episode
     from app.store import Store
+    from app.tasks.model import Task
+    from app.users.person import PersonUser
 
 DEMO_TASKS = ("gimp-flip-export", "gimp-poster-resize", "gimp-badge-interactive")
 
 
-def add_desktop_options(parser: argparse.ArgumentParser) -> None:
+def add_desktop_options(parser: argparse.ArgumentParser, *, person: bool = False) -> None:
     parser.add_argument(
         "--backend",
         choices=["local", "libvirt"],
@@ -35,11 +40,26 @@ def add_desktop_options(parser: argparse.ArgumentParser) -> None:
         help="where desktops come from (default: local, an Xvnc on this host; "
         "libvirt: a VM of the task app's image, or $DESKLOOP_IMAGE; see docs/backends.md)",
     )
+    if not person:
+        parser.add_argument(
+            "--user",
+            choices=["simulated"],
+            default="simulated",
+            help="who plays the user: the task's phase script (simulated)",
+        )
+        return
     parser.add_argument(
         "--user",
-        choices=["simulated"],
+        choices=["simulated", "person"],
         default="simulated",
-        help="who plays the user: the task's phase script (simulated)",
+        help="who plays the user: the task's phase script (simulated), or a person in the "
+        "browser (person, with --view browser)",
+    )
+    parser.add_argument(
+        "--view",
+        choices=["browser"],
+        help="where the person works: browser (the participant view on 127.0.0.1, its "
+        "address printed and opened: the live desktop and the conversation)",
     )
 
 
@@ -65,6 +85,8 @@ async def run_tasks(
     # `demo` has no model options: it always replays reference solutions.
     model = openai_config(args, [args.agent]) if hasattr(args, "base_url") else None
     judge = judge_config(args)
+    if args.user == "person":
+        return await _run_in_browser(args, tasks, store, launched, agent, model, judge)
     results = []
     for task in tasks:
 
@@ -92,6 +114,63 @@ async def run_tasks(
         finally:
             INTERRUPT.hooks.remove(control.abort)
     return results
+
+
+async def _run_in_browser(
+    args: argparse.Namespace,
+    tasks: Sequence[Task],
+    store: Store,
+    launched: list[Episode] | None,
+    agent: AgentSpec,
+    model: ModelConfig | None,
+    judge: JudgeConfig | None,
+) -> list[EpisodeResult]:
+    """`--user person --view browser`: each episode with a person as its user, who
+    works in the participant view (app.seat)."""
+    from app.episode.control import EpisodeControl, RunOptions
+    from app.episode.launch import launch
+    from app.seat.participant import novnc_dir, novnc_problem, run_in_view
+    from app.ui.services.novnc import open_in_browser
+
+    if args.view != "browser":
+        raise DeskLoopError(
+            "--user person: the person works in the browser; add --view browser "
+            "(or run the episode from the TUI)"
+        )
+    missing = novnc_problem(novnc_dir())
+    if missing is not None:
+        raise DeskLoopError(f"the browser view cannot show a desktop: {missing}")
+    controls: list[EpisodeControl] = []
+
+    def launch_episode(task: Task, user: PersonUser) -> Episode:
+        control = EpisodeControl()
+        controls.append(control)
+        INTERRUPT.hooks.append(control.abort)
+        episode = launch(
+            task,
+            store,
+            backend=args.backend,
+            agent=agent,
+            user=user,
+            openai=model,
+            options=RunOptions(judge=judge),
+            progress=lambda text: print(f"[{task.id}] {text}", file=sys.stderr, flush=True),
+            control=control,
+        )
+        if launched is not None:
+            launched.append(episode)
+        return episode
+
+    def announce(url: str) -> None:
+        print(f"the person's view: {url}", file=sys.stderr, flush=True)
+        if open_in_browser(url):
+            print("(opened in the browser)", file=sys.stderr, flush=True)
+
+    try:
+        return await run_in_view(tasks, launch_episode, announce=announce)
+    finally:
+        for control in controls:
+            INTERRUPT.hooks.remove(control.abort)
 
 
 def unfinished_json(
@@ -206,7 +285,7 @@ def register(sub: Any) -> None:
     )
     add_openai_options(run)
     add_judge_options(run)
-    add_desktop_options(run)
+    add_desktop_options(run, person=True)
     run.add_argument(
         "--json",
         action="store_true",

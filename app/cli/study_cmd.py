@@ -1,5 +1,5 @@
-"""`deskloop study validate|plan|status|pilot|export|report|withdraw`: studies of people
-working with agents."""
+"""`deskloop study validate|plan|status|run|pilot|export|report|withdraw`: studies of
+people working with agents."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ examples:
                                                   give P01..P12 their conditions and task
                                                   orders, record them, show the balance
   deskloop study status ask-or-not                who is done, who is mid-way, what is left
+  deskloop study run ask-or-not --participant P07 seat P07: serve their view in the browser
+                                                  and run their session to its end
   deskloop study report ask-or-not --html results/ask-or-not.html
                                                   measures per condition, paired differences,
                                                   questionnaires, order effects; and a page
@@ -150,6 +152,60 @@ def cmd_status(args: argparse.Namespace) -> int:
     if cells and len(header) > 1:
         print("\nconditions by position among those done (each cell: participants)")
         print(render_table(header, cells))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from app.cli.common import open_store, run_async
+    from app.seat.participant import novnc_dir, novnc_problem, run_participant
+    from app.studies.loader import find_study
+    from app.tasks.loader import find_task
+    from app.ui.services.novnc import open_in_browser
+
+    study = find_study(args.study, args.studies_dir)
+    missing = novnc_problem(novnc_dir())
+    if missing is not None:
+        raise DeskLoopError(f"the participant view cannot show a desktop: {missing}")
+    tasks = {ref: find_task(ref, [args.tasks_dir]) for ref in study.task_ids()}
+    code = args.participant
+
+    def announce(url: str) -> None:
+        print(
+            f"{code}'s view of {study.id}: {url}\n"
+            "Open it in the participant's browser on this machine; it opens this session, "
+            "so show it to no one else. Ctrl-C stops the session; run this again to resume.",
+            flush=True,
+        )
+        if not args.no_browser and open_in_browser(url):
+            print("(opened in the browser)", flush=True)
+
+    with open_store(args.db) as store:
+        plan = store.studies.plan(study.id)
+        if plan is None:
+            raise DeskLoopError(
+                f"study {study.id} has no plan in {args.db}: record one first "
+                f"(deskloop study plan {study.id} --participants N)"
+            )
+        report = run_async(
+            run_participant(
+                store,
+                study,
+                code,
+                tasks=tasks,
+                backend=args.backend,
+                seed=plan.seed,
+                announce=announce,
+                progress=lambda line: print(line, file=sys.stderr, flush=True),
+            )
+        )
+    if not report.consented:
+        print(f"{code} did not consent: nothing was recorded")
+        return 0
+    resumed = f" ({len(report.resumed_after)} resumed)" if report.resumed_after else ""
+    print(
+        f"{code}: session over; {len(report.trials_run)} trials run{resumed}, "
+        f"{report.questionnaires} questionnaires answered"
+    )
     return 0
 
 
@@ -324,6 +380,32 @@ def register(sub: Any) -> None:
     )
     status.add_argument("study", help="a study id (in --studies-dir) or a study file")
     status.set_defaults(func=cmd_status)
+    run = ssub.add_parser(
+        "run",
+        help="seat a participant: their session in the browser, from consent to the end",
+        description="""\
+Serve the participant view on 127.0.0.1 (a free port) and print its address, which
+carries this session's key once (the page then keeps it in a cookie); with a display,
+open it in the browser. The participant works there: consent, each trial's brief, the
+live desktop and the conversation with the agent, the questionnaires and breaks; the
+page shows nothing of the evaluator.
+
+The session runs the participant's plan (deskloop study plan) from wherever it stopped:
+Ctrl-C or a closed terminal leaves it resumable; the trial cut off is recorded as
+interrupted and tried again on the next run. deskloop study status shows where each
+participant stands.""",
+        epilog="example:\n  deskloop study run ask-or-not --participant P07",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("study", help="a study id (in --studies-dir) or a study file")
+    run.add_argument(
+        "--participant", required=True, metavar="CODE", help="the participant's code, e.g. P07"
+    )
+    run.add_argument("--backend", choices=["local", "libvirt"], default="local")
+    run.add_argument(
+        "--no-browser", action="store_true", help="only print the address; open no browser"
+    )
+    run.set_defaults(func=cmd_run)
     pilot = ssub.add_parser(
         "pilot",
         help="run the whole plan with simulated participants",

@@ -51,6 +51,9 @@ class UserTurns:
         due, draft = outcome.phase_due, protocol.due_message
         if outcome.needs_answer:
             assert isinstance(action, Ask)
+            if person is not None and person.fixed_answer is not None:
+                # Not the person's to answer (the study's policy): the task's words.
+                return protocol.answer(person.fixed_answer, "task", elapsed())
             self.report.emit(WaitingEvent("answer", action.question, draft, due))
             if person is not None:
                 got = await self._wait_for_person(

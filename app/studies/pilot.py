@@ -20,12 +20,13 @@ from app.core.errors import DeskLoopError
 from app.core.vocabulary import QuestionnairePoint
 from app.desktops.base import Desktop
 from app.episode.control import RunOptions
-from app.episode.launch import DesktopSpec, desktop_spec, make_spec_desktop
+from app.episode.events import EpisodeResult
+from app.episode.launch import DesktopSpec, Episode, desktop_spec, make_spec_desktop
 from app.store import Store
 from app.studies.instruments import AnswerValue, Instrument
 from app.studies.model import Condition, Study
 from app.studies.plans import plan_in_store
-from app.studies.session import SessionReport, run_session
+from app.studies.session import SessionReport, TrialStart, run_session
 from app.tasks.model import Task
 from app.users.simulated import User
 
@@ -55,6 +56,12 @@ class StandIn:
         self, instrument: Instrument, point: QuestionnairePoint, context: str
     ) -> Mapping[str, AnswerValue]:
         return {}
+
+    async def play(self, trial: TrialStart, episode: Episode) -> EpisodeResult:
+        return await episode.run()
+
+    async def rest(self, seconds: float) -> None:
+        return None  # a stand-in needs no break
 
 
 @dataclass

@@ -12,9 +12,11 @@ Each trial is one episode (`app.episode.launch`) of the trial's task with the
 condition's agent beside the participant (or the participant as the agent), recorded
 with the study, code, condition, position, try and plan seed in its config, so an
 episode names its trial even if the session died before linking it. The condition's
-policy reaches the episode through its user (`PolicyUser`): an agent that may not ask
+policy reaches the episode through its user (`with_policy`): an agent that may not ask
 gets the study's fixed reply to a question no phase answers, and a participant who may
-not give feedback accepts every DONE.
+not give feedback accepts every DONE. A simulated user is wrapped (`PolicyUser`); a
+person has the policy set on them, so the runner still treats them as a person (due
+phases offered, waits off the budget).
 """
 
 from __future__ import annotations
@@ -26,15 +28,17 @@ from typing import TYPE_CHECKING, Protocol
 from app.core.errors import DeskLoopError, is_infrastructure
 from app.core.vocabulary import QuestionnairePoint, Source, UserMode
 from app.episode.control import RunOptions
-from app.episode.launch import launch, llm_cache_dir, make_user
+from app.episode.launch import Episode, launch, llm_cache_dir, make_user
 from app.studies.instruments import AnswerValue, Instrument
 from app.studies.loader import consent_text
-from app.studies.model import Condition, Study
+from app.studies.model import Condition, Policy, Study
+from app.users.person import PersonUser
 from app.users.simulated import User
 
 if TYPE_CHECKING:
     from app.agents.spec import AgentSpec
     from app.desktops.base import Desktop
+    from app.episode.events import EpisodeResult
     from app.store import Store
     from app.store.study_records import TrialRecord
     from app.tasks.model import Task
@@ -69,6 +73,28 @@ class Seat(Protocol):
         """The participant's answers to one questionnaire, item by item (an item left
         out or None: not answered)."""
         ...
+
+    async def play(self, trial: TrialStart, episode: Episode) -> EpisodeResult:
+        """Run the trial's episode to its end: `episode.run()`, once, and its result.
+        A person's seat shows the trial around it (the brief before, the live desktop
+        and the conversation while it runs); a stand-in just runs it."""
+        ...
+
+    async def rest(self, seconds: float) -> None:
+        """A break of up to `seconds` between blocks (a person may go on sooner)."""
+        ...
+
+
+@dataclass(frozen=True)
+class TrialStart:
+    """What a seat is told of the trial it is about to play."""
+
+    task: Task
+    policy: Policy
+    alone: bool
+    """The participant is the agent (no agent beside them)."""
+    practice: bool = False
+    position: int = 0
 
 
 class PolicyUser:
@@ -110,6 +136,18 @@ def _last_of_condition(trials: list[TrialRecord], index: int) -> bool:
     later = [t for t in trials[index + 1 :] if not t.practice]
     return not here.practice and (
         not later or later[0].condition_position != here.condition_position
+    )
+
+
+def _new_block(trials: list[TrialRecord], index: int) -> bool:
+    """Whether trial `index` opens a block after another block's trials (the study's
+    break goes between them; the practice is no block)."""
+    here = trials[index]
+    return (
+        index > 0
+        and not here.practice
+        and not trials[index - 1].practice
+        and trials[index - 1].block != here.block
     )
 
 
@@ -174,6 +212,8 @@ async def run_session(
     trials = studies.trials(study.id, code)
     for index, trial in enumerate(trials):
         if not trial.done:
+            if study.tasks.break_seconds and _new_block(trials, index):
+                await seat.rest(study.tasks.break_seconds)
             await _run_trial(
                 store, study, trial, seat, tasks, backend, desktop_for, options, progress, seed
             )
@@ -233,12 +273,15 @@ async def _run_trial(
             store,
             backend=backend,
             agent=agent,
-            user=_with_policy(user, condition, task, store),
+            user=with_policy(user, condition, task, store),
             desktop=desktop_for(task),
             options=run_options,
             progress=progress,
         )
-        result = await episode.run()
+        start = TrialStart(
+            task, condition.policy, condition.participant == "agent", trial.practice, position
+        )
+        result = await seat.play(start, episode)
     except BaseException as exc:
         store.studies.end_try(
             study.id, code, position, number, "interrupted", f"{type(exc).__name__}: {exc}"[:500]
@@ -257,9 +300,16 @@ async def _run_trial(
     store.studies.end_try(study.id, code, position, number, "done")
 
 
-def _with_policy(user: User | str, condition: Condition, task: Task, store: Store) -> User:
+def with_policy(user: User | str, condition: Condition, task: Task, store: Store) -> User:
+    """The trial's user (a spec is built) under the condition's policy."""
     built = make_user(user, task, cache_dir=llm_cache_dir(store)) if isinstance(user, str) else user
     policy = condition.policy
+    if isinstance(built, PersonUser):
+        # A person stays a person to the runner (due phases offered to them, their waits
+        # off the budget), so the policy is set on them instead of wrapped around them.
+        built.reviews_done = policy.may_give_feedback
+        built.fixed_answer = None if policy.agent_may_ask else NO_ASKING_REPLY
+        return built
     # A policy that forbids nothing leaves the user as it is (the runner tells a person
     # in the seat by their user's type).
     if policy.agent_may_ask and policy.may_give_feedback:

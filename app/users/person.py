@@ -62,6 +62,9 @@ class PersonUser:
         """The agent's question while `waiting == 'answer'`."""
         self.draft: str | None = None
         """The due phase's scripted message offered to the person, or None."""
+        self.fixed_answer: str | None = None
+        """An answer the person is not asked for: every ASK gets it, as the task's
+        words (a study whose agent may not ask); None: the person answers."""
 
     async def answer(self, question: str) -> tuple[str, Source]:
         reply = await self.reply("answer", question=question)
