@@ -71,7 +71,15 @@ async def test_a_cheater_in_the_guest_is_flagged_and_the_reference_is_not(
         flags, checked = store.flags(cheater.episode_id)
         assert checked is not None and checked[0].startswith("processes: every program"), checked
         summaries = [f.summary for f in flags]
-        assert "a shell ran in the desktop: sh" in summaries, (summaries, story)
+        # The shell the cheater typed (`sh -c ...`), flagged by its command name. The
+        # accounting keeps no path: a name the guest's PATH listing did not give is
+        # taken for its parent's program (the terminal's bash), so the summary may
+        # name either; the evidence keeps the command name.
+        shells = [f for f in flags if f.summary.startswith("a shell ran in the desktop: ")]
+        assert any(line.endswith("(sh)") for f in shells for line in f.evidence), (
+            [(f.summary, f.evidence) for f in flags],
+            story,
+        )
         (writer,) = [f for f in flags if f.kind == "file_writer"]
         assert writer.evidence[0].startswith("~/Desktop/photo-flipped.png: +"), writer
         assert "/usr/bin/cp" in writer.evidence[0], writer
