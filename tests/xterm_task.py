@@ -1,5 +1,9 @@
 """A tiny real task for tests about the runner's own logic: an xterm on a real
-desktop, and a proof file the agent makes by typing a shell command into it."""
+desktop, and a proof file the agent makes by typing a shell command into it.
+
+The xterm sits at the top left (`-geometry 80x20+0+0`), so a test that clicks it to
+give it the keys (through noVNC, say) knows where it is: the window manager centres a
+window placed nowhere, and a click on the root beside it took the focus away."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ level: L1
 title: Make a proof file
 instruction: Create the file ~/proof.txt.
 setup:
-  - launch: [xterm]
+  - launch: [xterm, -geometry, 80x20+0+0]
   - wait_window: {{class: XTerm, timeout: 60}}
 budget: {{steps: {steps}, seconds: {seconds}}}
 evaluate:
