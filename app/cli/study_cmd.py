@@ -123,26 +123,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     from app.cli.common import open_store
     from app.metrics.tables import print_table, render_table
     from app.studies.loader import find_study
-    from app.studies.plans import balance_so_far, progress
+    from app.studies.plans import ROW_HEADER, balance_so_far, progress
 
     study = find_study(args.study, args.studies_dir)
     with open_store(args.db) as store:
         people = progress(store, study)
-    rows = []
-    for person in people:
-        upcoming = person.next_trial
-        rows.append(
-            [
-                person.participant.code,
-                person.state,
-                " → ".join(person.participant.conditions),
-                f"{person.done}/{len(person.trials)}",
-                str(person.interrupted),
-                "" if upcoming is None else f"{upcoming.position}: {upcoming.task_id}",
-            ]
-        )
+    rows = [person.row() for person in people]
     print(f"{study.id}: {len(people)} participants")
-    print_table(["participant", "state", "conditions", "trials done", "interrupted", "next"], rows)
+    print_table(list(ROW_HEADER), rows)
     states = [p.state for p in people]
     counts = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
     left = sum(len(p.trials) - p.done for p in people if p.state != "withdrawn")

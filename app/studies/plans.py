@@ -107,6 +107,19 @@ class Progress:
     def next_trial(self) -> TrialRecord | None:
         return next((t for t in self.trials if not t.done), None)
 
+    def row(self) -> list[str]:
+        """The participant as `study status` and the TUI's Studies screen list them:
+        code, state, condition order, trials done, tries interrupted, next trial."""
+        upcoming = self.next_trial
+        return [
+            self.participant.code,
+            self.state,
+            " → ".join(self.participant.conditions),
+            f"{self.done}/{len(self.trials)}",
+            str(self.interrupted),
+            "" if upcoming is None else f"{upcoming.position}: {upcoming.task_id}",
+        ]
+
     @property
     def state(self) -> State:
         if self.participant.withdrawn_at is not None:
@@ -116,6 +129,10 @@ class Progress:
         if self.participant.consented_at is None:
             return "planned"
         return "mid-way" if any(t.tries for t in self.trials) else "consented"
+
+
+ROW_HEADER = ("participant", "state", "conditions", "trials done", "interrupted", "next")
+"""The columns of `Progress.row`."""
 
 
 def progress(store: Store, study: Study) -> list[Progress]:

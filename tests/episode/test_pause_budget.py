@@ -1,5 +1,5 @@
 """A paused episode (the TUI's F2) keeps its time budget: the agent takes no step while
-it stands paused, so the seconds do not run (issue 26: 1188 → 1184 s while paused)."""
+it stands paused, so the seconds do not run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Live screen's chat box in person mode (issue 26), on an episode the real runner
+"""The Live screen's chat box in person mode, on an episode the real runner
 plays with a scripted agent on a still desktop (the chat box is under test, not a
 desktop): a multi-line phase message is offered and sent exactly as the script has
 it; after enter the cursor leaves the box, so the `c` the border asks for is never

@@ -62,7 +62,7 @@ async def test_cancelled_wait_clears_the_request() -> None:
 
 async def test_accept_is_refused_while_a_phase_is_due_at_the_done() -> None:
     # A phase whose trigger holds at a DONE is delivered and the episode goes on
-    # (DESIGN.md): accepting would end it with the phase never delivered (issue 26).
+    # (DESIGN.md): accepting would end it with the phase never delivered.
     user = PersonUser()
     pending = asyncio.create_task(user.reply("review", draft="Now make it greyscale."))
     await asyncio.sleep(0)

@@ -1,4 +1,4 @@
-"""What a small terminal must still show (issue 26): the start dialog's Start button
+"""What a small terminal must still show: the start dialog's Start button
 at 80×24 and 100×30, and the Results table's success and credit at 100 columns. No
 desktop: the screens' layout is under test."""
 

@@ -23,7 +23,7 @@ from app.metrics.tables import render_table
 from app.store import Store
 from app.studies.loader import load_study, study_files
 from app.studies.model import Study
-from app.studies.plans import Progress, balance_so_far, progress
+from app.studies.plans import ROW_HEADER, Progress, balance_so_far, progress
 from app.ui.screens.base import LabFooter, LabScreen
 
 REFRESH_SECONDS = 3.0
@@ -101,9 +101,7 @@ Planning, pilots, exports and withdrawals are `deskloop study …` commands.
         self.query_one("#studies-table", DataTable).add_columns(
             "study", "conditions", "design", "participants"
         )
-        self.query_one("#participants-table", DataTable).add_columns(
-            "participant", "state", "conditions", "trials done", "cut off", "next"
-        )
+        self.query_one("#participants-table", DataTable).add_columns(*ROW_HEADER)
         self.action_reload()
         self.set_interval(REFRESH_SECONDS, self.action_reload)
 
@@ -166,13 +164,5 @@ Planning, pilots, exports and withdrawals are `deskloop study …` commands.
         row = self.query_one("#studies-table", DataTable).cursor_row
         view = self.views[self.studies[min(row, len(self.studies) - 1)].id]
         for person in view.people:
-            upcoming = person.next_trial
-            participants.add_row(
-                person.participant.code,
-                person.state,
-                " → ".join(person.participant.conditions),
-                f"{person.done}/{len(person.trials)}",
-                str(person.interrupted),
-                "" if upcoming is None else f"{upcoming.position}: {upcoming.task_id}",
-            )
+            participants.add_row(*person.row())
         text.update(escape(summary(view)))
