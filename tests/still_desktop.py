@@ -56,7 +56,12 @@ class StillDesktop:
         return None
 
     async def settle(
-        self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
+        self,
+        timeout: float = 3.0,
+        quiet: float = 0.1,
+        change_wait: float = 0.3,
+        *,
+        adaptive: bool = False,
     ) -> SettleResult:
         return SettleResult(False, True, 0.0)
 

@@ -126,11 +126,18 @@ class Desktop(Protocol):
         ...
 
     async def settle(
-        self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
+        self,
+        timeout: float = 3.0,
+        quiet: float = 0.1,
+        change_wait: float = 0.3,
+        *,
+        adaptive: bool = False,
     ) -> SettleResult:
         """Wait for the screen to change (up to `change_wait`) and then stay quiet
         for `quiet` seconds, never longer than `timeout` in all. Tiny changes
-        (blinking text cursors) do not count."""
+        (blinking text cursors) do not count. `adaptive`: `quiet` is the most it
+        waits, sized from what the screen did after earlier actions of the last
+        action's kind (`app.rfb.pace`)."""
         ...
 
     async def until_dead(self) -> str:

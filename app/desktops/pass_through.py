@@ -37,9 +37,14 @@ class PassThroughDesktop:
         return None
 
     async def settle(
-        self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
+        self,
+        timeout: float = 3.0,
+        quiet: float = 0.1,
+        change_wait: float = 0.3,
+        *,
+        adaptive: bool = False,
     ) -> SettleResult:
-        return await self.inner.settle(timeout, quiet, change_wait)
+        return await self.inner.settle(timeout, quiet, change_wait, adaptive=adaptive)
 
     async def until_dead(self) -> str:
         return await self.inner.until_dead()

@@ -70,10 +70,15 @@ class VncScreen:
             await self._vnc_session().perform(action)
 
     async def settle(
-        self, timeout: float = 3.0, quiet: float = 0.1, change_wait: float = 0.3
+        self,
+        timeout: float = 3.0,
+        quiet: float = 0.1,
+        change_wait: float = 0.3,
+        *,
+        adaptive: bool = False,
     ) -> SettleResult:
         with self._vnc_errors():
-            return await self._vnc_session().settle(timeout, quiet, change_wait)
+            return await self._vnc_session().settle(timeout, quiet, change_wait, adaptive=adaptive)
 
     async def until_dead(self) -> str:
         """Return what died, once the running desktop has died; never returns while it

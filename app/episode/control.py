@@ -27,9 +27,14 @@ class RunOptions:
     settle_timeout: float = 3.0
     """Upper bound on waiting for the screen to settle after an action."""
     settle_quiet: float = 0.1
-    """The screen must stay unchanged this long to count as settled."""
+    """The screen must stay unchanged this long to count as settled (with
+    `settle_adaptive`, the longest it must)."""
     settle_change_wait: float = 0.3
     """How long to wait for an action's first visible effect."""
+    settle_adaptive: bool = True
+    """Size the quiet from the screen's own pace after each kind of action
+    (`app.rfb.pace`): a pointer move that repaints at once waits ~25 ms of quiet, a
+    click that opens a dialog drawn in parts as long as such dialogs pause."""
     store_frames: bool = True
     batch_id: str | None = None
     extra_config: dict[str, Any] = field(default_factory=dict)

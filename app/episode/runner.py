@@ -48,6 +48,7 @@ from app.core.errors import (
     describe_error,
     error_kind,
 )
+from app.core.frames import Frame
 from app.core.vocabulary import ErrorKind
 from app.core.windows import WindowList
 from app.desktops.base import Desktop
@@ -168,6 +169,7 @@ class EpisodeRunner:
             config={
                 "settle_timeout": self.options.settle_timeout,
                 "settle_quiet": self.options.settle_quiet,
+                "settle_adaptive": self.options.settle_adaptive,
                 "budget_steps": task.budget.steps,
                 "budget_seconds": task.budget.seconds,
                 # A model agent's adapter, endpoint and coordinate contract.
@@ -384,10 +386,26 @@ class EpisodeRunner:
         )
 
     async def _step(self, protocol: Protocol, started: float) -> None:
-        task = self.task
         step = protocol.steps
         frame = await self.desktop.frame()
-        frame_path = await self.records.save_frame(f"{step:05d}", frame)
+        # Written while the agent decides: the agent sees the screen without waiting
+        # for its PNG (the longest part of the harness's own time per step), and the
+        # step's record waits for the file.
+        saving = asyncio.ensure_future(self.records.save_frame(f"{step:05d}", frame))
+        try:
+            await self._decide_and_act(protocol, started, step, frame, saving)
+        finally:
+            await saving
+
+    async def _decide_and_act(
+        self,
+        protocol: Protocol,
+        started: float,
+        step: int,
+        frame: Frame,
+        saving: asyncio.Future[str | None],
+    ) -> None:
+        task = self.task
         observation = Observation(
             frame=frame,
             active_message=protocol.active_message,
@@ -434,6 +452,7 @@ class EpisodeRunner:
                     timeout=self.options.settle_timeout,
                     quiet=self.options.settle_quiet,
                     change_wait=self.options.settle_change_wait,
+                    adaptive=self.options.settle_adaptive,
                 )
                 settle_seconds = time.monotonic() - t2
         elapsed = self._elapsed(started)
@@ -447,6 +466,7 @@ class EpisodeRunner:
             outcome = protocol.on_rejected(elapsed)
         else:
             outcome = protocol.on_agent(action, elapsed)
+        frame_path = await saving
         new_messages = await self.records.record_step(
             idx=step,
             action=stored_action,

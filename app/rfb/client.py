@@ -34,6 +34,7 @@ from app.core.frames import Frame, SettleResult
 from app.rfb import wire
 from app.rfb.framebuffer import Framebuffer
 from app.rfb.input import InputSender
+from app.rfb.pace import Pace
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,11 @@ class VNCClient:
         """
         return await self._screen.frame(self, timeout)
 
+    @property
+    def pace(self) -> Pace:
+        """What this connection learned of the screen's pace (`settle(adaptive=True)`)."""
+        return self._screen.pace
+
     def current_frame(self) -> Frame:
         """The framebuffer as the last applied update left it, without asking the
         server (for viewers that keep updates flowing with `settle`); may be old."""
@@ -239,13 +245,17 @@ class VNCClient:
         quiet: float = 0.1,
         change_wait: float = 0.3,
         min_area: int = 64,
+        *,
+        adaptive: bool = False,
     ) -> SettleResult:
         """Wait for a visible change, then for `quiet` seconds without one.
 
         A change is an update whose really-changed boxes total more than `min_area`
         pixels; changes since the last input sent count, so an update that arrived
         between `perform()` and this call is not missed. Without a change within
-        `change_wait` the screen is reported as unchanged and settled.
+        `change_wait` the screen is reported as unchanged and settled. `adaptive`:
+        `quiet` is the most it waits, the screen's own pace after the last action's
+        kind decides (`app.rfb.pace`).
         """
         return await self._screen.settle(
             self,
@@ -254,6 +264,7 @@ class VNCClient:
             quiet=quiet,
             change_wait=change_wait,
             min_area=min_area,
+            kind=self._input.last_kind if adaptive else None,
         )
 
     # ---------------------------------------------------------------- input
@@ -410,8 +421,12 @@ class VNCSession:
         quiet: float = 0.1,
         change_wait: float = 0.3,
         min_area: int = 64,
+        *,
+        adaptive: bool = False,
     ) -> SettleResult:
-        return await self._retrying(lambda c: c.settle(timeout, quiet, change_wait, min_area))
+        return await self._retrying(
+            lambda c: c.settle(timeout, quiet, change_wait, min_area, adaptive=adaptive)
+        )
 
     async def perform(self, action: GuiAction, timeout: float = 30.0) -> None:
         """Deliver one action. It is not retried after a drop in the middle of it

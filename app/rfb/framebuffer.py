@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Protocol
 
 import numpy as np
@@ -30,6 +31,7 @@ import numpy.typing as npt
 from app.core.errors import VNCError
 from app.core.frames import Frame, SettleResult
 from app.rfb import wire
+from app.rfb.pace import Pace
 
 # Updates kept in the history `frame` and `settle` read; more than any settle needs.
 _HISTORY = 512
@@ -68,6 +70,9 @@ class Framebuffer:
         self._history: deque[UpdateRecord] = deque(maxlen=_HISTORY)
         self._continuous = 0  # settle() calls that want incremental requests kept outstanding
         self._last_settle_end = 0.0
+        self.pace = Pace()
+        """The pauses this screen makes inside its bursts, per kind of action."""
+        self._open_burst: _Burst | None = None
         # The first full picture after connecting is not a screen change for settle().
         self._filled = False
 
@@ -186,6 +191,7 @@ class Framebuffer:
         quiet: float,
         change_wait: float,
         min_area: int,
+        kind: str | None = None,
     ) -> SettleResult:
         """Wait for a visible change, then for `quiet` seconds without one.
 
@@ -194,18 +200,28 @@ class Framebuffer:
         update that arrived between sending input and this call is not missed.
         Without a change within `change_wait` the screen is reported as unchanged
         and settled.
+
+        `kind`, the kind of the action just sent, makes the quiet this screen's own
+        (`app.rfb.pace`): `quiet` becomes the most it may be, and what this settle
+        sees teaches the kind's pace.
         """
         start = time.monotonic()
         deadline = start + timeout
+        self._learn_late(last_input)
+        window = quiet
+        if kind is not None:
+            quiet = self.pace.quiet(kind, quiet)
         # Changes an earlier settle already reported do not count again.
         since = max(min(start, last_input), self._last_settle_end)
         self._continuous += 1
+        settled = False
         try:
             await link.send(self.update_request(incremental=True), timeout)
             last_change = self._last_change(since, min_area)
             while last_change is None:
                 first_deadline = min(start + change_wait, deadline)
                 if not await link.wait_update(first_deadline):
+                    settled = True
                     return SettleResult(False, True, time.monotonic() - start)
                 last_change = self._last_change(since, min_area)
             while True:
@@ -222,6 +238,34 @@ class Framebuffer:
         finally:
             self._continuous -= 1
             self._last_settle_end = time.monotonic()
+            self._open_burst = None
+            if kind is not None and settled:
+                self._learn_burst(kind, since, min_area, window)
+
+    def _changes(self, since: float, min_area: int) -> list[float]:
+        """When the changes since `since` came, oldest first."""
+        return [
+            r.monotonic for r in self._history if r.monotonic >= since and r.changed_area > min_area
+        ]
+
+    def _learn_burst(self, kind: str, since: float, min_area: int, window: float) -> None:
+        """Teach the pace what a settled burst did, and remember a burst that changed
+        the screen: a change after it and before the next input is a pause its kind
+        makes (`_learn_late`)."""
+        times = self._changes(since, min_area)
+        self.pace.burst(kind, [later - earlier for earlier, later in pairwise(times)])
+        if times:
+            self._open_burst = _Burst(kind, times[-1], window, min_area)
+
+    def _learn_late(self, next_input: float) -> None:
+        """A change that came after the last settle ended and before this input: the
+        burst was taken for over too early, and its kind's pace learns the pause."""
+        burst, self._open_burst = self._open_burst, None
+        if burst is None:
+            return
+        late = [t for t in self._changes(self._last_settle_end, burst.min_area) if t < next_input]
+        if late and late[0] - burst.last <= burst.window:
+            self.pace.late(burst.kind, late[0] - burst.last)
 
     def _last_change(self, since: float, min_area: int) -> float | None:
         for record in reversed(self._history):
@@ -230,6 +274,16 @@ class Framebuffer:
             if record.changed_area > min_area:
                 return record.monotonic
         return None
+
+
+@dataclass(frozen=True)
+class _Burst:
+    """A settled burst whose tail may still come: what `_learn_late` needs of it."""
+
+    kind: str
+    last: float  # its last change
+    window: float  # the caller's quiet window: longer pauses are not learned
+    min_area: int
 
 
 def _changed_box_area(old: npt.NDArray[np.uint32], new: npt.NDArray[np.uint32]) -> int:

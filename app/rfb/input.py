@@ -24,7 +24,7 @@ import asyncio
 import time
 from typing import Protocol
 
-from app.core.actions import Click, Drag, GuiAction, Key, Move, Scroll, Type, Wait
+from app.core.actions import Click, Drag, GuiAction, Key, Move, Scroll, Type, Wait, action_kind
 from app.core.errors import ActionError, VNCError
 from app.core.keys import MODIFIERS, char_keysym, needs_shift, parse_combo
 from app.rfb import wire
@@ -67,6 +67,8 @@ class InputSender:
         self._link = link
         self.last_input = time.monotonic()
         """When input was last sent: `settle()` counts screen changes since then."""
+        self.last_kind: str | None = None
+        """The kind of the last action `perform` sent (a settle learns its pace)."""
         self._last_released: tuple[int, float] | None = None
         """The keysym a combo released last, and when (for `REPEAT_GAP`)."""
 
@@ -138,6 +140,7 @@ class InputSender:
             ActionError: coordinates outside the screen, or a malformed key combo.
             VNCError: the input could not be sent.
         """
+        self.last_kind = action_kind(action)
         match action:
             case Click(x, y, button, count):
                 self._check_point(x, y, "click")
