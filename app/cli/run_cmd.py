@@ -98,10 +98,8 @@ async def run_tasks(
     try:
         for number, task in enumerate(tasks):
             progress = _say(task.id)
-            taken = await ahead.take(task)
-            desktop, prepared = taken if taken is not None else (desktops.lend(task), None)
-            if number + 1 < len(tasks):
-                ahead.prepare(tasks[number + 1])
+            upcoming = tasks[number + 1] if number + 1 < len(tasks) else None
+            desktop, prepared = await ahead.start(task, upcoming)
             control = EpisodeControl()
             # The desktop stays the run's (launch leaves a desktop passed in to its
             # owner): it goes back to `desktops` when the episode ends.

@@ -151,6 +151,19 @@ class StartAhead:
             self._say(f"this {self._what} waited {time.monotonic() - begun:.1f} s for its desktop")
         return desktop, prepared
 
+    async def start(
+        self, task: Task, upcoming: Task | None
+    ) -> tuple[Desktop, PreparedStart | None]:
+        """The desktop for an episode of `task` and its prepared start (`take`), else a
+        desktop lent for the episode to reset itself (no start: None); then begin
+        preparing `upcoming`'s, if another episode follows. The desktop goes back to
+        the `DesktopsByKind` when the episode ends."""
+        taken = await self.take(task)
+        desktop, prepared = taken if taken is not None else (self._desktops.lend(task), None)
+        if upcoming is not None:
+            self.prepare(upcoming)
+        return desktop, prepared
+
     async def close(self) -> None:
         """Cancel a preparation still under way, or close the desktop of a start no
         episode took."""

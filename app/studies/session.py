@@ -276,10 +276,7 @@ async def _run_trial(
     resets itself), while `upcoming`'s desktop is prepared for the next trial; the
     desktop goes back to `desktops` when the episode ends."""
     task = _trial_task(study, trial, tasks)
-    taken = await ahead.take(task)
-    desktop, prepared = taken if taken is not None else (desktops.lend(task), None)
-    if upcoming is not None:
-        ahead.prepare(upcoming)
+    desktop, prepared = await ahead.start(task, upcoming)
     condition = study.condition(trial.condition)
     code, position = trial.code, trial.position
     number = store.studies.start_try(study.id, code, position)

@@ -74,7 +74,7 @@ def test_the_second_task_of_a_run_starts_on_a_desktop_set_up_during_the_first(
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert "[ahead] next task's desktop ready in" in err
-    assert "waited" not in err  # the second task's desktop was ready when it began
+    assert "this task waited" not in err  # the second task's desktop was ready when it began
     with Store(db) as store:
         first, second = sorted(store.list_episodes(), key=lambda e: e.id)
         assert (first.task_id, second.task_id) == ("xa", "xb")
