@@ -123,7 +123,7 @@ class StartAhead:
     def prepare(self, task: Task) -> None:
         """Start bringing a desktop to `task`'s start state in the background. A start
         prepared earlier and not taken is discarded first (one start ahead at most)."""
-        previous, self._pending = self._pending, None
+        previous = self._pending
         self._pending = asyncio.create_task(self._prepare(task, previous), name=f"ahead-{task.id}")
         self.prepared += 1
 
