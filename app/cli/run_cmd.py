@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from app.cli.agent_options import (
@@ -69,9 +69,10 @@ async def run_tasks(
     store: Store,
     launched: list[Episode] | None = None,
 ) -> list[EpisodeResult]:
-    """Run each task once, one after the other, each on a fresh desktop; progress lines
-    go to stderr. Each episode is appended to `launched` once it is wired up, so a
-    caller can say which episode a failure left."""
+    """Run each task once, one after the other, each on a desktop brought to its start
+    state while the task before ran (`app.episode.ahead`); progress lines go to stderr.
+    Each episode is appended to `launched` once it is wired up, so a caller can say
+    which episode a failure left."""
     from app.agents.spec import PersonSpec, parse_agent_spec
     from app.core.errors import AgentError
     from app.episode.control import EpisodeControl, RunOptions
@@ -87,33 +88,51 @@ async def run_tasks(
     judge = judge_config(args)
     if args.user == "person":
         return await _run_in_browser(args, tasks, store, launched, agent, model, judge)
+    from app.episode.ahead import DesktopsByKind, StartAhead
+
+    # Task N+1's desktop is brought to its start state while task N runs, on the
+    # kind's other desktop: no task after the first waits for a reset.
+    desktops = DesktopsByKind(args.backend)
+    ahead = StartAhead(desktops, what="task", say=_say("ahead"))
     results = []
-    for task in tasks:
-
-        def progress(text: str, task_id: str = task.id) -> None:
-            print(f"[{task_id}] {text}", file=sys.stderr, flush=True)
-
-        control = EpisodeControl()
-        # A fresh desktop of the task's image, closed when the episode ends.
-        episode = launch(
-            task,
-            store,
-            backend=args.backend,
-            agent=agent,
-            user=args.user,
-            openai=model,
-            options=RunOptions(judge=judge),
-            progress=progress,
-            control=control,
-        )
-        if launched is not None:
-            launched.append(episode)
-        INTERRUPT.hooks.append(control.abort)
-        try:
-            results.append(await episode.run())
-        finally:
-            INTERRUPT.hooks.remove(control.abort)
+    try:
+        for number, task in enumerate(tasks):
+            progress = _say(task.id)
+            upcoming = tasks[number + 1] if number + 1 < len(tasks) else None
+            desktop, prepared = await ahead.start(task, upcoming)
+            control = EpisodeControl()
+            # The desktop stays the run's (launch leaves a desktop passed in to its
+            # owner): it goes back to `desktops` when the episode ends.
+            episode = launch(
+                task,
+                store,
+                backend=args.backend,
+                agent=agent,
+                user=args.user,
+                desktop=desktop,
+                prepared=prepared,
+                openai=model,
+                options=RunOptions(judge=judge),
+                progress=progress,
+                control=control,
+            )
+            if launched is not None:
+                launched.append(episode)
+            INTERRUPT.hooks.append(control.abort)
+            try:
+                results.append(await episode.run())
+            finally:
+                INTERRUPT.hooks.remove(control.abort)
+                desktops.give_back(desktop)
+    finally:
+        await ahead.close()
+        await desktops.close()
     return results
+
+
+def _say(prefix: str) -> Callable[[str], None]:
+    """Progress lines to stderr, each `[prefix] text`."""
+    return lambda text: print(f"[{prefix}] {text}", file=sys.stderr, flush=True)
 
 
 async def _run_in_browser(

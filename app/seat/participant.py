@@ -19,7 +19,6 @@ from app.seat.server import LoopbackServer
 from app.seat.web import seat_app
 from app.store import Store
 from app.studies.model import Policy, Study
-from app.studies.pilot import DesktopsBySpec
 from app.studies.session import SessionReport, TrialStart, run_session
 from app.tasks.model import Task
 from app.users.person import PersonUser
@@ -82,18 +81,13 @@ async def run_participant(
     session of `code` in it to its end (also when cancelled, the view closes: the
     session resumes on the next run)."""
     seat = seat or BrowserSeat()
-    # One desktop per kind the tasks need, reset by each trial: a participant does not
-    # wait for a VM to boot before every trial.
-    desktops = DesktopsBySpec()
-    try:
-        async with serving(seat, announce):
-            return await run_session(
-                store, study, code, seat, tasks=tasks, backend=backend, options=options,
-                desktop_for=lambda task: desktops.lend(backend, task), progress=progress,
-                seed=seed,
-            )  # fmt: skip
-    finally:
-        await desktops.close()
+    # The session prepares each trial's desktop while the participant plays the trial
+    # before and answers its questionnaires (app.episode.ahead): no wait between trials.
+    async with serving(seat, announce):
+        return await run_session(
+            store, study, code, seat, tasks=tasks, backend=backend, options=options,
+            progress=progress, seed=seed,
+        )  # fmt: skip
 
 
 async def run_in_view(

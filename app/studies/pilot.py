@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from app.agents.spec import AgentSpec, ReferenceSpec
 from app.core.errors import DeskLoopError
 from app.core.vocabulary import QuestionnairePoint
-from app.desktops.base import Desktop
+from app.episode.ahead import DesktopsByKind
 from app.episode.control import RunOptions
 from app.episode.events import EpisodeResult
-from app.episode.launch import DesktopSpec, Episode, desktop_spec, make_spec_desktop
+from app.episode.launch import Episode
 from app.store import Store
 from app.studies.instruments import AnswerValue, Instrument
 from app.studies.model import Condition, Study
@@ -81,15 +81,19 @@ async def run_pilot(
     backend: str,
     options: RunOptions | None = None,
     progress: Callable[[str], None] = lambda _: None,
+    desktops: DesktopsByKind | None = None,
 ) -> PilotReport:
     """Plan P01..P`participants` under the pilot's id (the study's seed) and run each
     one's session to its end with a stand-in; a session that stops (a desktop died) is
-    reported and the others go on."""
+    reported and the others go on. `desktops`: where the trials' desktops come from
+    (tests count them); None: the pilot's own, closed when it ends."""
     piloted = study.model_copy(update={"id": pilot_id(study)})
     plan, _ = plan_in_store(store, piloted, participants, study.design.seed)
     sessions: list[SessionReport] = []
     failed: dict[str, str] = {}
-    desktops = DesktopsBySpec()
+    # Shared by the sessions: each trial's desktop is prepared while the one before
+    # runs, on the kind's other desktop, so each kind boots at most twice.
+    lender = desktops if desktops is not None else DesktopsByKind(backend)
     try:
         for assignment in plan.assignments:
             try:
@@ -100,7 +104,7 @@ async def run_pilot(
                     StandIn(),
                     tasks=tasks,
                     backend=backend,
-                    desktop_for=lambda task: desktops.lend(backend, task),
+                    desktops=lender,
                     options=options,
                     progress=progress,
                     seed=plan.seed,
@@ -111,25 +115,6 @@ async def run_pilot(
                 continue
             sessions.append(report)
     finally:
-        await desktops.close()
+        if desktops is None:
+            await lender.close()
     return PilotReport(piloted.id, sessions, failed)
-
-
-class DesktopsBySpec:
-    """One desktop per kind a study's tasks need (libvirt: per image; local: one),
-    lent to trial after trial: each episode resets it to its task's start state, so a
-    pilot boots each kind once instead of once per trial."""
-
-    def __init__(self) -> None:
-        self._made: dict[DesktopSpec, Desktop] = {}
-
-    def lend(self, backend: str, task: Task) -> Desktop:
-        spec = desktop_spec(backend, task)
-        if spec not in self._made:
-            self._made[spec] = make_spec_desktop(spec)
-        return self._made[spec]
-
-    async def close(self) -> None:
-        for desktop in self._made.values():
-            await desktop.close()
-        self._made.clear()

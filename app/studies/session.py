@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from app.core.errors import DeskLoopError, is_infrastructure
 from app.core.vocabulary import QuestionnairePoint, Source, UserMode
+from app.episode.ahead import DesktopsByKind, StartAhead
 from app.episode.control import RunOptions
 from app.episode.launch import Episode, launch, llm_cache_dir, make_user
 from app.studies.instruments import AnswerValue, Instrument
@@ -37,7 +38,6 @@ from app.users.simulated import User
 
 if TYPE_CHECKING:
     from app.agents.spec import AgentSpec
-    from app.desktops.base import Desktop
     from app.episode.events import EpisodeResult
     from app.store import Store
     from app.store.study_records import TrialRecord
@@ -159,16 +159,19 @@ async def run_session(
     *,
     tasks: Mapping[str, Task],
     backend: str,
-    desktop_for: Callable[[Task], Desktop | None] = lambda _: None,
+    desktops: DesktopsByKind | None = None,
     options: RunOptions | None = None,
     progress: Callable[[str], None] = lambda _: None,
     seed: int,
 ) -> SessionReport:
     """Run participant `code`'s session to its end, from wherever it stopped.
 
-    `tasks` maps each of the study's task ids to its task; `desktop_for` may lend a
-    desktop of the task's image (None: the episode makes its own); `options` are the
-    episodes' run options, to which the trial's identity is added.
+    `tasks` maps each of the study's task ids to its task; the trials' desktops come
+    from `desktops` (None: the session's own, closed when it ends). The next undone
+    trial's desktop is brought to its task's start state while the participant answers
+    the questionnaires and plays the trial before it (`StartAhead`), so they do not
+    wait for a reset between trials. `options` are the episodes' run options, to which
+    the trial's identity is added.
 
     Raises:
         DeskLoopError: a withdrawn participant or one not in the plan (StoreError), a
@@ -208,22 +211,51 @@ async def run_session(
             answered.add((point, context, instrument.id))
             report.questionnaires += 1
 
-    await ask("pre_study", "")
-    trials = studies.trials(study.id, code)
-    for index, trial in enumerate(trials):
-        if not trial.done:
-            if study.tasks.break_seconds and _new_block(trials, index):
-                await seat.rest(study.tasks.break_seconds)
-            await _run_trial(
-                store, study, trial, seat, tasks, backend, desktop_for, options, progress, seed
-            )
-            report.trials_run.append(trial.position)
-        if not trial.practice:
-            await ask("post_trial", f"trial:{trial.position}")
-        if _last_of_condition(trials, index):
-            await ask("post_condition", f"condition:{trial.condition}")
-    await ask("post_study", "")
+    own = desktops is None
+    lender = desktops if desktops is not None else DesktopsByKind(backend)
+    ahead = StartAhead(lender, what="trial", say=progress)
+    try:
+        trials = studies.trials(study.id, code)
+        undone = [index for index, trial in enumerate(trials) if not trial.done]
+        if undone:  # while the pre-study questionnaire is answered
+            ahead.prepare(_trial_task(study, trials[undone[0]], tasks))
+        await ask("pre_study", "")
+        for index, trial in enumerate(trials):
+            if not trial.done:
+                if study.tasks.break_seconds and _new_block(trials, index):
+                    await seat.rest(study.tasks.break_seconds)
+                after = [later for later in undone if later > index]
+                upcoming = _trial_task(study, trials[after[0]], tasks) if after else None
+                await _run_trial(
+                    store, study, trial, seat, tasks, backend, lender, ahead, upcoming,
+                    options, progress, seed,
+                )  # fmt: skip
+                report.trials_run.append(trial.position)
+            if not trial.practice:
+                await ask("post_trial", f"trial:{trial.position}")
+            if _last_of_condition(trials, index):
+                await ask("post_condition", f"condition:{trial.condition}")
+        await ask("post_study", "")
+    finally:
+        await ahead.close()
+        if own:
+            await lender.close()
     return report
+
+
+def _trial_task(study: Study, trial: TrialRecord, tasks: Mapping[str, Task]) -> Task:
+    """The task a trial runs: its task under the study's time limit, if it has one.
+
+    Raises:
+        DeskLoopError: the task is missing from `tasks`.
+    """
+    task = tasks.get(trial.task_id)
+    if task is None:
+        raise DeskLoopError(f"study {study.id}: no task {trial.task_id!r} was loaded")
+    limit = study.tasks.time_limit
+    if limit is not None:  # the study's limit replaces the task's own time budget
+        task = task.model_copy(update={"budget": task.budget.model_copy(update={"seconds": limit})})
+    return task
 
 
 async def _run_trial(
@@ -233,17 +265,18 @@ async def _run_trial(
     seat: Seat,
     tasks: Mapping[str, Task],
     backend: str,
-    desktop_for: Callable[[Task], Desktop | None],
+    desktops: DesktopsByKind,
+    ahead: StartAhead,
+    upcoming: Task | None,
     options: RunOptions | None,
     progress: Callable[[str], None],
     seed: int,
 ) -> None:
-    task = tasks.get(trial.task_id)
-    if task is None:
-        raise DeskLoopError(f"study {study.id}: no task {trial.task_id!r} was loaded")
-    limit = study.tasks.time_limit
-    if limit is not None:  # the study's limit replaces the task's own time budget
-        task = task.model_copy(update={"budget": task.budget.model_copy(update={"seconds": limit})})
+    """Run one try of `trial` on the desktop prepared for it (else one the episode
+    resets itself), while `upcoming`'s desktop is prepared for the next trial; the
+    desktop goes back to `desktops` when the episode ends."""
+    task = _trial_task(study, trial, tasks)
+    desktop, prepared = await ahead.start(task, upcoming)
     condition = study.condition(trial.condition)
     code, position = trial.code, trial.position
     number = store.studies.start_try(study.id, code, position)
@@ -274,7 +307,8 @@ async def _run_trial(
             backend=backend,
             agent=agent,
             user=with_policy(user, condition, task, store),
-            desktop=desktop_for(task),
+            desktop=desktop,
+            prepared=prepared,
             options=run_options,
             progress=progress,
         )
@@ -287,6 +321,8 @@ async def _run_trial(
             study.id, code, position, number, "interrupted", f"{type(exc).__name__}: {exc}"[:500]
         )
         raise
+    finally:
+        desktops.give_back(desktop)
     store.studies.link_episode(study.id, code, position, number, result.episode_id)
     if is_infrastructure(result.error_kind):
         # The desktop or an endpoint failed, not the participant: the trial is tried

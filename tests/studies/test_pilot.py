@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
+from app.desktops.base import Desktop
+from app.episode.ahead import DesktopsByKind
+from app.episode.launch import DesktopSpec, make_spec_desktop
 from app.store import Store
 from app.studies.loader import load_study
 from app.studies.pilot import StandIn, pilot_id, run_pilot
@@ -76,8 +79,20 @@ async def test_a_three_condition_pilot_of_six_runs_to_its_end(tmp_path: Path) ->
     tasks = _library(tmp_path)
     study = load_study(_study(tmp_path))
     with Store(tmp_path / "db.sqlite") as store:
-        report = await run_pilot(store, study, 6, tasks, backend="local")
+        made: list[Desktop] = []
+
+        def make(spec: DesktopSpec) -> Desktop:
+            made.append(make_spec_desktop(spec))
+            return made[-1]
+
+        report = await run_pilot(
+            store, study, 6, tasks, backend="local", desktops=DesktopsByKind("local", make)
+        )
         assert report.failed == {} and len(report.sessions) == 6
+        # Each trial's desktop was prepared while the one before ran (the first while
+        # the pre-study questionnaire was answered), on the kind's other desktop: two
+        # desktops served all 18 trials.
+        assert len(made) == 2
         piloted = study.model_copy(update={"id": pilot_id(study)})
         people = progress(store, piloted)
         assert [p.state for p in people] == ["done"] * 6
@@ -88,6 +103,7 @@ async def test_a_three_condition_pilot_of_six_runs_to_its_end(tmp_path: Path) ->
                 assert done.status == "done" and done.episode_id is not None
                 episode = store.get_episode(done.episode_id)
                 assert episode.task_id == trial.task_id and episode.passed
+                assert episode.setup is not None and episode.setup["warm"]
                 tags = episode.config["study"]
                 assert (tags["participant"], tags["condition"], tags["position"]) == (
                     person.participant.code,
