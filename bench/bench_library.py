@@ -56,6 +56,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from figures import Figure, emit
+
 REPO = Path(__file__).resolve().parents[1]
 LIST_GOAL_SECONDS = 1.0
 TUI_GOAL_SECONDS = 1.5
@@ -188,7 +190,9 @@ def main() -> None:
         "--skip-off", action="store_true", help="skip `tasks list` with the cache off"
     )
     parser.add_argument("--skip-tui", action="store_true", help="skip the TUI's first screen")
+    parser.add_argument("--figures", action="store_true", help="also print the figures line")
     args = parser.parse_args()
+    figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="bench-library-") as tmp:
         root = Path(tmp)
         library = root / "tasks"
@@ -224,6 +228,12 @@ def main() -> None:
         measured.append(("warm", runs_of(runs, listing(library, env, n))))
         for label, times in measured:
             lines.append(report(f"tasks list, cache {label}", times, LIST_GOAL_SECONDS, n))
+            wall = statistics.median(t[0] for t in times)
+            figures.append(
+                Figure(
+                    f"tasks list, {n} tasks, cache {label}", wall, "s", LIST_GOAL_SECONDS, "goal"
+                )
+            )
         for label, times in measured:
             wall = (statistics.median(t[0] for t in times) - base[0]) / n * 1000
             cpu = (statistics.median(t[1] for t in times) - base[1]) / n * 1000
@@ -240,7 +250,15 @@ def main() -> None:
             warm = runs_of(runs, screen)
             lines.append(report("TUI first screen, cache cold", cold, TUI_GOAL_SECONDS))
             lines.append(report("TUI first screen, cache warm", warm, TUI_GOAL_SECONDS))
+            for label, times in (("cold", cold), ("warm", warm)):
+                wall = statistics.median(t[0] for t in times)
+                figures.append(
+                    Figure(f"TUI first screen, {n} tasks, cache {label}", wall, "s",
+                           TUI_GOAL_SECONDS, "goal")
+                )  # fmt: skip
     print("\n".join(lines))
+    if args.figures:
+        emit(figures)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import Figure, emit
+
 from app.episode.ahead import DesktopsByKind, StartAhead
 from app.episode.launch import launch
 from app.episode.prepare import prepare_start
@@ -94,12 +96,20 @@ async def bench(args: argparse.Namespace) -> None:
     # by the clock, so it is printed against a floor of 1 ms ("at least").
     print(f"ratio (reset after / prepared ahead): at least {cold / max(warm, 1e-3):.0f}x")
     print(f"at end: {load_average()}")
+    if args.figures:
+        emit(
+            [
+                Figure("wait between two trials, prepared ahead", warm * 1000, "ms",
+                       cold * 1000, "reset after the trial"),
+            ]
+        )  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="gimp-flip-export")
     parser.add_argument("--backend", choices=["local", "libvirt"], default="local")
+    parser.add_argument("--figures", action="store_true", help="also print the figures line")
     asyncio.run(bench(parser.parse_args()))
 
 

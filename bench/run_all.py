@@ -57,7 +57,7 @@ BENCHES = (
         "trials",
         "bench_trials.py",
         (),
-        ("--quick",),
+        (),
         "the wait between two trials, the next desktop prepared ahead or not",
     ),
     Bench(

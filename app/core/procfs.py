@@ -15,7 +15,9 @@ def process_start_time(pid: int) -> str | None:
     """The kernel's start time of `pid` (clock ticks since boot), or None if it is gone.
 
     Together with the pid it names one process for good: a recycled pid gets a new
-    start time.
+    start time. A zombie (dead, its exit status not yet collected by its parent) is
+    gone: it holds nothing but its pid, and waiting for its reaping (up to 0.8 s,
+    measured, for a killed desktop's processes) waits for nothing.
     """
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -23,6 +25,8 @@ def process_start_time(pid: int) -> str | None:
         return None
     # The command name (field 2) may contain spaces and parentheses: split after its ')'.
     fields = stat[stat.rfind(")") + 2 :].split()
+    if not fields or fields[0] in ("Z", "X"):
+        return None
     return fields[19] if len(fields) > 19 else None
 
 
