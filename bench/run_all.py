@@ -42,9 +42,10 @@ BENCHES = (
     Bench(
         "step",
         "bench_episode.py",
-        ("--resets", "5", "--frames", "100", "--steps", "60"),
+        ("--resets", "5", "--frames", "100", "--steps", "60", "--evidence-runs", "5"),
         ("--resets", "2", "--frames", "20", "--steps", "20"),
-        "harness overhead per step, frame read, local reset and what it is made of",
+        "harness overhead per step, frame read, local reset and what it is made of, "
+        "references' evidence over repeated runs",
     ),
     Bench(
         "vnc",

@@ -9,6 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from app.desktops.web.cdp import CdpError
 from app.desktops.web.kiosk import Browser, start_browser
 
 
@@ -42,9 +43,31 @@ async def headless_chromium(tmp_path: Path) -> AsyncIterator[Browser]:
             await opened.process.wait()
 
 
-async def open_url(browser: Browser, url: str) -> None:
+# A navigation Chromium loses (its network service restarting on a starved machine:
+# docs/backends.md) leaves the page blank for good; it is sent again after this long.
+NAVIGATION_STALL = 30.0
+
+
+async def open_url(browser: Browser, url: str, timeout: float = 120) -> None:
+    """Navigate to `url` and return once a page other than about:blank has loaded,
+    navigating again if one attempt stalls."""
     page = browser.page
-    await browser.pipe.call("Page.navigate", {"url": url}, session_id=page.session_id)
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        await browser.pipe.call("Page.navigate", {"url": url}, session_id=page.session_id)
+        stall = asyncio.get_running_loop().time() + NAVIGATION_STALL
+        while asyncio.get_running_loop().time() < min(stall, deadline):
+            try:
+                loaded = await page.evaluate(
+                    "document.readyState === 'complete' && location.href !== 'about:blank'"
+                )
+            except CdpError:  # the old document went mid-call: not loaded yet
+                loaded = False
+            if loaded is True:
+                return
+            await asyncio.sleep(0.1)
+        if asyncio.get_running_loop().time() >= deadline:
+            raise AssertionError(f"Chromium did not load {url} within {timeout:g} s")
 
 
 async def status(browser: Browser) -> str:

@@ -33,7 +33,7 @@ class RunOptions:
     """How long to wait for an action's first visible effect."""
     settle_adaptive: bool = True
     """Size the quiet from the screen's own pace after each kind of action
-    (`app.rfb.pace`): a pointer move that repaints at once waits ~25 ms of quiet, a
+    (`app.rfb.pace`): a pointer move that repaints at once waits 20 ms of quiet, a
     click that opens a dialog drawn in parts as long as such dialogs pause."""
     store_frames: bool = True
     batch_id: str | None = None

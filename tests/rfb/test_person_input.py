@@ -41,15 +41,26 @@ async def test_a_burst_of_keys_arrives_and_is_recorded_in_order() -> None:
         log = f"{guest.home}/keys.log"
         # Line-buffered, so each event is in the file once xev has handled it.
         await guest.launch(
-            ["sh", "-c", f"exec stdbuf -oL xev -event keyboard -geometry 600x400+0+0 > {log}"]
+            [
+                "sh",
+                "-c",
+                f"exec stdbuf -oL xev -event keyboard -event focus -geometry 600x400+0+0 > {log}",
+            ]
         )
-        await wait_window(guest, name="Event Tester", timeout=30)
+        await wait_window(guest, name="Event Tester", timeout=90)
         endpoint = desktop.info().vnc
         assert endpoint is not None
         person = PersonInput(endpoint, recorded.append)
         await person.start()
         try:
             person.submit(Click(300, 200))  # the pointer in xev's window gives it the keys
+
+            async def focused() -> bool:
+                return "FocusIn event" in (await guest.run(["cat", log])).stdout_text()
+
+            # Keys sent before the window has the focus go elsewhere (under load the
+            # window manager hands it over late): the burst starts once it has.
+            await eventually(focused, "xev's window to take the focus")
             for action in BURST:
                 person.submit(action)
             done = asyncio.Event()
