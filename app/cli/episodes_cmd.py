@@ -86,6 +86,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         print("note: " + indent_block(e.note, "      "))
     if e.person_wait_seconds:
         print(f"waited for the person {e.person_wait_seconds:.1f} s (off the time budget)")
+    if e.paused_seconds:
+        print(f"paused {e.paused_seconds:.1f} s (off the time budget)")
     if e.error:
         print(f"error: {e.error}")
     if final_frame is not None:

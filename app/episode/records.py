@@ -232,6 +232,7 @@ class EpisodeRecorder:
         *,
         final_windows: WindowList | None,
         person_wait_seconds: float,
+        paused_seconds: float,
         error_kind: ErrorKind | None = None,
     ) -> None:
         await self._stored(
@@ -245,6 +246,7 @@ class EpisodeRecorder:
             final_frame=final_frame,
             final_windows=final_windows,
             person_wait_seconds=person_wait_seconds,
+            paused_seconds=paused_seconds,
         )
 
     async def record_score(self, score: ScoreResult) -> None:

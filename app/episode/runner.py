@@ -257,6 +257,7 @@ class EpisodeRunner:
             final_frame,
             final_windows=self._end_windows,
             person_wait_seconds=round(self.turns.waits.total, 3),
+            paused_seconds=round(self.paused.seconds(), 3),
             error_kind=kind,
         )
 

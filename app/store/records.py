@@ -89,6 +89,9 @@ class EpisodeRecord:
     None before it was recorded."""
     person_wait_seconds: float = 0.0
     """Person mode: seconds the episode waited for the person, off its time budget."""
+    paused_seconds: float = 0.0
+    """Seconds the episode stood paused between steps (the TUI's F2), off its time
+    budget (migration 0018)."""
     note: str = ""
     """The researcher's note on the episode (migration 0015); "" for none."""
     tags: tuple[str, ...] = ()
@@ -131,6 +134,7 @@ class EpisodeRecord:
             ),
             setup=_opt_json(row["setup"]),
             person_wait_seconds=row["person_wait_seconds"],
+            paused_seconds=row["paused_seconds"],
             note=row["note"],
             tags=tuple(json.loads(row["tags"])),
         )

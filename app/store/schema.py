@@ -594,6 +594,18 @@ def _v17(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0018_episode_paused")
+def _v18(db: Database) -> None:
+    # The seconds an episode stood paused between steps (the TUI's F2: the agent takes
+    # no step, and the time is off the budget, as the person's waits are), kept apart
+    # so a reader can tell a paused minute from a slow agent; 0 for every episode
+    # before.
+    db.execute(
+        "ALTER TABLE episodes ADD COLUMN paused_seconds REAL NOT NULL DEFAULT 0"
+        " CHECK (paused_seconds >= 0)"
+    )
+
+
 def migrate(db: Database) -> None:
     """Apply pending migrations, in order, all in one IMMEDIATE transaction.
 

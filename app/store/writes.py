@@ -285,6 +285,7 @@ class Writes(Part):
         final_windows: WindowList | None = None,
         ended_at: Timestamp | None = None,
         person_wait_seconds: float = 0.0,
+        paused_seconds: float = 0.0,
     ) -> None:
         """End a running episode; its phases still pending become never_delivered.
 
@@ -298,7 +299,7 @@ class Writes(Part):
             cursor = conn.execute(
                 """UPDATE episodes SET status = ?, end_reason = ?, error = ?, error_kind = ?,
                        steps = ?, final_frame = ?, final_windows = ?, ended_at = ?,
-                       person_wait_seconds = ?
+                       person_wait_seconds = ?, paused_seconds = ?
                    WHERE id = ? AND status = 'running'""",
                 (
                     status,
@@ -310,6 +311,7 @@ class Writes(Part):
                     None if final_windows is None else json.dumps(final_windows.to_raw()),
                     iso_text(ended_at),
                     person_wait_seconds,
+                    paused_seconds,
                     episode_id,
                 ),
             )

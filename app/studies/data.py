@@ -52,6 +52,7 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "end_reason": ("word", "why the episode ended (done, fail, step_budget, ...)"),
         "error_kind": ("word", "what failed when the episode ended in an error; empty otherwise"),
         "flags": ("count", "integrity flags raised on the episode"),
+        "paused_s": ("s", "seconds the trial stood paused by the researcher (off its time limit)"),
         **{name: unit_and_meaning for name, unit_and_meaning in MEASURES.items()},
     },
     "responses": {
@@ -227,6 +228,7 @@ def _trial_rows(
         "end_reason": episode.end_reason if episode else None,
         "error_kind": episode.error_kind if episode else None,
         "flags": None,
+        "paused_s": episode.paused_seconds if episode else None,
         **{name: None for name in MEASURES},
     }
     if episode is None:

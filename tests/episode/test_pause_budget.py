@@ -69,3 +69,5 @@ async def test_paused_seconds_are_off_the_time_budget(tmp_path: Path) -> None:
         # The episode ran its steps and ended on the agent's DONE, not on time.
         assert result.end_reason == "done", result
         assert store.get_episode(result.episode_id).steps == 3  # two clicks, then DONE
+        # The paused seconds are kept apart, so a reader tells them from a slow agent.
+        assert store.get_episode(result.episode_id).paused_seconds >= 2.5
