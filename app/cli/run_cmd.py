@@ -146,17 +146,18 @@ async def _run_in_browser(
 ) -> list[EpisodeResult]:
     """`--user person --view browser`: each episode with a person as its user, who
     works in the participant view (app.seat)."""
+    from app.core.opener import open_in_browser
+    from app.core.settings import read_settings
     from app.episode.control import EpisodeControl, RunOptions
     from app.episode.launch import launch
-    from app.seat.participant import novnc_dir, novnc_problem, run_in_view
-    from app.ui.services.novnc import open_in_browser
+    from app.seat.participant import novnc_problem, run_in_view
 
     if args.view != "browser":
         raise DeskLoopError(
             "--user person: the person works in the browser; add --view browser "
             "(or run the episode from the TUI)"
         )
-    missing = novnc_problem(novnc_dir())
+    missing = novnc_problem(read_settings().novnc_dir)
     if missing is not None:
         raise DeskLoopError(f"the browser view cannot show a desktop: {missing}")
     controls: list[EpisodeControl] = []

@@ -145,13 +145,14 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from app.cli.common import open_store, run_async
-    from app.seat.participant import novnc_dir, novnc_problem, run_participant
+    from app.core.opener import open_in_browser
+    from app.core.settings import read_settings
+    from app.seat.participant import novnc_problem, run_participant
     from app.studies.loader import find_study
     from app.tasks.loader import find_task
-    from app.ui.services.novnc import open_in_browser
 
     study = find_study(args.study, args.studies_dir)
-    missing = novnc_problem(novnc_dir())
+    missing = novnc_problem(read_settings().novnc_dir)
     if missing is not None:
         raise DeskLoopError(f"the participant view cannot show a desktop: {missing}")
     tasks = {ref: find_task(ref, [args.tasks_dir]) for ref in study.task_ids()}

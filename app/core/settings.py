@@ -189,8 +189,9 @@ class Settings:
         return _choice(self._env, "DESKLOOP_GRAPHICS", GRAPHICS_CHOICES)
 
     @property
-    def novnc_dir(self) -> Path | None:
-        return self._path("DESKLOOP_NOVNC_DIR")
+    def novnc_dir(self) -> Path:
+        """Where noVNC's files are (the TUI's viewers and the participant view)."""
+        return self._path("DESKLOOP_NOVNC_DIR") or Path("/usr/share/novnc")
 
 
 def read_settings(environ: Mapping[str, str] | None = None) -> Settings:

@@ -23,17 +23,11 @@ from app.studies.session import SessionReport, TrialStart, run_session
 from app.tasks.model import Task
 from app.users.person import PersonUser
 
-DEFAULT_NOVNC_DIR = Path("/usr/share/novnc")
 END_SEEN_SECONDS = 10.0
 """How long the view stays up after the session, for the page to show its end."""
 SINGLE_EPISODE_POLICY = Policy(may_take_over=True)
 """A person in a single episode may do what the TUI lets them: answer, interrupt,
 give feedback, take over; due phases are offered as suggestions."""
-
-
-def novnc_dir() -> Path:
-    """Where noVNC's ES modules are: $DESKLOOP_NOVNC_DIR, else Debian's folder."""
-    return read_settings().novnc_dir or DEFAULT_NOVNC_DIR
 
 
 def novnc_problem(folder: Path) -> str | None:
@@ -48,7 +42,7 @@ async def serving(seat: BrowserSeat, announce: Callable[[str], None]) -> AsyncIt
     """The view of `seat` on 127.0.0.1 while the block runs; `announce` is told its
     first address. A block that ends normally leaves the page its last words for a
     moment (`seat.end()` shown, until the browser has fetched it)."""
-    server = LoopbackServer(seat_app(seat, novnc_dir()))
+    server = LoopbackServer(seat_app(seat, read_settings().novnc_dir))
     await server.start()
     try:
         announce(server.url)

@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
 from app.core.errors import DesktopError
+from app.core.opener import open_in_browser
 from app.desktops.base import MarksProcesses
 from app.desktops.inventory import VmListing
 from app.rfb.client import VncEndpoint
@@ -41,7 +42,6 @@ from app.ui.services.desktops import (
     snapshot_key,
     viewer_command,
 )
-from app.ui.services.novnc import open_in_browser
 from app.ui.services.usage import Usage, UsageSampler, VmUsageSampler
 
 USAGE_EVERY = 2.0

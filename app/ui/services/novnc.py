@@ -12,13 +12,11 @@ there and connects at once.
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -29,14 +27,6 @@ if TYPE_CHECKING:
     # The TUI makes its NoVncServers at start; the local desktop module (with its
     # VNC password cipher) and the VNC client are imported when a viewer is served.
     from app.rfb.client import VncEndpoint
-
-DEFAULT_NOVNC_DIR = Path("/usr/share/novnc")
-
-
-def novnc_dir() -> Path:
-    """Where noVNC's files are: $DESKLOOP_NOVNC_DIR, else Debian's folder."""
-    return read_settings().novnc_dir or DEFAULT_NOVNC_DIR
-
 
 # How long websockify may take to listen (a Python start-up; seconds on a busy host).
 START_TIMEOUT = 15.0
@@ -75,7 +65,7 @@ def novnc_available() -> str | None:
     """Why noVNC cannot be served here, or None when it can."""
     if shutil.which("websockify") is None:
         return "websockify is not installed (Debian: apt-get install websockify)"
-    folder = novnc_dir()
+    folder = read_settings().novnc_dir
     if not (folder / "vnc_lite.html").is_file():
         return f"noVNC is not installed in {folder} (Debian: apt-get install novnc)"
     return None
@@ -115,7 +105,7 @@ def start_novnc(endpoint: VncEndpoint, *, timeout: float = START_TIMEOUT) -> NoV
             [
                 "websockify",
                 "--web",
-                str(novnc_dir()),
+                str(read_settings().novnc_dir),
                 f"127.0.0.1:{port}",
                 f"{endpoint.host}:{endpoint.port}",
             ],
@@ -187,27 +177,3 @@ class NoVncServers:
         for server in self.servers.values():
             server.stop()
         self.servers.clear()
-
-
-def open_in_browser(url: str) -> bool:
-    """Open `url` in the person's graphical browser, if there is a display to open it on.
-
-    Python's `webbrowser` would fall back to a console browser (w3m, lynx) in the
-    terminal the TUI is drawing on, so only `xdg-open` under a display is tried.
-    """
-    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-        return False
-    opener = shutil.which("xdg-open")
-    if opener is None:
-        return False
-    try:
-        subprocess.Popen(
-            [opener, url],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    except OSError:
-        return False
-    return True
