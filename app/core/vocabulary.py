@@ -84,6 +84,8 @@ its outcome), or interrupted (a crash, a dead desktop, a closed terminal: the ne
 session tries the trial again as a new try)."""
 QuestionnairePoint = Literal["pre_study", "post_trial", "post_condition", "post_study"]
 """When a study asks its questionnaires."""
+EpisodeRequest = Literal["pause", "resume", "abort"]
+"""What another process may ask of a running episode (app.store.requests)."""
 
 EPISODE_STATUSES: Final[tuple[EpisodeStatus, ...]] = get_args(EpisodeStatus)
 END_REASONS: Final[tuple[EndReason, ...]] = get_args(EndReason)
@@ -104,3 +106,4 @@ MESSAGE_ORIGINS: Final[tuple[MessageOrigin, ...]] = get_args(MessageOrigin)
 STEP_ACTORS: Final[tuple[StepActor, ...]] = get_args(StepActor)
 TRIAL_STATUSES: Final[tuple[TrialStatus, ...]] = get_args(TrialStatus)
 QUESTIONNAIRE_POINTS: Final[tuple[QuestionnairePoint, ...]] = get_args(QuestionnairePoint)
+EPISODE_REQUESTS: Final[tuple[EpisodeRequest, ...]] = get_args(EpisodeRequest)

@@ -67,6 +67,7 @@ from app.episode.integrity import IntegrityWatch
 from app.episode.prepare import PreparedStart, prepare_start
 from app.episode.protocol import Outcome, PhaseSpec, Protocol
 from app.episode.records import EpisodeRecorder
+from app.episode.requests import follow_requests
 from app.episode.scorer import EpisodeScorer
 from app.episode.takeover import take_over
 from app.episode.user_turns import UserTurns
@@ -190,6 +191,9 @@ class EpisodeRunner:
         self.protocol = protocol
         final_frame: str | None = None
         stage = "episode"
+        requests = asyncio.ensure_future(
+            follow_requests(self.store, episode_id, self.control, self.report.say)
+        )
         try:
             final_frame = await self._play(protocol)
             stage = "scoring"
@@ -219,6 +223,8 @@ class EpisodeRunner:
                 self._end_frame = records.last_frame_path  # the last screen the agent saw
             return await self._ended_in_error(protocol, reason, self._end_frame, error_kind(exc))
         finally:
+            requests.cancel()
+            await asyncio.wait({requests})
             await self.agent.close()
         await records.record_score(score)
         await records.archive(

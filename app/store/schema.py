@@ -33,6 +33,7 @@ from app.core.integrity import FLAG_KINDS
 from app.core.vocabulary import (
     AGENT_KINDS,
     END_REASONS,
+    EPISODE_REQUESTS,
     EPISODE_STATUSES,
     ERROR_KINDS,
     MESSAGE_ORIGINS,
@@ -603,6 +604,24 @@ def _v18(db: Database) -> None:
     db.execute(
         "ALTER TABLE episodes ADD COLUMN paused_seconds REAL NOT NULL DEFAULT 0"
         " CHECK (paused_seconds >= 0)"
+    )
+
+
+@MIGRATIONS(name="0019_episode_requests")
+def _v19(db: Database) -> None:
+    # Requests to a running episode from another process (app.store.requests): the
+    # researcher's TUI pausing, resuming or aborting a participant's trial, whose
+    # runner is the participant's own process. One row per request, in order.
+    db.execute(
+        f"""
+        CREATE TABLE episode_requests (
+            episode_id INTEGER NOT NULL REFERENCES episodes (id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL CHECK (idx >= 0),
+            request TEXT NOT NULL CHECK ({_one_of("request", EPISODE_REQUESTS)}),
+            requested_at TEXT NOT NULL,
+            PRIMARY KEY (episode_id, idx)
+        ) STRICT
+        """
     )
 
 

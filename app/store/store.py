@@ -7,7 +7,8 @@ and its batch's), `scores` (an episode's score and its phases' checks), `queries
 `judgements` (the model judge's questions and answers), `liveness` (who runs an
 episode; recovering those whose runner died), `archive` (blobs, archives, rescores,
 integrity flags), `transfer` (a whole episode out of one database and into another)
-and `notes` (a researcher's note and tags). One part is reached by name instead:
+`notes` (a researcher's note and tags) and `requests` (pause, resume, abort asked of a
+running episode by another process). One part is reached by name instead:
 `store.studies` (a study's plan, participants, trials and answers), whose records are
 its own. The dataclasses read back are `records`;
 the column values the parts write are made by `values`.
@@ -26,6 +27,7 @@ from app.store.judgements import Judgements
 from app.store.liveness import Liveness
 from app.store.notes import Notes
 from app.store.queries import Queries
+from app.store.requests import Requests
 from app.store.scores import Scores
 from app.store.studies import Studies
 from app.store.transfer import Transfer
@@ -112,6 +114,9 @@ class Store:
         self.export_episode = transfer.export_episode
         self.import_episode = transfer.import_episode
         self.annotate_episode = Notes(db).annotate_episode
+        requests = Requests(db)
+        self.request_episode = requests.request_episode
+        self.episode_requests = requests.episode_requests
         self.recover_interrupted = Liveness(db).recover_interrupted
         try:
             self.recover_interrupted()

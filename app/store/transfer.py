@@ -31,6 +31,7 @@ CHILD_TABLES = (
     "archives",
     "rescores",
     "integrity_flags",
+    "episode_requests",
 )
 """The tables that hold an episode's rows (by `episode_id`), in the order they are
 written: steps point at messages and phases. A table keyed by `episode_id` that is not

@@ -169,6 +169,7 @@ VOCABULARY_CHECKS = {
     ("steps", "actor"): [vocabulary.STEP_ACTORS],
     ("trial_tries", "status"): [vocabulary.TRIAL_STATUSES],
     ("responses", "point"): [vocabulary.QUESTIONNAIRE_POINTS],
+    ("episode_requests", "request"): [vocabulary.EPISODE_REQUESTS],
 }
 
 
