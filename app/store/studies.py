@@ -319,6 +319,18 @@ class Studies(Part):
                     f"{study_id} is not running"
                 )
 
+    def latest_episode(self, study_id: str, code: str) -> tuple[int, bool] | None:
+        """The participant's latest trial episode and whether it is running now (its
+        try is linked only once it ends, so the episode's own record of its trial,
+        `config.study`, is what names it); None before their first trial."""
+        rows = self.db.rows(
+            f"reading the latest episode of {code} in study {study_id}",
+            "SELECT id, status FROM episodes WHERE json_extract(config, '$.study.study') = ?"
+            " AND json_extract(config, '$.study.participant') = ? ORDER BY id DESC LIMIT 1",
+            (study_id, code),
+        )
+        return (int(rows[0]["id"]), rows[0]["status"] == "running") if rows else None
+
     def interrupt_running(self, study_id: str, code: str, note: str) -> list[int]:
         """Mark the participant's running tries interrupted (their session is gone: a
         crash, a dead desktop, a closed terminal); return their trials' positions."""

@@ -60,3 +60,66 @@ async def test_the_studies_screen_follows_the_plan(tmp_path: Path) -> None:
 
         await wait_until(pilot, lambda: p02() == "consented", 20, "P02 shown consented")
         assert codes == ["P01", "P02", "P03"]
+
+
+async def test_the_researcher_pauses_aborts_and_notes_a_participants_trial(
+    tmp_path: Path,
+) -> None:
+    """On a participant: p asks their running trial to pause, p again to resume, x
+    (confirmed) to abort, each a request the trial's runner reads from the store;
+    n writes a note on their latest trial's episode."""
+    studies = _studies(tmp_path / "studies")
+    study = load_study(studies / "ask-or-not.yaml")
+    db = tmp_path / "lab.db"
+    with Store(db) as store:
+        plan_in_store(store, study, 2)
+        store.studies.record_consent(study.id, "P02")
+        store.studies.start_try(study.id, "P02", 0)
+        # P02's trial, as its runner in the participant's process records it.
+        episode = store.start_episode(
+            task_id="t", task_path="t.yaml", task_sha256="0" * 64, app="gimp", level="L1",
+            interactive=True, agent="null", user_mode="person", backend="local",
+            config={"study": {"study": study.id, "participant": "P02", "position": 0}},
+        )  # fmt: skip
+    app = DeskLoopApp(db=db, tasks_dir=ROOT / "tasks", studies_dir=studies, start_mode="studies")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, StudiesScreen)
+        await wait_until(pilot, lambda: screen.loaded, 10, "the studies read")
+        people = screen.query_one("#participants-table", DataTable)
+        people.focus()
+
+        def asked() -> list[str]:
+            with Store(db) as store:
+                return [r for _, r in store.episode_requests(episode)]
+
+        await pilot.press("p")  # on P01, who has no trial running: nothing is asked
+        await wait_until(
+            pilot,
+            lambda: any("P01 has no trial running" in str(n.message) for n in app._notifications),
+            10,
+            "the warning",
+        )
+        people.move_cursor(row=1)
+        await pilot.press("p")
+        await wait_until(pilot, lambda: asked() == ["pause"], 10, "the pause request")
+        await pilot.press("p")
+        await wait_until(pilot, lambda: asked() == ["pause", "resume"], 10, "the resume")
+        for answer in ("n", "y"):  # No first: nothing is asked
+            await pilot.press("x")
+            await wait_until(pilot, lambda: app.screen is not screen, 10, "the question")
+            await pilot.press(answer)
+            await wait_until(pilot, lambda: app.screen is screen, 10, "the answer")
+            if answer == "n":
+                assert asked() == ["pause", "resume"]
+        await wait_until(pilot, lambda: asked() == ["pause", "resume", "abort"], 10, "abort")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.screen is not screen, 10, "the notes dialog")
+        await pilot.press(*"tired", "enter")
+        await wait_until(pilot, lambda: app.screen is screen, 10, "the dialog closed")
+
+        def noted() -> str:
+            with Store(db) as store:
+                return store.get_episode(episode).note
+
+        await wait_until(pilot, lambda: noted() == "tired", 10, "the note stored")

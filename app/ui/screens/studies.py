@@ -1,8 +1,11 @@
 """Studies: the researcher's view of each study's plan while its sessions run.
 
-Read-only, and read again every few seconds: a participant's session runs in its own
-process (`deskloop study run`, the participant's browser view), so this screen follows
-the store as that process writes it.
+Read again every few seconds: a participant's session runs in its own process
+(`deskloop study run`, the participant's browser view), so this screen follows the
+store as that process writes it. What the researcher does to a participant's trial
+reaches that process through the store too: a note on the trial's episode, and a
+pause, resume or abort of the trial running now (`app.store.requests`, which the
+trial's runner reads every second).
 """
 
 from __future__ import annotations
@@ -19,11 +22,14 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Header, Static
 
 from app.core.errors import DeskLoopError
+from app.core.vocabulary import EpisodeRequest
 from app.metrics.tables import render_table
 from app.store import Store
+from app.store.records import EpisodeRecord
 from app.studies.loader import load_study, study_files
 from app.studies.model import Study
 from app.studies.plans import ROW_HEADER, Progress, balance_so_far, progress
+from app.ui.modals import ConfirmScreen
 from app.ui.screens.base import LabFooter, LabScreen
 
 REFRESH_SECONDS = 3.0
@@ -74,11 +80,18 @@ run STUDY --participant P01` opens the participant's view in a browser).
   (planned, consented, mid-way, done, withdrawn), their condition order, trials
   done, tries cut off, and the next trial.
 - **g** read the studies and the database again now.
+- On a participant (**tab** to their table): **p** pauses the trial they are in (the
+  agent takes no step; **p** again resumes), **x** aborts it (asks first: `y`
+  aborts; the trial is recorded as aborted), **n** writes a note and tags on their
+  latest trial's episode. The participant's process acts within a second.
 
 Planning, pilots, exports and withdrawals are `deskloop study …` commands.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("g", "reload", "Reload"),
+        Binding("p", "pause", "Pause/resume"),
+        Binding("x", "abort", "Abort trial"),
+        Binding("n", "notes", "Note"),
     ]
 
     def __init__(self) -> None:
@@ -151,6 +164,8 @@ Planning, pilots, exports and withdrawals are `deskloop study …` commands.
 
     def show_study(self) -> None:
         participants = self.query_one("#participants-table", DataTable)
+        # The table is filled again every few seconds: the researcher's place in it stays.
+        place = participants.cursor_row
         participants.clear()
         text = self.query_one("#study-summary", Static)
         folder = self.lab.studies_dir
@@ -165,4 +180,84 @@ Planning, pilots, exports and withdrawals are `deskloop study …` commands.
         view = self.views[self.studies[min(row, len(self.studies) - 1)].id]
         for person in view.people:
             participants.add_row(*person.row())
+        if view.people:
+            participants.move_cursor(row=min(max(place, 0), len(view.people) - 1))
         text.update(escape(summary(view)))
+
+    # ------------------------------------------------------------ a participant
+
+    def picked(self) -> tuple[str, str] | None:
+        """The study and participant code under the participants table's cursor."""
+        if not self.studies:
+            return None
+        row = self.query_one("#studies-table", DataTable).cursor_row
+        view = self.views[self.studies[min(row, len(self.studies) - 1)].id]
+        place = self.query_one("#participants-table", DataTable).cursor_row
+        if not view.people or not 0 <= place < len(view.people):
+            return None
+        return view.study.id, view.people[place].participant.code
+
+    def action_pause(self) -> None:
+        if (who := self.picked()) is not None:
+            self._ask(*who, None)
+
+    def action_abort(self) -> None:
+        who = self.picked()
+        if who is None or isinstance(self.app.screen, ConfirmScreen):
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._ask(*who, "abort")
+
+        question = (
+            f"{who[1]}'s trial in {who[0]} ends now, recorded as aborted; their session "
+            "goes on to what follows it."
+        )
+        self.app.push_screen(ConfirmScreen("Abort the trial?", question, "Abort"), answered)
+
+    @work(thread=True, group="requests", exit_on_error=False, description="asking the trial")
+    def _ask(self, study_id: str, code: str, request: EpisodeRequest | None) -> None:
+        """Write `request` (None: pause, or resume when the last request paused) for
+        the participant's running trial."""
+        store = self.lab.store
+        latest = store.studies.latest_episode(study_id, code)
+        if latest is None or not latest[1]:
+            self.app.call_from_thread(
+                self.notify, f"{code} has no trial running.", severity="warning"
+            )
+            return
+        episode, _ = latest
+        if request is None:
+            asked = [r for _, r in store.episode_requests(episode)]
+            request = "resume" if asked and asked[-1] == "pause" else "pause"
+        try:
+            store.request_episode(episode, request)
+        except DeskLoopError as exc:
+            self.app.call_from_thread(self.notify, str(exc), severity="error")
+            return
+        said = {"pause": "Pausing", "resume": "Resuming", "abort": "Aborting"}[request]
+        self.app.call_from_thread(
+            self.notify, f"{said} {code}'s trial (episode {episode})…", timeout=4
+        )
+
+    def action_notes(self) -> None:
+        if (who := self.picked()) is not None:
+            self._annotate(*who)
+
+    @work(thread=True, group="requests", exit_on_error=False, description="finding the trial")
+    def _annotate(self, study_id: str, code: str) -> None:
+        store = self.lab.store
+        latest = store.studies.latest_episode(study_id, code)
+        if latest is None:
+            self.app.call_from_thread(
+                self.notify, f"{code} has no trial yet to note.", severity="warning"
+            )
+            return
+        episode = store.get_episode(latest[0])
+        self.app.call_from_thread(self._edit_notes, episode)
+
+    def _edit_notes(self, episode: EpisodeRecord) -> None:
+        from app.ui.screens.notes import edit_notes
+
+        edit_notes(self, episode, lambda stored: self.notify(f"Noted episode {stored.id}."))
