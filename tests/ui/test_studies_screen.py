@@ -101,6 +101,13 @@ async def test_the_researcher_pauses_aborts_and_notes_a_participants_trial(
             "the warning",
         )
         people.move_cursor(row=1)
+        # Their latest trial is followed under the table.
+        await wait_until(
+            pilot,
+            lambda: "P02 · episode 1 (running) · t · 0 steps" in screen_text(app),
+            10,
+            "P02's trial followed",
+        )
         await pilot.press("p")
         await wait_until(pilot, lambda: asked() == ["pause"], 10, "the pause request")
         await pilot.press("p")

@@ -53,6 +53,30 @@ def read_study(study: Study, store: Store) -> StudyView:
         return StudyView(study, [], str(exc))
 
 
+def trial_watch(store: Store, study_id: str, code: str) -> str:
+    """What the participant's latest trial is doing, from its episode's record: its
+    state, steps and messages so far, the last of each (the session runs elsewhere)."""
+    latest = store.studies.latest_episode(study_id, code)
+    if latest is None:
+        return f"{code}: no trial yet"
+    episode = store.get_episode(latest[0])
+    state = "running" if latest[1] else f"{episode.status}, {episode.end_reason or 'no end'}"
+    steps = store.steps(episode.id)
+    messages = store.messages(episode.id)
+    lines = [
+        f"{code} · episode {episode.id} ({state}) · {episode.task_id} · "
+        f"{len(steps)} steps · {len(messages)} messages"
+    ]
+    if steps:
+        last = steps[-1]
+        lines.append(f"last step: {last.description} ({last.actor})")
+    if messages:
+        said = messages[-1]
+        text = " ".join(said.text.split())
+        lines.append(f"last message: {said.role} {said.kind}: {text[:100]}")
+    return "\n".join(lines)
+
+
 def summary(view: StudyView) -> str:
     """Counts of participants by state, trials left, and the balance of condition
     orders among those done (each cell: participants)."""
@@ -80,9 +104,11 @@ run STUDY --participant P01` opens the participant's view in a browser).
   (planned, consented, mid-way, done, withdrawn), their condition order, trials
   done, tries cut off, and the next trial.
 - **g** read the studies and the database again now.
-- On a participant (**tab** to their table): **p** pauses the trial they are in (the
-  agent takes no step; **p** again resumes), **x** aborts it (asks first: `y`
-  aborts; the trial is recorded as aborted), **n** writes a note and tags on their
+- On a participant (**tab** to their table), their latest trial is followed
+  under the table (its steps and messages so far, the last of each). **p**
+  pauses the trial they are in (the agent takes no step; **p** again resumes),
+  **x** aborts it (asks first: `y` aborts; the trial is recorded as aborted),
+  **n** writes a note and tags on their
   latest trial's episode. The participant's process acts within a second.
 
 Planning, pilots, exports and withdrawals are `deskloop study …` commands.
@@ -101,12 +127,15 @@ Planning, pilots, exports and withdrawals are `deskloop study …` commands.
         self.views: dict[str, StudyView] = {}
         self.loaded = False
         """Whether the studies and their plans have been read once."""
+        self._watched: tuple[str, str] | None = None
+        """The study and participant whose latest trial the last read followed."""
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Vertical():
             yield DataTable(id="studies-table", cursor_type="row", zebra_stripes=True)
             yield DataTable(id="participants-table", cursor_type="row", zebra_stripes=True)
+            yield Static("", id="trial-watch")
             yield Static("", id="study-summary")
         yield LabFooter()
 
@@ -122,11 +151,18 @@ Planning, pilots, exports and withdrawals are `deskloop study …` commands.
         self.action_reload()
 
     def action_reload(self) -> None:
-        self._read(self.lab.studies_dir)
+        self._watched = self.picked()
+        self._read(self.lab.studies_dir, self._watched)
+
+    @on(DataTable.RowHighlighted, "#participants-table")
+    def _participant_picked(self) -> None:
+        # Refilling the table highlights a row too: read again only for another person.
+        if self.picked() != self._watched:
+            self.action_reload()
 
     @work(thread=True, exclusive=True, group="studies", exit_on_error=False,
           description="reading the studies")  # fmt: skip
-    def _read(self, folder: Path) -> None:
+    def _read(self, folder: Path, watched: tuple[str, str] | None) -> None:
         studies: list[Study] = []
         problems: list[str] = []
         if folder.is_dir():
@@ -137,10 +173,18 @@ Planning, pilots, exports and withdrawals are `deskloop study …` commands.
                     problems.append(str(exc).splitlines()[0])
         store = self.lab.store
         views = {study.id: read_study(study, store) for study in studies}
-        self.app.call_from_thread(self._show, studies, problems, views)
+        watch = "" if watched is None else trial_watch(store, *watched)
+        self.app.call_from_thread(self._show, studies, problems, views, watch)
 
-    def _show(self, studies: list[Study], problems: list[str], views: dict[str, StudyView]) -> None:
+    def _show(
+        self,
+        studies: list[Study],
+        problems: list[str],
+        views: dict[str, StudyView],
+        watch: str = "",
+    ) -> None:
         self.studies, self.problems, self.views = studies, problems, views
+        self.query_one("#trial-watch", Static).update(escape(watch))
         self.loaded = True
         table = self.query_one("#studies-table", DataTable)
         row = table.cursor_row
