@@ -68,11 +68,12 @@ async def run_tasks(
     task_refs: Sequence[str],
     store: Store,
     launched: list[Episode] | None = None,
+    on_result: Callable[[EpisodeResult], None] | None = None,
 ) -> list[EpisodeResult]:
     """Run each task once, one after the other, each on a desktop brought to its start
     state while the task before ran (`app.episode.ahead`); progress lines go to stderr.
     Each episode is appended to `launched` once it is wired up, so a caller can say
-    which episode a failure left."""
+    which episode a failure left; `on_result` hears each result as its episode ends."""
     from app.agents.spec import PersonSpec, parse_agent_spec
     from app.core.errors import AgentError
     from app.episode.control import EpisodeControl, RunOptions
@@ -87,7 +88,11 @@ async def run_tasks(
     model = openai_config(args, [args.agent]) if hasattr(args, "base_url") else None
     judge = judge_config(args)
     if args.user == "person":
-        return await _run_in_browser(args, tasks, store, launched, agent, model, judge)
+        shown = await _run_in_browser(args, tasks, store, launched, agent, model, judge)
+        if on_result is not None:
+            for result in shown:
+                on_result(result)
+        return shown
     from app.episode.ahead import DesktopsByKind, StartAhead
 
     # Task N+1's desktop is brought to its start state while task N runs, on the
@@ -121,6 +126,8 @@ async def run_tasks(
             INTERRUPT.hooks.append(control.abort)
             try:
                 results.append(await episode.run())
+                if on_result is not None:
+                    on_result(results[-1])
             finally:
                 INTERRUPT.hooks.remove(control.abort)
                 desktops.give_back(desktop)
@@ -245,9 +252,19 @@ def print_result(result: EpisodeResult) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     launched: list[Episode] = []
+
+    def shown(result: EpisodeResult) -> None:
+        # As each episode ends: a run stopped later still printed the ones before.
+        if args.json:
+            print(json.dumps(result.as_json()), flush=True)
+        else:
+            print_result(result)
+
     with open_store(args.db) as store:
         try:
-            (result,) = run_async(run_tasks(args, [args.task], store, launched))
+            results = run_async(
+                run_tasks(args, [args.task] * args.repeat, store, launched, on_result=shown)
+            )
         except (DeskLoopError, SystemExit) as exc:
             if args.json:
                 # The line is printed however the run ended: a stop (130) says why
@@ -256,11 +273,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 error = describe_error(cause) if cause is not None else None
                 print(json.dumps(unfinished_json(store, args.task, launched, error)), flush=True)
             raise
-    if args.json:
-        print(json.dumps(result.as_json()))
-    else:
-        print_result(result)
-    return 0 if result.passed else 1
+    if len(results) > 1 and not args.json:
+        passed = sum(bool(r.passed) for r in results)
+        print(f"\npassed {passed} of {len(results)} episodes of {results[0].task_id}")
+    return 0 if all(r.passed for r in results) else 1
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -286,6 +302,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if all(r.passed for r in results) else 1
 
 
+def _positive(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
+
+
 def register(sub: Any) -> None:
     run = sub.add_parser(
         "run",
@@ -307,9 +334,19 @@ def register(sub: Any) -> None:
     add_judge_options(run)
     add_desktop_options(run, person=True)
     run.add_argument(
+        "--repeat",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="run the task N times, one episode after the other, each next desktop brought "
+        "to the start state while the episode before runs (default: 1); exit status 0 only "
+        "when every episode passed",
+    )
+    run.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON object (episode, task, status, passed, score) last",
+        help="print one JSON object (episode, task, status, passed, score) per episode, "
+        "each on its own line, last",
     )
     run.set_defaults(func=cmd_run)
 

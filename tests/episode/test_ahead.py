@@ -6,6 +6,7 @@ closes its desktop."""
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime
 from pathlib import Path
@@ -90,6 +91,24 @@ def test_the_second_task_of_a_run_starts_on_a_desktop_set_up_during_the_first(
             second.setup["seconds"]
         )
         assert first.ended_at is not None and done < first.ended_at.timestamp()
+
+
+def test_run_repeat_prints_each_episode_as_it_ends_the_repeats_on_warm_desktops(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _task(tmp_path, "xr", wait=3)
+    db = tmp_path / "db.sqlite"
+    argv = ["--db", str(db), "--tasks-dir", str(tmp_path / "tasks"), "run", "xr"]
+    assert main([*argv, "--repeat", "3", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(line["task"], line["passed"]) for line in lines] == [("xr", True)] * 3
+    with Store(db) as store:
+        episodes = sorted(store.list_episodes(), key=lambda e: e.id)
+        assert [e.id for e in episodes] == [line["episode"] for line in lines]
+        assert [e.setup["warm"] for e in episodes if e.setup is not None] == [False, True, True]
+    with pytest.raises(SystemExit):
+        main([*argv, "--repeat", "0"])
+    assert "0 is less than 1" in capsys.readouterr().err
 
 
 async def test_a_start_prepared_for_another_task_is_closed_not_used(tmp_path: Path) -> None:
